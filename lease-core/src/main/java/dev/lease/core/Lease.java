@@ -1,0 +1,338 @@
+package dev.lease.core;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A claimed lease: the name, the term (the fencing token, +1 on every hand-over), the holder token
+ * (random per claim, never reused) and the instance that claimed it.
+ *
+ * <p>A lease is held until it is released or lost. It is lost when the database says it is no longer
+ * this holder's, or when no claim or renewal has succeeded within the local deadline, measured on the
+ * process's monotonic clock from the <em>start</em> of the last successful one. Loss is final: a lost
+ * lease is never revived; claim again for a new term. Closing a lease releases it.
+ */
+public final class Lease implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(Lease.class);
+
+  private enum State { HELD, LOST, RELEASED }
+
+  private final LeaseManager manager;
+  private final String name;
+  private final String holder;
+  private final String instance;
+  private final long term;
+  private final long localDeadlineNanos;
+  private final Set<Consumer<Lease>> lossListeners = ConcurrentHashMap.newKeySet();
+
+  // guarded by this
+  private State state = State.HELD;
+  private LossReason lossReason;
+  private long lastRenewalStart;
+  private RenewalKeeper keeper;
+  // read without the lock on hot paths (isHeld)
+  private volatile boolean ended;
+  private volatile long lastRenewalStartVolatile;
+
+  Lease(LeaseManager manager, String name, String holder, String instance, long term,
+      long claimStartNanos) {
+    this.manager = manager;
+    this.name = name;
+    this.holder = holder;
+    this.instance = instance;
+    this.term = term;
+    this.localDeadlineNanos = manager.timings().localDeadline().toNanos();
+    this.lastRenewalStart = claimStartNanos;
+    this.lastRenewalStartVolatile = claimStartNanos;
+  }
+
+  public String name() {
+    return name;
+  }
+
+  /** The fencing token: grows by one on every hand-over of this name. */
+  public long term() {
+    return term;
+  }
+
+  /** The random token of this claim; never reused. */
+  public String holder() {
+    return holder;
+  }
+
+  /** The instance (process) that claimed it, for humans. */
+  public String instance() {
+    return instance;
+  }
+
+  /** The manager that claimed this lease. */
+  public LeaseManager manager() {
+    return manager;
+  }
+
+  /**
+   * True while this lease is neither released nor lost and its local deadline has not passed. A true
+   * answer is local knowledge; fenced transactions still verify with the database.
+   */
+  public boolean isHeld() {
+    if (ended) {
+      return false;
+    }
+    if (manager.clock().nanoTime() - lastRenewalStartVolatile >= localDeadlineNanos) {
+      checkDeadline();
+      return false;
+    }
+    return true;
+  }
+
+  public synchronized boolean isLost() {
+    return state == State.LOST;
+  }
+
+  public synchronized boolean isReleased() {
+    return state == State.RELEASED;
+  }
+
+  /** Why the lease was lost, if it was. */
+  public synchronized Optional<LossReason> lossReason() {
+    return Optional.ofNullable(lossReason);
+  }
+
+  /** Time left until the local deadline; zero once it has passed or the lease ended. */
+  public Duration remaining() {
+    if (ended) {
+      return Duration.ZERO;
+    }
+    long left = localDeadlineNanos - (manager.clock().nanoTime() - lastRenewalStartVolatile);
+    return left <= 0 ? Duration.ZERO : Duration.ofNanos(left);
+  }
+
+  /**
+   * Keeps this lease renewed on the manager's keeper thread until it is released or lost; idempotent.
+   *
+   * @return this lease
+   */
+  public Lease hold() {
+    synchronized (this) {
+      if (state != State.HELD || keeper != null) {
+        return this;
+      }
+      keeper = new RenewalKeeper(this, manager);
+    }
+    keeper.start();
+    return this;
+  }
+
+  /**
+   * Renews once, now.
+   *
+   * @return true if renewed; false if the lease is no longer held (it is then lost, or was released)
+   * @throws LeaseException if the database could not be asked; the lease stays held until its local
+   *     deadline
+   */
+  public boolean renew() {
+    if (!isHeld()) {
+      return false;
+    }
+    long start = manager.clock().nanoTime();
+    if (!manager.renewInDatabase(this)) {
+      lose(LossReason.NOT_HELD);
+      return false;
+    }
+    if (!renewed(start)) {
+      return false;
+    }
+    manager.safely(l -> l.renewed(this));
+    return true;
+  }
+
+  /**
+   * Asks the database whether this holder still holds the lease at this term.
+   *
+   * @return true if it does; false if not (the lease is then lost)
+   */
+  public boolean verify() {
+    if (!isHeld()) {
+      return false;
+    }
+    boolean held = manager.verifyInDatabase(this);
+    if (!held) {
+      lose(LossReason.NOT_HELD);
+    }
+    return held;
+  }
+
+  /**
+   * Runs the verify statement on {@code connection} inside the caller's open transaction (the
+   * building block of lease-jdbc). In strict mode it also takes the lock on the lease row that the
+   * claim of the next term waits for, and (PostgreSQL) bounds the transaction's idle time.
+   *
+   * @return true if the database confirms this holder at this term
+   */
+  public boolean verifyInTransaction(Connection connection, boolean strict,
+      Duration idleInTransaction) throws SQLException {
+    Dialect d = manager.dialect();
+    try (PreparedStatement ps = connection.prepareStatement(d.verifySql(strict))) {
+      d.bindVerify(ps, name, holder, term, strict, idleInTransaction.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  /**
+   * Releases the lease: the database lets anyone claim it at once. Stops the keeper. Idempotent; a
+   * lost lease is not released (it is no longer ours to release).
+   *
+   * @throws LeaseException if the database could not be reached (the lease then simply expires)
+   */
+  public void release() {
+    RenewalKeeper k;
+    synchronized (this) {
+      if (state != State.HELD) {
+        return;
+      }
+      state = State.RELEASED;
+      ended = true;
+      k = keeper;
+    }
+    if (k != null) {
+      k.stop();
+    }
+    lossListeners.clear();
+    manager.forget(this);
+    boolean released = manager.releaseInDatabase(this);
+    log.info("released lease {} term {} instance {}{}", name, term, instance,
+        released ? "" : " (the database no longer had it)");
+    manager.safely(l -> l.released(this));
+  }
+
+  /** Same as {@link #release()}. */
+  @Override
+  public void close() {
+    release();
+  }
+
+  /**
+   * Calls {@code listener} once when this lease is lost (at once if it already is).
+   *
+   * @return a handle whose {@code close()} removes the listener
+   */
+  public Registration onLoss(Consumer<Lease> listener) {
+    lossListeners.add(listener);
+    if (isLost() && lossListeners.remove(listener)) {
+      listener.accept(this);
+    }
+    return () -> lossListeners.remove(listener);
+  }
+
+  /** Removes a listener added with {@link #onLoss}. */
+  @FunctionalInterface
+  public interface Registration extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  @Override
+  public String toString() {
+    return "Lease[" + name + ", term " + term + ", instance " + instance + "]";
+  }
+
+  // ---- package-private: the keeper's side --------------------------------------------------------
+
+  synchronized long lastRenewalStart() {
+    return lastRenewalStart;
+  }
+
+  synchronized boolean held() {
+    return state == State.HELD;
+  }
+
+  /** Records a renewal that started at {@code start} and succeeded; false if it came too late. */
+  boolean renewed(long start) {
+    synchronized (this) {
+      if (state != State.HELD) {
+        return false;
+      }
+      if (manager.clock().nanoTime() - lastRenewalStart >= localDeadlineNanos) {
+        loseLocked(LossReason.LOCAL_DEADLINE);
+      } else {
+        if (start - lastRenewalStart > 0) {
+          lastRenewalStart = start;
+          lastRenewalStartVolatile = start;
+        }
+        return true;
+      }
+    }
+    notifyLost();
+    return false;
+  }
+
+  /** Declares the lease lost if its local deadline has passed; true if it is (now) lost. */
+  boolean checkDeadline() {
+    synchronized (this) {
+      if (state == State.LOST) {
+        return true;
+      }
+      if (state != State.HELD
+          || manager.clock().nanoTime() - lastRenewalStart < localDeadlineNanos) {
+        return false;
+      }
+      loseLocked(LossReason.LOCAL_DEADLINE);
+    }
+    notifyLost();
+    return true;
+  }
+
+  void lose(LossReason reason) {
+    synchronized (this) {
+      if (state != State.HELD) {
+        return;
+      }
+      loseLocked(reason);
+    }
+    notifyLost();
+  }
+
+  private void loseLocked(LossReason reason) {
+    state = State.LOST;
+    lossReason = reason;
+    ended = true;
+  }
+
+  private void notifyLost() {
+    RenewalKeeper k;
+    synchronized (this) {
+      k = keeper;
+    }
+    if (k != null) {
+      k.stop();
+    }
+    manager.forget(this);
+    log.warn("lost lease {} term {} instance {}: {}", name, term, instance,
+        lossReason == LossReason.NOT_HELD
+            ? "the database says it is no longer ours"
+            : "no renewal succeeded within the local deadline of "
+                + manager.timings().localDeadline().toMillis() + " ms");
+    manager.safely(l -> l.lost(this, lossReason));
+    for (Consumer<Lease> listener : lossListeners) {
+      if (lossListeners.remove(listener)) {
+        try {
+          listener.accept(this);
+        } catch (RuntimeException e) {
+          log.warn("loss listener of lease {} failed", name, e);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,156 @@
+package dev.lease.core;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.List;
+
+/** PostgreSQL 12 or later. */
+final class PostgresDialect extends Dialect {
+
+  /**
+   * {@code clock_timestamp()}, never {@code now()}: {@code now()} is the start of the transaction, so
+   * late in a long transaction it would make a live lease look younger than it is.
+   */
+  private static final String CLOCK = "(floor(extract(epoch from clock_timestamp()) * 1000))::bigint";
+
+  PostgresDialect(String table, String clockFunction) {
+    super(table, clockFunction != null ? clockFunction : CLOCK);
+  }
+
+  @Override
+  String product() {
+    return "PostgreSQL";
+  }
+
+  @Override
+  List<String> ddl() {
+    return List.of("CREATE TABLE IF NOT EXISTS " + table + " ("
+        + "name varchar(" + Names.NAME_WIDTH + ") NOT NULL PRIMARY KEY, "
+        + "holder varchar(" + Names.HOLDER_WIDTH + ") NOT NULL DEFAULT '', "
+        + "instance varchar(" + Names.INSTANCE_WIDTH + ") NOT NULL DEFAULT '', "
+        + "term bigint NOT NULL DEFAULT 0, "
+        + "expires_at_ms bigint NOT NULL DEFAULT 0, "
+        + "revision bigint NOT NULL DEFAULT 0, "
+        + "slot_ms bigint, "
+        + "unfinished_slot_ms bigint, "
+        + "rerun_slot_ms bigint)");
+  }
+
+  @Override
+  boolean isMissingTable(SQLException e) {
+    return "42P01".equals(e.getSQLState()); // undefined_table
+  }
+
+  /**
+   * One transaction per attempt; {@code lock_timeout} and {@code statement_timeout} are set LOCAL so
+   * they end with it and never leak into a pooled connection's next user.
+   */
+  @Override
+  <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
+    boolean autoCommit = c.getAutoCommit();
+    if (autoCommit) {
+      c.setAutoCommit(false);
+    }
+    try {
+      try (PreparedStatement ps = c.prepareStatement(
+          "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true)")) {
+        ps.setString(1, Long.toString(timeoutMs));
+        ps.setString(2, Long.toString(timeoutMs));
+        ps.executeQuery().close();
+      }
+      T result = call.call(c);
+      c.commit();
+      return result;
+    } catch (SQLException | RuntimeException e) {
+      rollbackQuietly(c, e);
+      throw e;
+    } finally {
+      if (autoCommit) {
+        c.setAutoCommit(true);
+      }
+    }
+  }
+
+  static void rollbackQuietly(Connection c, Exception cause) {
+    try {
+      c.rollback();
+    } catch (SQLException r) {
+      cause.addSuppressed(r);
+    }
+  }
+
+  @Override
+  void createRow(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(
+        "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING")) {
+      ps.setString(1, name);
+      ps.executeUpdate();
+    }
+  }
+
+  /**
+   * The claim locks the row {@code FOR UPDATE} before it changes it. A plain UPDATE takes only
+   * {@code FOR NO KEY UPDATE}, which does not conflict with the {@code FOR KEY SHARE} of a strict
+   * verify (measured: it went through while a verified transaction was open); {@code FOR UPDATE}
+   * conflicts with it, so the claim of term t+1 waits for every transaction verified under term t.
+   * After the wait, READ COMMITTED re-checks the WHERE clause against the newest row version, so a
+   * renewal that got in first makes the claim find nothing.
+   */
+  @Override
+  Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
+      throws SQLException {
+    String sql = "WITH expired AS (SELECT name FROM " + table
+        + " WHERE name = ? AND expires_at_ms <= " + clock + " FOR UPDATE)"
+        + " UPDATE " + table + " t SET holder = ?, instance = ?, term = t.term + 1,"
+        + " expires_at_ms = " + clock + " + ?, revision = t.revision + 1"
+        + " FROM expired WHERE t.name = expired.name"
+        + " RETURNING t.term, t.expires_at_ms";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      ps.setString(3, instance);
+      ps.setLong(4, leaseMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        long expires = rs.getLong(2);
+        return new Claimed(rs.getLong(1), expires, expires - leaseMs);
+      }
+    }
+  }
+
+  /**
+   * Strict: {@code FOR KEY SHARE}, not {@code FOR SHARE}. Measured on PostgreSQL 15 with 16 clients
+   * of back-to-back verified transactions, overlapping {@code FOR SHARE} lockers starved the holder's
+   * renewal UPDATE for the whole load (10.6 s); with {@code FOR KEY SHARE} renewals took at most
+   * 4.4 ms, and the {@code FOR UPDATE} of the claim still waits for it. The
+   * {@code idle_in_transaction_session_timeout} set LOCAL in the select list (no extra round trip)
+   * makes the server end a paused holder's session, so it cannot delay a takeover without bound.
+   */
+  @Override
+  String verifySql(boolean strict) {
+    if (!strict) {
+      return "SELECT term FROM " + table + " WHERE name = ? AND holder = ? AND term = ?"
+          + " AND expires_at_ms > " + clock;
+    }
+    return "SELECT term, set_config('idle_in_transaction_session_timeout', ?, true) FROM " + table
+        + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > " + clock
+        + " FOR KEY SHARE";
+  }
+
+  @Override
+  int bindVerify(PreparedStatement ps, String name, String holder, long term, boolean strict,
+      long idleInTransactionMs) throws SQLException {
+    int i = 1;
+    if (strict) {
+      ps.setString(i++, Long.toString(Math.max(1, idleInTransactionMs)));
+    }
+    ps.setString(i++, name);
+    ps.setString(i++, holder);
+    ps.setLong(i++, term);
+    return i;
+  }
+}

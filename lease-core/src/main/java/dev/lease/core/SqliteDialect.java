@@ -1,0 +1,127 @@
+package dev.lease.core;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+
+/** SQLite 3.42 or later (sqlite-jdbc 3.42+ bundles it). */
+final class SqliteDialect extends Dialect {
+
+  /**
+   * 'now' is fixed within one statement step, so every use in a statement agrees. The 'subsec'
+   * modifier exists since SQLite 3.42; older versions return NULL silently, hence {@link #checkVersion}.
+   */
+  private static final String CLOCK = "CAST(unixepoch('now', 'subsec') * 1000 AS INTEGER)";
+
+  SqliteDialect(String table, String clockFunction) {
+    super(table, clockFunction != null ? clockFunction : CLOCK);
+  }
+
+  static void checkVersion(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT sqlite_version()")) {
+      rs.next();
+      String version = rs.getString(1);
+      String[] parts = version.split("\\.");
+      int major = Integer.parseInt(parts[0]);
+      int minor = parts.length > 1 ? Integer.parseInt(parts[1]) : 0;
+      if (major < 3 || (major == 3 && minor < 42)) {
+        throw new LeaseException("SQLite " + version + " is too old: the lease clock needs"
+            + " unixepoch('now','subsec'), SQLite 3.42 or later; use sqlite-jdbc 3.42.0.0 or newer");
+      }
+    }
+  }
+
+  @Override
+  String product() {
+    return "SQLite";
+  }
+
+  @Override
+  List<String> ddl() {
+    return List.of("CREATE TABLE IF NOT EXISTS " + table + " ("
+        + "name TEXT NOT NULL PRIMARY KEY, "
+        + "holder TEXT NOT NULL DEFAULT '', "
+        + "instance TEXT NOT NULL DEFAULT '', "
+        + "term INTEGER NOT NULL DEFAULT 0, "
+        + "expires_at_ms INTEGER NOT NULL DEFAULT 0, "
+        + "revision INTEGER NOT NULL DEFAULT 0, "
+        + "slot_ms INTEGER, "
+        + "unfinished_slot_ms INTEGER, "
+        + "rerun_slot_ms INTEGER)");
+  }
+
+  @Override
+  boolean isMissingTable(SQLException e) {
+    String m = e.getMessage();
+    return m != null && m.contains("no such table");
+  }
+
+  /**
+   * Each lease statement is a single autocommit statement; the busy timeout bounds how long it waits
+   * for another connection's write lock (a strict holder's transaction, another process's claim).
+   */
+  @Override
+  <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute("PRAGMA busy_timeout = " + timeoutMs);
+    }
+    boolean autoCommit = c.getAutoCommit();
+    if (!autoCommit) {
+      c.setAutoCommit(true);
+    }
+    try {
+      return call.call(c);
+    } finally {
+      if (!autoCommit) {
+        c.setAutoCommit(false);
+      }
+    }
+  }
+
+  @Override
+  void createRow(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(
+        "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING")) {
+      ps.setString(1, name);
+      ps.executeUpdate();
+    }
+  }
+
+  /** One UPDATE ... RETURNING, run with executeQuery (sqlite-jdbc refuses executeUpdate on it). */
+  @Override
+  Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
+      throws SQLException {
+    String sql = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
+        + " expires_at_ms = " + clock + " + ?, revision = revision + 1"
+        + " WHERE name = ? AND expires_at_ms <= " + clock + " RETURNING term, expires_at_ms";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, holder);
+      ps.setString(2, instance);
+      ps.setLong(3, leaseMs);
+      ps.setString(4, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        long expires = rs.getLong(2);
+        return new Claimed(rs.getLong(1), expires, expires - leaseMs);
+      }
+    }
+  }
+
+  /**
+   * SQLite has no row locks: strict and plain verify are the same SELECT. Run first inside the
+   * transaction, it fixes the transaction's read snapshot; a claim that commits after it makes the
+   * transaction's first write fail with SQLITE_BUSY (WAL) or wait for the holder's commit (rollback
+   * journal), so a stale holder's write never lands after the claim.
+   */
+  @Override
+  String verifySql(boolean strict) {
+    return "SELECT term FROM " + table + " WHERE name = ? AND holder = ? AND term = ?"
+        + " AND expires_at_ms > " + clock;
+  }
+}

@@ -6,8 +6,11 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.sql.Types;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * The SQL of the lease protocol for one database, readable as text, with the reason for each
@@ -161,5 +164,127 @@ abstract class Dialect {
     }
     throw new LeaseException("database " + product + " " + version + " is not supported; the"
         + " lease table must live in " + SUPPORTED);
+  }
+
+  // ---- scheduler slots (LeaseScheduler, issue 6) --------------------------------------------------
+  //
+  // A job's name is a lease claimed per instant of its schedule. Three nullable columns of the row:
+  //   slot_ms             the last instant on record: the last one claimed, or the last one a finished
+  //                       round overran (taken along by finish so that nobody runs it late);
+  //   unfinished_slot_ms  the instant claimed and not finished yet: set by a claim, cleared by finish;
+  //                       still set after the holder died or lost the lease, which is what a rerun finds;
+  //   rerun_slot_ms       the unfinished instant that was claimed again, so it is claimed again once.
+  // Every instant is compared with the database clock inside the statement, never with the process's.
+
+  /** A claimed instant: the new term, and what the claim replaced (to report a superseded instant). */
+  record SlotClaimed(long term, Long previousSlotMs, Long previousUnfinishedMs) {}
+
+  /** The slot columns of one job, and whether its lease is free by the database clock. */
+  record SlotState(Long lastMs, Long unfinishedMs, Long rerunMs, boolean free) {}
+
+  /** The slot columns of many jobs, read in one statement together with the database clock. */
+  record SlotStates(long databaseNowMs, Map<String, SlotState> byName) {}
+
+  /**
+   * Claims instant {@code instantMs} of job {@code name}: only if the name is free, the instant is
+   * later than the last on record and the database clock has reached it. Records it as the last
+   * claimed and as unfinished; term + 1. Null if not claimed.
+   *
+   * @param requireLater false only for the negative control of the tests (a broken scheduler that
+   *     ignores the last instant on record)
+   */
+  abstract SlotClaimed claimSlot(Connection c, String name, String holder, String instance,
+      long leaseMs, long instantMs, boolean requireLater) throws SQLException;
+
+  /**
+   * Claims the unfinished instant {@code instantMs} of job {@code name} again, once: only if the name
+   * is free, the instant is still the unfinished one, and it was not claimed again before. Term + 1.
+   * The new term, or null if not claimed.
+   *
+   * @param once false only for the negative control of the tests (reruns without limit)
+   */
+  abstract Long claimSlotAgain(Connection c, String name, String holder, String instance,
+      long leaseMs, long instantMs, boolean once) throws SQLException;
+
+  /**
+   * Finish: the round of {@code instantMs} ran to its end. Clears the unfinished instant, gives the
+   * name back (expires at once) and takes along {@code overrunMs}, the last instant the round overran,
+   * as the last on record, but only if the database clock has reached it. Only the holder of the claim
+   * at its term can finish, and only its own instant. {@code revision} is bumped so that a match
+   * always changes the row (MySQL drivers then report 1 whether they count found or changed rows).
+   * The same text on every database.
+   */
+  boolean finishSlot(Connection c, String name, String holder, long term, long instantMs,
+      long overrunMs) throws SQLException {
+    String sql = "UPDATE " + table + " SET expires_at_ms = 0, revision = revision + 1,"
+        + " unfinished_slot_ms = NULL, rerun_slot_ms = NULL,"
+        + " slot_ms = CASE WHEN ? > slot_ms AND ? <= " + clock + " THEN ? ELSE slot_ms END"
+        + " WHERE name = ? AND holder = ? AND term = ? AND unfinished_slot_ms = ?";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, overrunMs);
+      ps.setLong(2, overrunMs);
+      ps.setLong(3, overrunMs);
+      ps.setString(4, name);
+      ps.setString(5, holder);
+      ps.setLong(6, term);
+      ps.setLong(7, instantMs);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** The last instant on record for job {@code name}; null if it never ran (or has no row). */
+  Long lastSlot(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement("SELECT slot_ms FROM " + table + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? nullableLong(rs, 1) : null;
+      }
+    }
+  }
+
+  /**
+   * The slot columns of {@code names} (at most {@link #MAX_NAMES_PER_STATEMENT}) and the database
+   * clock, in one statement: a scheduler polls all its jobs with it, finding their unfinished
+   * instants at once. The IN list holds only placeholders.
+   */
+  SlotStates slotStates(Connection c, List<String> names) throws SQLException {
+    if (names.isEmpty() || names.size() > MAX_NAMES_PER_STATEMENT) {
+      throw new IllegalArgumentException("slotStates takes 1 to " + MAX_NAMES_PER_STATEMENT
+          + " names, got " + names.size());
+    }
+    String sql = "SELECT name, slot_ms, unfinished_slot_ms, rerun_slot_ms,"
+        + " CASE WHEN expires_at_ms <= " + clock + " THEN 1 ELSE 0 END, " + clock
+        + " FROM " + table + " WHERE name IN (" + "?, ".repeat(names.size() - 1) + "?)";
+    Map<String, SlotState> states = new HashMap<>();
+    Long databaseNow = null;
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < names.size(); i++) {
+        ps.setString(i + 1, names.get(i));
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          states.put(rs.getString(1), new SlotState(nullableLong(rs, 2), nullableLong(rs, 3),
+              nullableLong(rs, 4), rs.getInt(5) == 1));
+          databaseNow = rs.getLong(6);
+        }
+      }
+    }
+    return new SlotStates(databaseNow != null ? databaseNow : now(c), states);
+  }
+
+  static final int MAX_NAMES_PER_STATEMENT = 500;
+
+  static Long nullableLong(ResultSet rs, int column) throws SQLException {
+    long v = rs.getLong(column);
+    return rs.wasNull() ? null : v;
+  }
+
+  static void setNullableLong(PreparedStatement ps, int index, Long value) throws SQLException {
+    if (value == null) {
+      ps.setNull(index, Types.BIGINT);
+    } else {
+      ps.setLong(index, value);
+    }
   }
 }

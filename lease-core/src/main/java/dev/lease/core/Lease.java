@@ -304,6 +304,31 @@ public final class Lease implements AutoCloseable {
     notifyLost();
   }
 
+  /**
+   * Ends this lease with {@code end} instead of the release statement: the scheduler's finish, which
+   * gives the name back as release does and records the round in the same statement. Stops the
+   * keeper first. False, without running {@code end}, if the lease is no longer held here.
+   */
+  boolean endWith(java.util.function.BooleanSupplier end) {
+    RenewalKeeper k;
+    synchronized (this) {
+      if (state != State.HELD) {
+        return false;
+      }
+      state = State.RELEASED;
+      ended = true;
+      k = keeper;
+    }
+    if (k != null) {
+      k.stop();
+    }
+    lossListeners.clear();
+    manager.forget(this);
+    boolean done = end.getAsBoolean();
+    manager.safely(l -> l.released(this));
+    return done;
+  }
+
   private void loseLocked(LossReason reason) {
     state = State.LOST;
     lossReason = reason;

@@ -319,6 +319,23 @@ public final class LeaseManager implements AutoCloseable {
     });
   }
 
+  /** A new holder token, for claims made outside {@link #tryClaim} (the scheduler's slot claims). */
+  String mintHolder() {
+    return newHolder();
+  }
+
+  /**
+   * Takes over a lease claimed by a statement of the scheduler (a slot claim): tracked for
+   * {@link #close()}, logged and announced like a claim of {@link #tryClaim}.
+   */
+  Lease adoptClaim(String name, String holder, long term, long claimStartNanos) {
+    Lease lease = new Lease(this, name, holder, instance, term, claimStartNanos);
+    held.add(lease);
+    log.info("claimed lease {} term {} instance {}", name, term, instance);
+    safely(l -> l.claimed(lease));
+    return lease;
+  }
+
   /**
    * Runs lease SQL on a connection of its own, bounded by the attempt timeout: on the network
    * ({@link Connection#setNetworkTimeout}) and in the database (lock and statement timeouts).

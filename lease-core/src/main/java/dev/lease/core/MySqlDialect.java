@@ -175,4 +175,97 @@ final class MySqlDialect extends Dialect {
     return List.of("SET SESSION innodb_lock_wait_timeout = " + lockWait
         + ", idle_transaction_timeout = " + idle);
   }
+
+  // ---- scheduler slots ----------------------------------------------------------------------------
+
+  /**
+   * MySQL has no UPDATE ... RETURNING, and a locking read first would queue every polling replica
+   * behind the holder's strict-verified transactions. So: a plain read of the row, then an UPDATE
+   * that claims only if the row still is exactly what was read (term, last and unfinished instant,
+   * compared null-safe with {@code <=>}); what the claim reports as superseded is then exactly what
+   * it replaced. The UPDATE itself checks that the name is free, the instant later than the last on
+   * record and reached by the database clock; in READ COMMITTED it evaluates that against the newest
+   * committed row before it locks, like {@link #claim}.
+   */
+  @Override
+  SlotClaimed claimSlot(Connection c, String name, String holder, String instance, long leaseMs,
+      long instantMs, boolean requireLater) throws SQLException {
+    long term;
+    Long slot;
+    Long unfinished;
+    try (PreparedStatement ps = c.prepareStatement(
+        "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        term = rs.getLong(1);
+        slot = nullableLong(rs, 2);
+        unfinished = nullableLong(rs, 3);
+      }
+    }
+    String update = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
+        + " expires_at_ms = " + clock + " + ?, revision = revision + 1,"
+        + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
+        + " WHERE name = ? AND term = ? AND slot_ms <=> ? AND unfinished_slot_ms <=> ?"
+        + " AND expires_at_ms <= " + clock
+        + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
+        + " AND ? <= " + clock;
+    try (PreparedStatement ps = c.prepareStatement(update)) {
+      int i = 1;
+      ps.setString(i++, holder);
+      ps.setString(i++, instance);
+      ps.setLong(i++, leaseMs);
+      ps.setLong(i++, instantMs);
+      ps.setLong(i++, instantMs);
+      ps.setString(i++, name);
+      ps.setLong(i++, term);
+      setNullableLong(ps, i++, slot);
+      setNullableLong(ps, i++, unfinished);
+      if (requireLater) {
+        ps.setLong(i++, instantMs);
+      }
+      ps.setLong(i, instantMs);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+    }
+    return new SlotClaimed(term + 1, slot, unfinished);
+  }
+
+  /**
+   * One UPDATE; it changes {@code term}, so 1 means claimed whatever rows the driver counts. The new
+   * term is read back in the same transaction, as in {@link #claim}.
+   */
+  @Override
+  Long claimSlotAgain(Connection c, String name, String holder, String instance, long leaseMs,
+      long instantMs, boolean once) throws SQLException {
+    String update = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
+        + " expires_at_ms = " + clock + " + ?, revision = revision + 1,"
+        + " rerun_slot_ms = unfinished_slot_ms"
+        + " WHERE name = ? AND expires_at_ms <= " + clock + " AND unfinished_slot_ms = ?"
+        + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "");
+    try (PreparedStatement ps = c.prepareStatement(update)) {
+      ps.setString(1, holder);
+      ps.setString(2, instance);
+      ps.setLong(3, leaseMs);
+      ps.setString(4, name);
+      ps.setLong(5, instantMs);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+    }
+    try (PreparedStatement ps = c.prepareStatement(
+        "SELECT term FROM " + table + " WHERE name = ? AND holder = ?")) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new SQLException("claimed lease row '" + name + "' vanished inside the claim");
+        }
+        return rs.getLong(1);
+      }
+    }
+  }
 }

@@ -153,4 +153,71 @@ final class PostgresDialect extends Dialect {
     ps.setLong(i++, term);
     return i;
   }
+
+  // ---- scheduler slots ----------------------------------------------------------------------------
+
+  /**
+   * One statement. The CTE locks the row {@code FOR UPDATE} for the same reason as {@link #claim}
+   * (the claim of a new term waits for transactions a strict verify let in), and it returns the row
+   * as it was, so the claim can report the unfinished instant it gives up. If the CTE waited for a
+   * lock, READ COMMITTED re-checks its WHERE against the newest row version, so two replicas claiming
+   * the same instant cannot both succeed: the second finds the instant no longer later than the last.
+   */
+  @Override
+  SlotClaimed claimSlot(Connection c, String name, String holder, String instance, long leaseMs,
+      long instantMs, boolean requireLater) throws SQLException {
+    String sql = "WITH due AS (SELECT name, slot_ms, unfinished_slot_ms FROM " + table
+        + " WHERE name = ? AND expires_at_ms <= " + clock
+        + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
+        + " AND ? <= " + clock
+        + " FOR UPDATE)"
+        + " UPDATE " + table + " t SET holder = ?, instance = ?, term = t.term + 1,"
+        + " expires_at_ms = " + clock + " + ?, revision = t.revision + 1,"
+        + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
+        + " FROM due WHERE t.name = due.name"
+        + " RETURNING t.term, due.slot_ms, due.unfinished_slot_ms";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = 1;
+      ps.setString(i++, name);
+      if (requireLater) {
+        ps.setLong(i++, instantMs);
+      }
+      ps.setLong(i++, instantMs);
+      ps.setString(i++, holder);
+      ps.setString(i++, instance);
+      ps.setLong(i++, leaseMs);
+      ps.setLong(i++, instantMs);
+      ps.setLong(i, instantMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        return new SlotClaimed(rs.getLong(1), nullableLong(rs, 2), nullableLong(rs, 3));
+      }
+    }
+  }
+
+  /** Like {@link #claimSlot}: locked {@code FOR UPDATE} in the CTE, the rerun recorded in the row. */
+  @Override
+  Long claimSlotAgain(Connection c, String name, String holder, String instance, long leaseMs,
+      long instantMs, boolean once) throws SQLException {
+    String sql = "WITH cut AS (SELECT name FROM " + table
+        + " WHERE name = ? AND expires_at_ms <= " + clock + " AND unfinished_slot_ms = ?"
+        + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "")
+        + " FOR UPDATE)"
+        + " UPDATE " + table + " t SET holder = ?, instance = ?, term = t.term + 1,"
+        + " expires_at_ms = " + clock + " + ?, revision = t.revision + 1,"
+        + " rerun_slot_ms = t.unfinished_slot_ms"
+        + " FROM cut WHERE t.name = cut.name RETURNING t.term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, name);
+      ps.setLong(2, instantMs);
+      ps.setString(3, holder);
+      ps.setString(4, instance);
+      ps.setLong(5, leaseMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    }
+  }
 }

@@ -124,4 +124,80 @@ final class SqliteDialect extends Dialect {
     return "SELECT term FROM " + table + " WHERE name = ? AND holder = ? AND term = ?"
         + " AND expires_at_ms > " + clock;
   }
+
+  // ---- scheduler slots ----------------------------------------------------------------------------
+
+  /**
+   * SQLite's RETURNING shows only the new row, so the claim reads the row first and then updates only
+   * if it is still exactly what was read (term, last and unfinished instant, compared null-safe with
+   * {@code IS}); what it reports as superseded is then exactly what it replaced. Writes are serialised
+   * by SQLite's single writer, so the compare-and-set is atomic.
+   */
+  @Override
+  SlotClaimed claimSlot(Connection c, String name, String holder, String instance, long leaseMs,
+      long instantMs, boolean requireLater) throws SQLException {
+    long term;
+    Long slot;
+    Long unfinished;
+    try (PreparedStatement ps = c.prepareStatement(
+        "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        term = rs.getLong(1);
+        slot = nullableLong(rs, 2);
+        unfinished = nullableLong(rs, 3);
+      }
+    }
+    String sql = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
+        + " expires_at_ms = " + clock + " + ?, revision = revision + 1,"
+        + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
+        + " WHERE name = ? AND term = ? AND slot_ms IS ? AND unfinished_slot_ms IS ?"
+        + " AND expires_at_ms <= " + clock
+        + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
+        + " AND ? <= " + clock + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = 1;
+      ps.setString(i++, holder);
+      ps.setString(i++, instance);
+      ps.setLong(i++, leaseMs);
+      ps.setLong(i++, instantMs);
+      ps.setLong(i++, instantMs);
+      ps.setString(i++, name);
+      ps.setLong(i++, term);
+      setNullableLong(ps, i++, slot);
+      setNullableLong(ps, i++, unfinished);
+      if (requireLater) {
+        ps.setLong(i++, instantMs);
+      }
+      ps.setLong(i, instantMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? new SlotClaimed(rs.getLong(1), slot, unfinished) : null;
+      }
+    }
+  }
+
+  /** One UPDATE ... RETURNING, as {@link #claim}. */
+  @Override
+  Long claimSlotAgain(Connection c, String name, String holder, String instance, long leaseMs,
+      long instantMs, boolean once) throws SQLException {
+    String sql = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
+        + " expires_at_ms = " + clock + " + ?, revision = revision + 1,"
+        + " rerun_slot_ms = unfinished_slot_ms"
+        + " WHERE name = ? AND expires_at_ms <= " + clock + " AND unfinished_slot_ms = ?"
+        + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "")
+        + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, holder);
+      ps.setString(2, instance);
+      ps.setLong(3, leaseMs);
+      ps.setString(4, name);
+      ps.setLong(5, instantMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    }
+  }
 }

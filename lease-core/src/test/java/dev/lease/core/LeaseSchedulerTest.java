@@ -270,6 +270,50 @@ class LeaseSchedulerTest {
     }
   }
 
+  // ---- start: a job that never ran, and one that missed instants --------------------------------
+
+  /**
+   * A job that never ran does not run instants from before it started; after every replica was down
+   * for a few periods, the first replica back runs the latest missed instant once and reports the
+   * instants before it, which no replica claimed, as skipped.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void onStartTheLastInstantOnRecordTellsANewJobFromMissedInstants(TestDatabase db) {
+    long periodMs = 300;
+    try (SchedulerReplicas r = new SchedulerReplicas(db)) {
+      LeaseManager a = r.manager("a");
+      long startA = a.databaseTimeMillis();
+      // instants since ten seconds ago: a new job must not run those
+      Schedule schedule = Schedule.fixedRate(Duration.ofMillis(periodMs),
+          Instant.ofEpochMilli(startA - 10_000));
+      LeaseScheduler first = r.start(a, "report", schedule);
+      awaitUntil(Duration.ofSeconds(20), () -> r.runs.size() >= 2, "the new job ran twice");
+      first.close();
+      long firstRun = r.runsSnapshot().keySet().iterator().next();
+      assertTrue(firstRun >= startA, "a new job starts at its first instant from its start on");
+      assertTrue(r.skipped.isEmpty(), "a new job skipped nothing: " + r.skipped);
+      long last = a.execute("last", c -> a.dialect().lastSlot(c, "report"));
+
+      // every replica is down for more than three periods
+      awaitUntil(Duration.ofSeconds(20), () -> r.databaseNow() > last + 3 * periodMs + 50,
+          "three periods passed");
+      long startB = r.databaseNow();
+      r.start(r.manager("b"), "report", schedule);
+      awaitUntil(Duration.ofSeconds(20), () -> r.runs.keySet().stream().anyMatch(s -> s > last),
+          "the replica back up ran");
+      long caughtUp = r.runs.keySet().stream().filter(s -> s > last).findFirst().orElseThrow();
+      assertTrue(caughtUp <= startB + periodMs, "the latest missed instant ran at once: "
+          + caughtUp + " vs start " + startB);
+      for (long s = last + periodMs; s < caughtUp; s += periodMs) {
+        assertEquals(1, r.skipped.getOrDefault(s, List.of()).size(), "missed instant " + s
+            + " reported skipped once");
+        assertEquals(0, r.runCount(s), "missed instant " + s + " not run late");
+      }
+      assertTrue(caughtUp - last >= 3 * periodMs, "at least two instants were missed");
+    }
+  }
+
   // ---- registration ------------------------------------------------------------------------------
 
   @Test

@@ -239,24 +239,25 @@ final class JobRunner {
   }
 
   /**
-   * Finishes the round and takes along the last instant it overran (by the database clock read just
-   * before), so no replica runs those late; they are reported as skipped.
+   * Finishes the round and takes along the last instant it overran, by the database clock read in
+   * the same session just before, so no replica runs those late; they are reported as skipped.
    */
   private Outcome finish(Lease lease, long instantMs) {
     String name = job.name();
+    boolean recordOverrun = !scheduler.has(LeaseScheduler.Fault.NO_OVERRUN_RECORD);
+    Long[] overrun = new Long[1];
     try {
-      long now = scheduler.dueTime(manager.databaseTimeMillis());
-      Long overrun = instants.latestIn(instantMs, now);
-      boolean record = overrun != null && !scheduler.has(LeaseScheduler.Fault.NO_OVERRUN_RECORD);
-      long recordMs = record ? overrun : instantMs;
       boolean done = lease.endWith(() -> manager.execute("finish instant "
-              + Instant.ofEpochMilli(instantMs) + " of job " + name,
-          c -> dialect.finishSlot(c, name, lease.holder(), lease.term(), instantMs, recordMs)));
+          + Instant.ofEpochMilli(instantMs) + " of job " + name, c -> {
+            overrun[0] = instants.latestIn(instantMs, scheduler.dueTime(dialect.now(c)));
+            long recordMs = overrun[0] != null && recordOverrun ? overrun[0] : instantMs;
+            return dialect.finishSlot(c, name, lease.holder(), lease.term(), instantMs, recordMs);
+          }));
       if (!done) {
         return Outcome.NOT_RECORDED;
       }
-      if (record) {
-        reportSkipped(instantMs, overrun + 1, "overrun by the round of "
+      if (overrun[0] != null && recordOverrun) {
+        reportSkipped(instantMs, overrun[0] + 1, "overrun by the round of "
             + Instant.ofEpochMilli(instantMs));
       }
       return Outcome.FINISHED;

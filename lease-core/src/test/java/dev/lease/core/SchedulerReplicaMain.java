@@ -1,7 +1,8 @@
 package dev.lease.core;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.testing.TestDatabase;
-import dev.lease.testing.UrlDataSource;
 import java.io.IOException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -25,8 +26,16 @@ public final class SchedulerReplicaMain {
 
   public static void main(String[] args) throws Exception {
     String label = args[0];
-    DataSource ds = "sqlite".equals(label) ? TestDatabase.sqliteDataSource(args[1])
-        : new UrlDataSource(args[1]);
+    // pooled, as a real service would be: a new connection per statement costs more than a period
+    HikariConfig config = new HikariConfig();
+    config.setMaximumPoolSize(4);
+    config.setPoolName("replica-" + args[6]);
+    if ("sqlite".equals(label)) {
+      config.setDataSource(TestDatabase.sqliteDataSource(args[1]));
+    } else {
+      config.setJdbcUrl(args[1]);
+    }
+    HikariDataSource ds = new HikariDataSource(config);
     String table = args[2];
     String runs = args[3];
     long periodMs = Long.parseLong(args[4]);
@@ -39,7 +48,7 @@ public final class SchedulerReplicaMain {
         .listener(new LeaseListener() {
           @Override
           public void instantSkipped(String job, long instantMs) {
-            record(ds, runs, instantMs, instance, "skipped", -1);
+            record(ds, runs, instantMs, instance, "skipped", "-1");
           }
         })
         .build()) {
@@ -47,8 +56,7 @@ public final class SchedulerReplicaMain {
           .pollInterval(SchedulerReplicas.POLL)
           .job("report", Schedule.fixedRate(Duration.ofMillis(periodMs),
               Instant.ofEpochMilli(anchorMs)), round -> record(ds, runs,
-              round.instant().toEpochMilli(), instance, "run",
-              round.lease().manager().databaseTimeMillis()));
+              round.instant().toEpochMilli(), instance, "run", manager.dialect().clock));
       if (broken) {
         b.faultForTesting(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
       }
@@ -63,18 +71,20 @@ public final class SchedulerReplicaMain {
     } catch (IOException e) {
       e.printStackTrace();
       System.exit(2);
+    } finally {
+      ds.close();
     }
   }
 
+  /** Records a run with the database clock as {@code atSql} (a SQL expression of the test's own). */
   private static void record(DataSource ds, String runs, long instantMs, String instance,
-      String kind, long atMs) {
+      String kind, String atSql) {
     try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement(
-            "INSERT INTO " + runs + " (instant_ms, replica, kind, at_ms) VALUES (?, ?, ?, ?)")) {
+        PreparedStatement ps = c.prepareStatement("INSERT INTO " + runs
+            + " (instant_ms, replica, kind, at_ms) VALUES (?, ?, ?, " + atSql + ")")) {
       ps.setLong(1, instantMs);
       ps.setString(2, instance);
       ps.setString(3, kind);
-      ps.setLong(4, atMs);
       ps.executeUpdate();
       if (!c.getAutoCommit()) {
         c.commit();

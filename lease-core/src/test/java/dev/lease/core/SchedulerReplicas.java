@@ -34,7 +34,7 @@ final class SchedulerReplicas implements AutoCloseable {
       .gracePeriod(Duration.ofSeconds(2))
       .build();
 
-  static final Duration POLL = Duration.ofMillis(40);
+  static final Duration POLL = Duration.ofMillis(100);
 
   /** One run of a round. */
   record Run(String replica, long instantMs, long startedAtDatabaseMs, boolean rerun) {}
@@ -99,7 +99,7 @@ final class SchedulerReplicas implements AutoCloseable {
     LeaseScheduler s = configure.apply(LeaseScheduler.builder(manager)
         .pollInterval(POLL)
         .job(job, schedule, round -> {
-          long at = round.lease().manager().databaseTimeMillis();
+          long at = databaseNow(round.lease().manager().dialect());
           runs.computeIfAbsent(round.instant().toEpochMilli(), k -> new CopyOnWriteArrayList<>())
               .add(new Run(replica, round.instant().toEpochMilli(), at, round.rerun()));
           work.run(round);
@@ -134,6 +134,13 @@ final class SchedulerReplicas implements AutoCloseable {
 
   long databaseNow() {
     return managers.get(0).databaseTimeMillis();
+  }
+
+  /** The database clock in one plain statement (no lease session around it): cheap to record. */
+  private long databaseNow(Dialect dialect) throws java.sql.SQLException {
+    try (java.sql.Connection c = dataSourceForSql().getConnection()) {
+      return dialect.now(c);
+    }
   }
 
   /**

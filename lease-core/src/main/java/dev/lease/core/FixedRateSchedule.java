@@ -27,6 +27,10 @@ final class FixedRateSchedule implements Schedule {
     return Optional.of(Instant.ofEpochMilli(nextAfterMs(after.toEpochMilli())));
   }
 
+  long periodMs() {
+    return periodMs;
+  }
+
   long nextAfterMs(long afterMs) {
     if (afterMs < anchorMs) {
       return anchorMs;

@@ -49,15 +49,25 @@ final class Instants {
    */
   long between(long afterMs, long beforeMs, int limit, LongConsumer each) {
     int n = 0;
-    long more = 0;
     for (Long s = nextAfter(afterMs); s != null && s < beforeMs; s = nextAfter(s)) {
-      if (n < limit) {
-        each.accept(s);
-        n++;
-      } else {
-        more++;
+      if (n == limit) {
+        return count(s, beforeMs);
       }
+      each.accept(s);
+      n++;
     }
-    return more;
+    return 0;
+  }
+
+  /** How many instants lie in [{@code fromMs}, {@code beforeMs}), {@code fromMs} being one. */
+  private long count(long fromMs, long beforeMs) {
+    if (schedule instanceof FixedRateSchedule f) {
+      return (beforeMs - 1 - fromMs) / f.periodMs() + 1; // no iteration over a long outage
+    }
+    long n = 0;
+    for (Long s = fromMs; s != null && s < beforeMs; s = nextAfter(s)) {
+      n++;
+    }
+    return n;
   }
 }

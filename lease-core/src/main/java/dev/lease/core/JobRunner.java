@@ -37,6 +37,24 @@ final class JobRunner {
     NOT_RECORDED
   }
 
+  /**
+   * The handle of a claimed instant. Only {@link #claimInstant} and {@link #claimAgain} make one
+   * (its constructor is private to this class), and {@link #finish} takes nothing else: a lease of
+   * the job's name claimed any other way (for example with {@link LeaseManager#tryClaim}) cannot
+   * finish an instant. In the database, finish also matches the claim's holder, term and instant.
+   */
+  static final class SlotClaim {
+    final Lease lease;
+    final long instantMs;
+    final boolean rerun;
+
+    private SlotClaim(Lease lease, long instantMs, boolean rerun) {
+      this.lease = lease;
+      this.instantMs = instantMs;
+      this.rerun = rerun;
+    }
+  }
+
   private final ScheduledJob job;
   private final Instants instants;
   private final LeaseScheduler scheduler;
@@ -86,8 +104,16 @@ final class JobRunner {
    */
   Long consider(Dialect.SlotState state, long nowMs, Executor executor) {
     Long floor = floorMs;
-    if (state == null || floor == null) {
-      return null; // not started, or the row is gone: start() recreates it on the next start
+    if (floor == null) {
+      return null; // not started
+    }
+    if (state == null) {
+      // the row is gone (deleted by hand): create it again; the job then counts as never run
+      submit(executor, () -> manager.execute("create the row of job " + job.name(), c -> {
+        dialect.createRow(c, job.name());
+        return null;
+      }));
+      return null;
     }
     boolean ignoreLast = scheduler.has(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
     long after = state.lastMs() != null && !ignoreLast ? state.lastMs() : floor - 1;
@@ -141,6 +167,21 @@ final class JobRunner {
   }
 
   private void claimAndRun(long instantMs) {
+    SlotClaim claim = claimInstant(instantMs);
+    if (claim != null) {
+      runRound(claim);
+    }
+  }
+
+  private void claimAgainAndRun(long instantMs) {
+    SlotClaim claim = claimAgain(instantMs);
+    if (claim != null) {
+      runRound(claim);
+    }
+  }
+
+  /** Claims a due instant; reports the unfinished instant it gave up and the gap before it. */
+  private SlotClaim claimInstant(long instantMs) {
     String name = job.name();
     String holder = manager.mintHolder();
     long start = manager.clock().nanoTime();
@@ -153,7 +194,7 @@ final class JobRunner {
     if (claimed == null) {
       log.debug("job {} instant {}: claimed by another replica or not due", name,
           Instant.ofEpochMilli(instantMs));
-      return;
+      return null;
     }
     Lease lease = manager.adoptClaim(name, holder, claimed.term(), start);
     Long gaveUp = claimed.previousUnfinishedMs();
@@ -167,10 +208,11 @@ final class JobRunner {
     if (previous != null && previous < instantMs) {
       reportSkipped(previous, instantMs, "no replica claimed it in time");
     }
-    runRound(lease, instantMs, false);
+    return new SlotClaim(lease, instantMs, false);
   }
 
-  private void claimAgainAndRun(long instantMs) {
+  /** Claims the unfinished instant of a round cut short, once. */
+  private SlotClaim claimAgain(long instantMs) {
     String name = job.name();
     String holder = manager.mintHolder();
     long start = manager.clock().nanoTime();
@@ -180,13 +222,15 @@ final class JobRunner {
         "claim instant " + Instant.ofEpochMilli(instantMs) + " of job " + name + " again",
         c -> dialect.claimSlotAgain(c, name, holder, manager.instance(), leaseMs, instantMs, once));
     if (term == null) {
-      return;
+      return null;
     }
-    Lease lease = manager.adoptClaim(name, holder, term, start);
-    runRound(lease, instantMs, true);
+    return new SlotClaim(manager.adoptClaim(name, holder, term, start), instantMs, true);
   }
 
-  private void runRound(Lease lease, long instantMs, boolean rerun) {
+  private void runRound(SlotClaim claim) {
+    Lease lease = claim.lease;
+    long instantMs = claim.instantMs;
+    boolean rerun = claim.rerun;
     String name = job.name();
     Instant instant = Instant.ofEpochMilli(instantMs);
     ScheduledJob.Round round = new ScheduledJob.Round(name, instant, lease, rerun);
@@ -213,7 +257,7 @@ final class JobRunner {
       outcome = Outcome.CUT_SHORT;
     }
     if (outcome != Outcome.CUT_SHORT) {
-      Outcome finished = finish(lease, instantMs);
+      Outcome finished = finish(claim);
       outcome = finished == Outcome.FINISHED ? outcome : finished;
     } else {
       try {
@@ -242,7 +286,9 @@ final class JobRunner {
    * Finishes the round and takes along the last instant it overran, by the database clock read in
    * the same session just before, so no replica runs those late; they are reported as skipped.
    */
-  private Outcome finish(Lease lease, long instantMs) {
+  private Outcome finish(SlotClaim claim) {
+    Lease lease = claim.lease;
+    long instantMs = claim.instantMs;
     String name = job.name();
     boolean recordOverrun = !scheduler.has(LeaseScheduler.Fault.NO_OVERRUN_RECORD);
     Long[] overrun = new Long[1];

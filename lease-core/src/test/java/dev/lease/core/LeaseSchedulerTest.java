@@ -342,5 +342,10 @@ class LeaseSchedulerTest {
     Instants general = new Instants(after -> s.nextAfter(after));
     assertEquals(s.latestIn(1_000, 1_550), general.latestIn(1_000, 1_550));
     assertEquals(Optional.of(Instant.ofEpochMilli(1_200)), s.nextAfter(Instant.ofEpochMilli(1_100)));
+    // skipped instants after a long outage: the first few reported one by one, the rest counted
+    List<Long> reported = new java.util.ArrayList<>();
+    assertEquals(87, new Instants(s).between(0, 10_000, 3, reported::add));
+    assertEquals(List.of(1_000L, 1_100L, 1_200L), reported);
+    assertEquals(87, general.between(0, 10_000, 3, x -> { }));
   }
 }

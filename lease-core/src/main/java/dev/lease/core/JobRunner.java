@@ -138,7 +138,7 @@ final class JobRunner {
       executor.execute(() -> {
         attemptThread = Thread.currentThread();
         try {
-          if (!scheduler.isClosing()) {
+          if (!scheduler.isClosing() && !manager.isClosed()) {
             attempt.run();
           }
         } catch (LeaseException e) {

@@ -66,6 +66,7 @@ public final class LeaseManager implements AutoCloseable {
   private final boolean ownsExecutors;
   private final ThreadFactory workThreads;
   private final Set<Lease> held = ConcurrentHashMap.newKeySet();
+  private volatile boolean closed;
 
   private LeaseManager(Builder b, Dialect dialect) {
     this.dataSource = b.dataSource;
@@ -239,6 +240,7 @@ public final class LeaseManager implements AutoCloseable {
   /** Stops the keeper threads (if this manager made them) after releasing the leases it holds. */
   @Override
   public void close() {
+    closed = true;
     new ArrayList<>(held).forEach(this::releaseQuietly);
     if (ownsExecutors) {
       scheduler.shutdownNow();
@@ -317,6 +319,11 @@ public final class LeaseManager implements AutoCloseable {
         }
       }
     });
+  }
+
+  /** True once {@link #close()} began: a scheduler on this manager stops and cuts its rounds short. */
+  boolean isClosed() {
+    return closed;
   }
 
   /** A new holder token, for claims made outside {@link #tryClaim} (the scheduler's slot claims). */

@@ -164,7 +164,7 @@ public final class LeaseScheduler implements AutoCloseable {
         log.warn("scheduler of {}: rounds still running {} ms after close", manager.instance(),
             waitMs);
       }
-      if (t != null) {
+      if (t != null && t != Thread.currentThread()) {
         t.join(waitMs);
       }
     } catch (InterruptedException e) {
@@ -206,6 +206,14 @@ public final class LeaseScheduler implements AutoCloseable {
 
   private void poll() {
     while (!closing) {
+      if (manager.isClosed()) {
+        // the manager released the rounds' leases without finishing them; stop claiming, and cut
+        // the rounds still running short (their instants run again once on another replica)
+        log.warn("scheduler of {}: its LeaseManager was closed; closing the scheduler (close the"
+            + " scheduler first)", manager.instance());
+        close();
+        return;
+      }
       long waitNanos = pollNanos;
       try {
         for (List<String> names : nameChunks) {

@@ -132,8 +132,13 @@ final class SchedulerReplicas implements AutoCloseable {
     };
   }
 
+  /** The database clock, read on a plain connection (a replica's manager may be closed). */
   long databaseNow() {
-    return managers.get(0).databaseTimeMillis();
+    try {
+      return databaseNow(managers.get(0).dialect());
+    } catch (java.sql.SQLException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   /** The database clock in one plain statement (no lease session around it): cheap to record. */

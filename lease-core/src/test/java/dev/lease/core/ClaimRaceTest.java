@@ -15,11 +15,15 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -73,6 +77,34 @@ class ClaimRaceTest {
       assertOneHolderPerTermGrowingByOne(claims);
       assertEquals(claims.get(claims.size() - 1).term(), f.row(NAME).term(),
           "the row's term is the last claim's");
+    }
+  }
+
+  /**
+   * The same race when the application's pools default to SERIALIZABLE (or REPEATABLE READ): lease
+   * statements choose their own isolation, so a lost race is still an empty claim, not a
+   * serialization error.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void raceIsTheSameWhenThePoolsDefaultToSerializable(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      LeaseTimings t = Fixture.timings(30_000, 2_000, 10_000, 5_000, 1_000);
+      LeaseManager a = f.manager(f.pool(8, c -> c.setTransactionIsolation(
+          "TRANSACTION_SERIALIZABLE")), "instance-a", t);
+      LeaseManager b = f.manager(f.pool(8, c -> c.setTransactionIsolation(
+          db.isSqlite() ? "TRANSACTION_SERIALIZABLE" : "TRANSACTION_REPEATABLE_READ")),
+          "instance-b", t);
+      Lease[] held = new Lease[THREADS];
+      List<Claim> claims = race((thread, round) -> {
+        Optional<Lease> lease = (thread % 2 == 0 ? a : b).tryClaim(NAME);
+        lease.ifPresent(l -> held[thread] = l);
+        return lease.map(l -> new Claim(round, l.term(), l.holder()));
+      }, thread -> {
+        held[thread].release();
+        held[thread] = null;
+      }, 10);
+      assertOneHolderPerTermGrowingByOne(claims);
     }
   }
 
@@ -139,26 +171,48 @@ class ClaimRaceTest {
     ConcurrentLinkedQueue<Claim> claims = new ConcurrentLinkedQueue<>();
     CyclicBarrier start = new CyclicBarrier(THREADS);
     CyclicBarrier tried = new CyclicBarrier(THREADS);
+    AtomicReference<Throwable> firstFailure = new AtomicReference<>();
     ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+    ExecutorCompletionService<Object> done = new ExecutorCompletionService<>(pool);
     try {
-      List<Future<?>> futures = new ArrayList<>();
       for (int i = 0; i < THREADS; i++) {
         int thread = i;
-        futures.add(pool.submit(() -> {
-          for (int round = 0; round < rounds; round++) {
-            start.await(30, TimeUnit.SECONDS);
-            Optional<Claim> won = claim.claim(thread, round);
-            won.ifPresent(claims::add);
-            tried.await(30, TimeUnit.SECONDS);
-            if (won.isPresent()) {
-              releaser.release(thread);
+        done.submit(() -> {
+          try {
+            for (int round = 0; round < rounds; round++) {
+              start.await(30, TimeUnit.SECONDS);
+              Optional<Claim> won = claim.claim(thread, round);
+              won.ifPresent(claims::add);
+              tried.await(30, TimeUnit.SECONDS);
+              if (won.isPresent()) {
+                releaser.release(thread);
+              }
             }
+          } catch (Throwable t) {
+            if (!(t instanceof BrokenBarrierException)) {
+              firstFailure.compareAndSet(null, t);
+            }
+            throw t;
           }
           return null;
-        }));
+        });
       }
-      for (Future<?> future : futures) {
-        future.get(120, TimeUnit.SECONDS);
+      for (int i = 0; i < THREADS; i++) {
+        Future<Object> finished = done.poll(120, TimeUnit.SECONDS);
+        if (finished == null) {
+          throw new AssertionError("the race did not finish within 120 s");
+        }
+        try {
+          finished.get();
+        } catch (ExecutionException e) {
+          pool.shutdownNow(); // interrupts the others out of their barriers
+          firstFailure.compareAndSet(null, e.getCause());
+          break;
+        }
+      }
+      if (firstFailure.get() != null) {
+        throw new AssertionError("a racing thread failed: " + firstFailure.get(),
+            firstFailure.get());
       }
     } finally {
       pool.shutdownNow();

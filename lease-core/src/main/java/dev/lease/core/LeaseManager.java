@@ -326,14 +326,37 @@ public final class LeaseManager implements AutoCloseable {
   <T> T execute(String what, Dialect.SqlCall<T> call) {
     long timeoutMs = timings.attemptTimeout().toMillis();
     try (Connection c = dataSource.getConnection()) {
+      // The connection is the application's (pooled): its network timeout is put back afterwards,
+      // since not every pool resets it (PooledSessionTest). Set on the calling thread: MySQL
+      // Connector/J applies it on the given executor, so an asynchronous one would let the
+      // statement start unbounded and the restore overtake the set.
+      int savedNetworkTimeout = -1;
       try {
-        c.setNetworkTimeout(attemptExecutor, (int) timeoutMs);
+        savedNetworkTimeout = c.getNetworkTimeout();
+        c.setNetworkTimeout(Runnable::run, (int) timeoutMs);
       } catch (SQLFeatureNotSupportedException | AbstractMethodError e) {
         // SQLite has no network; the busy timeout bounds it instead
       }
-      return dialect.inLeaseSession(c, timeoutMs, call);
+      try {
+        return dialect.inLeaseSession(c, timeoutMs, call);
+      } finally {
+        if (savedNetworkTimeout >= 0) {
+          restoreNetworkTimeout(c, savedNetworkTimeout);
+        }
+      }
     } catch (SQLException e) {
       throw translate(what, e);
+    }
+  }
+
+  /** Best effort: a connection the attempt broke is discarded by its pool anyway. */
+  private static void restoreNetworkTimeout(Connection c, int timeoutMs) {
+    try {
+      if (!c.isClosed()) {
+        c.setNetworkTimeout(Runnable::run, timeoutMs);
+      }
+    } catch (SQLException e) {
+      log.debug("could not restore the network timeout of a lease connection", e);
     }
   }
 

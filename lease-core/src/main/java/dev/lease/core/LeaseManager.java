@@ -63,7 +63,10 @@ public final class LeaseManager implements AutoCloseable {
   private final MonotonicClock clock;
   private final ScheduledExecutorService scheduler;
   private final Executor attemptExecutor;
-  private final boolean ownsExecutors;
+  // close() stops only what the manager made: a scheduler or executor given to the builder is the
+  // caller's (and the attempt executor may be any Executor, not an ExecutorService)
+  private final boolean ownsScheduler;
+  private final boolean ownsAttemptExecutor;
   private final ThreadFactory workThreads;
   private final Set<Lease> held = ConcurrentHashMap.newKeySet();
 
@@ -76,7 +79,8 @@ public final class LeaseManager implements AutoCloseable {
     this.listeners = List.copyOf(b.listeners);
     this.failurePolicy = b.failurePolicy;
     this.clock = b.clock;
-    this.ownsExecutors = b.scheduler == null;
+    this.ownsScheduler = b.scheduler == null;
+    this.ownsAttemptExecutor = b.attemptExecutor == null;
     this.scheduler = b.scheduler != null ? b.scheduler : defaultScheduler();
     this.attemptExecutor = b.attemptExecutor != null ? b.attemptExecutor
         : Executors.newCachedThreadPool(daemon("lease-renewal-"));
@@ -240,8 +244,10 @@ public final class LeaseManager implements AutoCloseable {
   @Override
   public void close() {
     new ArrayList<>(held).forEach(this::releaseQuietly);
-    if (ownsExecutors) {
+    if (ownsScheduler) {
       scheduler.shutdownNow();
+    }
+    if (ownsAttemptExecutor) {
       ((ExecutorService) attemptExecutor).shutdownNow();
     }
   }
@@ -523,7 +529,11 @@ public final class LeaseManager implements AutoCloseable {
             probe.close();
             throw new LeaseException(probe.missingTable(), e);
           }
-          throw e;
+          // the table exists but is not a lease table of this shape: not a connection problem
+          throw new LeaseException("lease table " + table + " cannot be used as a lease table on "
+              + dialect.product() + " (" + e.getMessage() + "); it needs the columns of"
+              + " LeaseManager.ddl(Database." + dialect.product().toUpperCase(Locale.ROOT) + ", \""
+              + table + "\"): migrate it, or choose another table with .table(...)", e);
         } finally {
           if (!c.getAutoCommit()) {
             c.rollback();

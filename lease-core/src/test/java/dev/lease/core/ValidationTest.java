@@ -223,6 +223,29 @@ class ValidationTest {
     }
   }
 
+  /** A table by that name that is not a lease table (an old or foreign one) is named as such. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void tableWithoutTheLeaseColumnsSaysSo(TestDatabase db) throws SQLException {
+    try (Fixture f = new Fixture(db)) {
+      String foreign = TestDatabase.uniqueTable("foreign");
+      try {
+        try (Connection c = f.admin.getConnection(); Statement s = c.createStatement()) {
+          s.execute("CREATE TABLE " + foreign + " (name varchar(128) PRIMARY KEY, holder"
+              + " varchar(64))");
+        }
+        LeaseException e = assertThrows(LeaseException.class,
+            () -> LeaseManager.builder(f.admin).table(foreign).instance("m").build());
+        assertTrue(e.getMessage().contains("lease table " + foreign), e.getMessage());
+        assertTrue(e.getMessage().contains("LeaseManager.ddl(Database."), e.getMessage());
+        assertTrue(!e.getMessage().contains("cannot reach"), "not a connection problem: "
+            + e.getMessage());
+      } finally {
+        TestDatabase.dropQuietly(f.admin, foreign);
+      }
+    }
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void tableDroppedAfterStartSaysHowToCreateIt(TestDatabase db) {

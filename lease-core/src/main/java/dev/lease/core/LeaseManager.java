@@ -516,6 +516,13 @@ public final class LeaseManager implements AutoCloseable {
             for (String ddl : dialect.ddl()) {
               s.execute(ddl);
             }
+          } catch (SQLException e) {
+            // reached the database, but could not create the table: not a connection problem
+            throw new LeaseException("could not create lease table " + table + " on "
+                + dialect.product() + " (" + e.getMessage() + "); check that the user may create"
+                + " tables and that the name is not a reserved word, or create it in your"
+                + " migrations with LeaseManager.ddl(Database."
+                + dialect.product().toUpperCase(Locale.ROOT) + ", \"" + table + "\")", e);
           }
           if (!c.getAutoCommit()) {
             c.commit();

@@ -265,6 +265,20 @@ class ValidationTest {
     }
   }
 
+  /** The name passes as an identifier but is reserved: the error is about creating the table. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void tableThatCannotBeCreatedSaysSo(TestDatabase db) {
+    try (Fixture f = new Fixture(db)) {
+      LeaseException e = assertThrows(LeaseException.class,
+          () -> LeaseManager.builder(f.admin).table("select").instance("m").createTableIfMissing()
+              .build());
+      assertTrue(e.getMessage().startsWith("could not create lease table select on "),
+          e.getMessage());
+      assertTrue(e.getMessage().contains("LeaseManager.ddl(Database."), e.getMessage());
+    }
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void tableDroppedAfterStartSaysHowToCreateIt(TestDatabase db) {

@@ -72,7 +72,7 @@ class TimeZoneTest {
           "expiry " + expires + " is the database's UTC now + 800 ms, within [" + (before + 800)
               + ", " + (after + 800) + "]");
       assertTrue(b.tryClaim("zoned").isEmpty(), "live lease");
-      assertTrue(lease.renew());
+      assertTrue(lease.verify());
 
       Fixture.await("b's claim after the expiry", Duration.ofSeconds(10),
           () -> b.tryClaim("zoned").isPresent());

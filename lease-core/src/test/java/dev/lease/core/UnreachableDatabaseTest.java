@@ -36,8 +36,8 @@ class UnreachableDatabaseTest {
   private static final long LOCAL_DEADLINE_MS = 500;
   private static final LeaseTimings TIMINGS =
       Fixture.timings(1_000, 100, LOCAL_DEADLINE_MS, 200, 200);
-  /** Scheduling slack on a loaded 2-core machine. */
-  private static final long SLACK_MS = 300;
+  /** Scheduling slack on an overloaded 2-core machine shared with other test runs. */
+  private static final long SLACK_MS = 700;
 
   static Stream<TestDatabase> databases() {
     return TestDatabase.all();
@@ -129,8 +129,8 @@ class UnreachableDatabaseTest {
   }
 
   /**
-   * Negative control: a holder whose monotonic clock runs at a third of real speed gives up about
-   * 1.5 s into the outage; the same bound catches it.
+   * Negative control: a holder whose monotonic clock runs at a fifth of real speed gives up about
+   * 2.5 s into the outage; the same bound (1.2 s) catches it.
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
@@ -140,7 +140,7 @@ class UnreachableDatabaseTest {
       Losses losses = new Losses();
       long origin = System.nanoTime();
       LeaseManager m = f.track(f.builder(failing, "slow").timings(TIMINGS).listener(losses)
-          .clock(() -> origin + (System.nanoTime() - origin) / 3).build());
+          .clock(() -> origin + (System.nanoTime() - origin) / 5).build());
       Lease lease = m.tryClaim("outage").orElseThrow().hold();
       assertTrue(lease.renew());
       long outage = System.nanoTime();

@@ -35,9 +35,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 class WorkUnderLeaseTest {
 
   private static final long GRACE_MS = 300;
+  /** For the work that will not stop: the failure policy is expected after this grace. */
   private static final LeaseTimings TIMINGS = Fixture.timings(1_000, 100, 500, 300, GRACE_MS);
+  /** For work that stops: a grace no scheduling stall on a loaded machine exceeds. */
+  private static final LeaseTimings STOPS = Fixture.timings(1_000, 100, 500, 300, 3_000);
   /** Where the loss is not the subject: a stall of a few seconds must not end the lease. */
-  private static final LeaseTimings RELAXED = Fixture.timings(10_000, 100, 5_000, 2_000, GRACE_MS);
+  private static final LeaseTimings RELAXED = Fixture.timings(10_000, 100, 5_000, 2_000, 3_000);
 
   static Stream<TestDatabase> databases() {
     return TestDatabase.all();
@@ -71,7 +74,7 @@ class WorkUnderLeaseTest {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       AtomicLong lostAt = new AtomicLong();
-      LeaseManager m = f.track(f.builder(failing, "worker").timings(TIMINGS)
+      LeaseManager m = f.track(f.builder(failing, "worker").timings(STOPS)
           .listener(new LeaseListener() {
             @Override
             public void lost(Lease lease, LossReason reason) {
@@ -99,7 +102,7 @@ class WorkUnderLeaseTest {
       assertInstanceOf(InterruptedException.class, failure.getCause(), "the work's own exception");
       assertEquals(Optional.of(LossReason.LOCAL_DEADLINE), lease.lossReason());
       long reactionMs = Duration.ofNanos(interruptedAt.get() - outage).toMillis();
-      assertTrue(reactionMs <= 500 + 300, "interrupted " + reactionMs
+      assertTrue(reactionMs <= 500 + 1_000, "interrupted " + reactionMs
           + " ms into the outage (local deadline 500 ms)");
       Fixture.await("the lost() listener", Duration.ofSeconds(2), () -> lostAt.get() != 0);
       assertTrue(f.failurePolicyCalls.isEmpty(), "work that stopped: " + f.failurePolicyCalls);
@@ -146,7 +149,7 @@ class WorkUnderLeaseTest {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       CountDownLatch listenerMayReturn = new CountDownLatch(1);
-      LeaseManager m = f.track(f.builder(failing, "slow-listener").timings(TIMINGS)
+      LeaseManager m = f.track(f.builder(failing, "slow-listener").timings(STOPS)
           .listener(new LeaseListener() {
             @Override
             public void lost(Lease lease, LossReason reason) {
@@ -228,7 +231,7 @@ class WorkUnderLeaseTest {
       failing.failing(true);
       assertTrue(policyRan.await(5, TimeUnit.SECONDS), "the failure policy ran");
       long afterLossMs = Duration.ofNanos(policyAt.get() - lostAt.get()).toMillis();
-      assertTrue(afterLossMs >= GRACE_MS - 5 && afterLossMs < GRACE_MS + 500,
+      assertTrue(afterLossMs >= GRACE_MS - 5 && afterLossMs < GRACE_MS + 2_000,
           "policy ran " + afterLossMs + " ms after the loss (grace " + GRACE_MS + " ms)");
       assertSame(workThread.get(), policyWorker.get());
       assertTrue(ignored.get() >= 1, "the work was interrupted and ignored it");

@@ -349,7 +349,8 @@ public final class Lease implements AutoCloseable {
             ? "the database says it is no longer ours"
             : "no renewal succeeded within the local deadline of "
                 + manager.timings().localDeadline().toMillis() + " ms");
-    manager.safely(l -> l.lost(this, lossReason));
+    // The onLoss callbacks first: they stop what acts under the lease (runUnder interrupts its
+    // work), which must not wait for a slow or failing LeaseListener (WorkUnderLeaseTest).
     for (Consumer<Lease> listener : lossListeners) {
       if (lossListeners.remove(listener)) {
         try {
@@ -359,5 +360,6 @@ public final class Lease implements AutoCloseable {
         }
       }
     }
+    manager.safely(l -> l.lost(this, lossReason));
   }
 }

@@ -63,7 +63,10 @@ public final class LeaseManager implements AutoCloseable {
   private final MonotonicClock clock;
   private final ScheduledExecutorService scheduler;
   private final Executor attemptExecutor;
-  private final boolean ownsExecutors;
+  // close() stops only what the manager made: a scheduler or executor given to the builder is the
+  // caller's (and the attempt executor may be any Executor, not an ExecutorService)
+  private final boolean ownsScheduler;
+  private final boolean ownsAttemptExecutor;
   private final ThreadFactory workThreads;
   private final Set<Lease> held = ConcurrentHashMap.newKeySet();
   private volatile boolean closed;
@@ -77,7 +80,8 @@ public final class LeaseManager implements AutoCloseable {
     this.listeners = List.copyOf(b.listeners);
     this.failurePolicy = b.failurePolicy;
     this.clock = b.clock;
-    this.ownsExecutors = b.scheduler == null;
+    this.ownsScheduler = b.scheduler == null;
+    this.ownsAttemptExecutor = b.attemptExecutor == null;
     this.scheduler = b.scheduler != null ? b.scheduler : defaultScheduler();
     this.attemptExecutor = b.attemptExecutor != null ? b.attemptExecutor
         : Executors.newCachedThreadPool(daemon("lease-renewal-"));
@@ -242,8 +246,10 @@ public final class LeaseManager implements AutoCloseable {
   public void close() {
     closed = true;
     new ArrayList<>(held).forEach(this::releaseQuietly);
-    if (ownsExecutors) {
+    if (ownsScheduler) {
       scheduler.shutdownNow();
+    }
+    if (ownsAttemptExecutor) {
       ((ExecutorService) attemptExecutor).shutdownNow();
     }
   }
@@ -350,14 +356,37 @@ public final class LeaseManager implements AutoCloseable {
   <T> T execute(String what, Dialect.SqlCall<T> call) {
     long timeoutMs = timings.attemptTimeout().toMillis();
     try (Connection c = dataSource.getConnection()) {
+      // The connection is the application's (pooled): its network timeout is put back afterwards,
+      // since not every pool resets it (PooledSessionTest). Set on the calling thread: MySQL
+      // Connector/J applies it on the given executor, so an asynchronous one would let the
+      // statement start unbounded and the restore overtake the set.
+      int savedNetworkTimeout = -1;
       try {
-        c.setNetworkTimeout(attemptExecutor, (int) timeoutMs);
+        savedNetworkTimeout = c.getNetworkTimeout();
+        c.setNetworkTimeout(Runnable::run, (int) timeoutMs);
       } catch (SQLFeatureNotSupportedException | AbstractMethodError e) {
         // SQLite has no network; the busy timeout bounds it instead
       }
-      return dialect.inLeaseSession(c, timeoutMs, call);
+      try {
+        return dialect.inLeaseSession(c, timeoutMs, call);
+      } finally {
+        if (savedNetworkTimeout >= 0) {
+          restoreNetworkTimeout(c, savedNetworkTimeout);
+        }
+      }
     } catch (SQLException e) {
       throw translate(what, e);
+    }
+  }
+
+  /** Best effort: a connection the attempt broke is discarded by its pool anyway. */
+  private static void restoreNetworkTimeout(Connection c, int timeoutMs) {
+    try {
+      if (!c.isClosed()) {
+        c.setNetworkTimeout(Runnable::run, timeoutMs);
+      }
+    } catch (SQLException e) {
+      log.debug("could not restore the network timeout of a lease connection", e);
     }
   }
 
@@ -511,6 +540,13 @@ public final class LeaseManager implements AutoCloseable {
             for (String ddl : dialect.ddl()) {
               s.execute(ddl);
             }
+          } catch (SQLException e) {
+            // reached the database, but could not create the table: not a connection problem
+            throw new LeaseException("could not create lease table " + table + " on "
+                + dialect.product() + " (" + e.getMessage() + "); check that the user may create"
+                + " tables and that the name is not a reserved word, or create it in your"
+                + " migrations with LeaseManager.ddl(Database."
+                + dialect.product().toUpperCase(Locale.ROOT) + ", \"" + table + "\")", e);
           }
           if (!c.getAutoCommit()) {
             c.commit();
@@ -524,7 +560,11 @@ public final class LeaseManager implements AutoCloseable {
             probe.close();
             throw new LeaseException(probe.missingTable(), e);
           }
-          throw e;
+          // the table exists but is not a lease table of this shape: not a connection problem
+          throw new LeaseException("lease table " + table + " cannot be used as a lease table on "
+              + dialect.product() + " (" + e.getMessage() + "); it needs the columns of"
+              + " LeaseManager.ddl(Database." + dialect.product().toUpperCase(Locale.ROOT) + ", \""
+              + table + "\"): migrate it, or choose another table with .table(...)", e);
         } finally {
           if (!c.getAutoCommit()) {
             c.rollback();

@@ -52,6 +52,14 @@ final class Names {
       throw new IllegalArgumentException(
           "lease name " + quote(abbreviate(name)) + " contains control characters; remove them");
     }
+    // MySQL and MariaDB compare VARCHAR with PAD SPACE collations (utf8mb4_bin too; MariaDB manual,
+    // "Character Sets and Collations", NO PAD collations): 'job' and 'job ' would be one lease there
+    // and two elsewhere. Refused, so a name means the same lease on every database.
+    int last = name.codePointBefore(name.length());
+    if (Character.isWhitespace(last) || Character.isSpaceChar(last)) {
+      throw new IllegalArgumentException("lease name " + quote(abbreviate(name)) + " ends with a"
+          + " space; MySQL and MariaDB ignore trailing spaces when comparing names, so remove it");
+    }
     return name;
   }
 

@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.List;
 
 /** PostgreSQL 12 or later. */
@@ -54,6 +55,14 @@ final class PostgresDialect extends Dialect {
       c.setAutoCommit(false);
     }
     try {
+      // READ COMMITTED whatever the pool's default: the claim relies on READ COMMITTED re-checking
+      // the newest row version after a lock wait, and under REPEATABLE READ or SERIALIZABLE a lost
+      // race (claim, or create-row's ON CONFLICT) fails with "could not serialize access" instead of
+      // finding the lease held (ClaimRaceTest). First statement of the transaction, so it applies
+      // to this transaction only and never leaks into the pooled connection.
+      try (Statement s = c.createStatement()) {
+        s.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+      }
       try (PreparedStatement ps = c.prepareStatement(
           "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true)")) {
         ps.setString(1, Long.toString(timeoutMs));

@@ -63,10 +63,16 @@ final class SqliteDialect extends Dialect {
   /**
    * Each lease statement is a single autocommit statement; the busy timeout bounds how long it waits
    * for another connection's write lock (a strict holder's transaction, another process's claim).
+   * The connection's own busy timeout is put back afterwards: the connection may be a pooled one the
+   * application also uses (PooledSessionTest).
    */
   @Override
   <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
+    long savedBusyTimeout;
     try (Statement s = c.createStatement()) {
+      try (ResultSet rs = s.executeQuery("PRAGMA busy_timeout")) {
+        savedBusyTimeout = rs.next() ? rs.getLong(1) : 0;
+      }
       s.execute("PRAGMA busy_timeout = " + timeoutMs);
     }
     boolean autoCommit = c.getAutoCommit();
@@ -78,6 +84,9 @@ final class SqliteDialect extends Dialect {
     } finally {
       if (!autoCommit) {
         c.setAutoCommit(false);
+      }
+      try (Statement s = c.createStatement()) {
+        s.execute("PRAGMA busy_timeout = " + savedBusyTimeout);
       }
     }
   }

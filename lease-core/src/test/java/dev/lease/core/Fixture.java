@@ -1,0 +1,175 @@
+package dev.lease.core;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
+import javax.sql.DataSource;
+
+/**
+ * One database-backed test's world: a fresh lease table on one {@link TestDatabase}, pools on it
+ * (for SQLite all on the same file), managers, and clean-up. Managers built here never use the
+ * halting failure policy: they record what the policy was asked to do, and {@link #close()} fails
+ * the test if anything called it unexpectedly.
+ */
+final class Fixture implements AutoCloseable {
+
+  private static final AtomicInteger POOLS = new AtomicInteger();
+
+  final TestDatabase db;
+  final String table;
+  /** For reading and writing the lease table directly (assertions, setup); never fails. */
+  final HikariDataSource admin;
+  /** Works that a failure policy was called for, in order. */
+  final List<String> failurePolicyCalls = new CopyOnWriteArrayList<>();
+
+  private final String sqliteFile;
+  private final Deque<AutoCloseable> toClose = new ArrayDeque<>();
+
+  Fixture(TestDatabase db) {
+    this.db = db;
+    this.table = TestDatabase.uniqueTable("lease");
+    this.sqliteFile = db.isSqlite() ? db.url().substring("jdbc:sqlite:".length()) : null;
+    this.admin = pool(2);
+    try (Connection c = admin.getConnection(); var s = c.createStatement()) {
+      for (String ddl : LeaseManager.ddl(database(db), table)) {
+        s.execute(ddl);
+      }
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    } catch (SQLException e) {
+      throw new AssertionError("could not create " + table + " on " + db, e);
+    }
+  }
+
+  static Database database(TestDatabase db) {
+    return switch (db) {
+      case POSTGRESQL -> Database.POSTGRESQL;
+      case MYSQL -> Database.MYSQL;
+      case MARIADB -> Database.MARIADB;
+      case SQLITE -> Database.SQLITE;
+    };
+  }
+
+  /** A new pool on this fixture's database (the same file for SQLite). */
+  HikariDataSource pool(int size) {
+    return pool(size, cfg -> {});
+  }
+
+  HikariDataSource pool(int size, Consumer<HikariConfig> customize) {
+    HikariConfig cfg = new HikariConfig();
+    cfg.setMaximumPoolSize(size);
+    cfg.setMinimumIdle(0);
+    cfg.setConnectionTimeout(10_000);
+    cfg.setPoolName(db + "-fixture-" + POOLS.incrementAndGet());
+    if (sqliteFile != null) {
+      cfg.setDataSource(TestDatabase.sqliteDataSource(sqliteFile));
+    } else {
+      cfg.setJdbcUrl(db.url());
+    }
+    customize.accept(cfg);
+    HikariDataSource ds = new HikariDataSource(cfg);
+    toClose.push(ds);
+    return ds;
+  }
+
+  /** A builder on {@code ds} for this fixture's table, with a recording failure policy. */
+  LeaseManager.Builder builder(DataSource ds, String instance) {
+    return LeaseManager.builder(ds)
+        .table(table)
+        .instance(instance)
+        .failurePolicy((lease, worker) -> failurePolicyCalls.add(lease + " " + worker.getName()));
+  }
+
+  LeaseManager manager(DataSource ds, String instance, LeaseTimings timings) {
+    return track(builder(ds, instance).timings(timings).build());
+  }
+
+  LeaseManager manager(String instance, LeaseTimings timings) {
+    return manager(pool(4), instance, timings);
+  }
+
+  <T extends AutoCloseable> T track(T closeable) {
+    toClose.push(closeable);
+    return closeable;
+  }
+
+  static LeaseTimings timings(long leaseMs, long renewMs, long localDeadlineMs, long attemptMs,
+      long graceMs) {
+    return LeaseTimings.builder()
+        .leaseDuration(Duration.ofMillis(leaseMs))
+        .renewInterval(Duration.ofMillis(renewMs))
+        .localDeadline(Duration.ofMillis(localDeadlineMs))
+        .attemptTimeout(Duration.ofMillis(attemptMs))
+        .gracePeriod(Duration.ofMillis(graceMs))
+        .build();
+  }
+
+  /** The lease row of {@code name} as the database has it now. */
+  Row row(String name) {
+    try (Connection c = admin.getConnection();
+        PreparedStatement ps = c.prepareStatement("SELECT holder, instance, term, expires_at_ms,"
+            + " revision FROM " + table + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        Row row = new Row(rs.getString(1), rs.getString(2), rs.getLong(3), rs.getLong(4),
+            rs.getLong(5));
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+        return row;
+      }
+    } catch (SQLException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  record Row(String holder, String instance, long term, long expiresAtMs, long revision) {}
+
+  /** Waits until {@code condition} holds, failing after {@code timeout}; polls every few ms. */
+  static void await(String what, Duration timeout, BooleanSupplier condition) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() - deadline > 0) {
+        throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting for " + what);
+      }
+      Thread.onSpinWait();
+      try {
+        Thread.sleep(5); // polling interval of a bounded wait, not synchronisation
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError("interrupted waiting for " + what, e);
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    while (!toClose.isEmpty()) {
+      AutoCloseable c = toClose.pop();
+      if (c == admin) {
+        TestDatabase.dropQuietly(admin, table);
+      }
+      try {
+        c.close();
+      } catch (Exception e) {
+        // best effort
+      }
+    }
+  }
+}

@@ -1,0 +1,303 @@
+package dev.lease.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.TestDatabase;
+import dev.lease.testing.UrlDataSource;
+import java.io.PrintWriter;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Logger;
+import java.util.stream.Stream;
+import javax.sql.DataSource;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.opentest4j.AssertionFailedError;
+
+/**
+ * The database unreachable at start (a clear LeaseException) and in the middle of a hold: the holder
+ * gives the lease up within its local deadline whether connections are refused, hang, or wait on a
+ * row lock, and no call hangs.
+ */
+class UnreachableDatabaseTest {
+
+  private static final long LOCAL_DEADLINE_MS = 500;
+  private static final LeaseTimings TIMINGS =
+      Fixture.timings(1_000, 100, LOCAL_DEADLINE_MS, 200, 200);
+  /** Scheduling slack on an overloaded 2-core machine shared with other test runs. */
+  private static final long SLACK_MS = 700;
+
+  static Stream<TestDatabase> databases() {
+    return TestDatabase.all();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void unreachableAtStartFailsWithAClearError(TestDatabase db) {
+    DataSource closed = switch (db) {
+      case POSTGRESQL -> new UrlDataSource("jdbc:postgresql://127.0.0.1:1/test?user=postgres"
+          + "&connectTimeout=5");
+      case MYSQL -> new UrlDataSource("jdbc:mysql://127.0.0.1:1/test?user=root&password="
+          + "&connectTimeout=5000");
+      case MARIADB -> new UrlDataSource("jdbc:mariadb://127.0.0.1:1/test?user=root&password="
+          + "&connectTimeout=5000");
+      case SQLITE -> TestDatabase.sqliteDataSource("/nonexistent-dir-" + System.nanoTime()
+          + "/leases.db");
+    };
+    LeaseException e = assertTimeoutPreemptively(Duration.ofSeconds(15),
+        () -> assertThrows(LeaseException.class,
+            () -> LeaseManager.builder(closed).instance("start").build()));
+    assertTrue(e.getMessage().startsWith("cannot reach the lease database ("), e.getMessage());
+    assertTrue(e.getMessage().contains("check that it is running and that the DataSource's URL,"
+        + " user and password are right"), e.getMessage());
+    assertTrue(e.getCause() instanceof SQLException, "the driver's error is the cause");
+  }
+
+  /** Records the loss and when it came. */
+  static final class Losses implements LeaseListener {
+    final CountDownLatch lost = new CountDownLatch(1);
+    final AtomicLong lostAtNanos = new AtomicLong();
+    final AtomicInteger failedRenewals = new AtomicInteger();
+    volatile LossReason reason;
+
+    @Override
+    public void lost(Lease lease, LossReason why) {
+      reason = why;
+      lostAtNanos.set(System.nanoTime());
+      lost.countDown();
+    }
+
+    @Override
+    public void renewalFailed(Lease lease, Exception cause) {
+      failedRenewals.incrementAndGet();
+    }
+
+    long lostAfterMs(long sinceNanos) {
+      return Duration.ofNanos(lostAtNanos.get() - sinceNanos).toMillis();
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void refusedConnectionsMidHoldEndTheLeaseWithinTheLocalDeadline(TestDatabase db)
+      throws InterruptedException {
+    try (Fixture f = new Fixture(db)) {
+      FailingDataSource failing = new FailingDataSource(f.pool(2));
+      Losses losses = new Losses();
+      LeaseManager m = f.track(f.builder(failing, "holder").timings(TIMINGS).listener(losses)
+          .build());
+      Lease lease = m.tryClaim("outage").orElseThrow().hold();
+      assertTrue(lease.renew());
+      long outage = System.nanoTime();
+      failing.failing(true);
+      assertTimeoutPreemptively(Duration.ofSeconds(5), () -> {
+        // every call fails fast with a LeaseException while the lease winds down
+        assertThrows(LeaseException.class, () -> m.tryClaim("other"));
+        assertThrows(LeaseException.class, m::databaseTimeMillis);
+        if (lease.isHeld()) {
+          assertThrows(LeaseException.class, lease::renew, "renew while unreachable");
+        }
+        assertTrue(losses.lost.await(3, TimeUnit.SECONDS), "lease given up");
+      });
+      assertEquals(LossReason.LOCAL_DEADLINE, losses.reason);
+      assertGaveUpWithinTheLocalDeadline(losses, outage);
+      assertTrue(losses.failedRenewals.get() >= 1);
+      assertFalse(lease.isHeld());
+      assertFalse(lease.renew(), "renew of a lost lease");
+      assertFalse(lease.verify(), "verify of a lost lease");
+      lease.release(); // no-op on a lost lease; must not throw or hang
+      assertTimeoutPreemptively(Duration.ofSeconds(5), m::close);
+
+      failing.failing(false);
+      LeaseManager next = f.manager("next", TIMINGS);
+      Fixture.await("a claim once the database let the lease expire", Duration.ofSeconds(5),
+          () -> next.tryClaim("outage").isPresent());
+      assertEquals(lease.term() + 1, f.row("outage").term());
+    }
+  }
+
+  /**
+   * Negative control: a holder whose monotonic clock runs at a fifth of real speed gives up about
+   * 2.5 s into the outage; the same bound (1.2 s) catches it.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void slowClockHolderIsCaughtByTheSameBound(TestDatabase db) throws InterruptedException {
+    try (Fixture f = new Fixture(db)) {
+      FailingDataSource failing = new FailingDataSource(f.pool(2));
+      Losses losses = new Losses();
+      long origin = System.nanoTime();
+      LeaseManager m = f.track(f.builder(failing, "slow").timings(TIMINGS).listener(losses)
+          .clock(() -> origin + (System.nanoTime() - origin) / 5).build());
+      Lease lease = m.tryClaim("outage").orElseThrow().hold();
+      assertTrue(lease.renew());
+      long outage = System.nanoTime();
+      failing.failing(true);
+      assertTrue(losses.lost.await(5, TimeUnit.SECONDS), "lease given up");
+      AssertionFailedError caught = assertThrows(AssertionFailedError.class,
+          () -> assertGaveUpWithinTheLocalDeadline(losses, outage));
+      assertTrue(caught.getMessage().contains("into the outage"), caught.getMessage());
+    }
+  }
+
+  private static void assertGaveUpWithinTheLocalDeadline(Losses losses, long outageNanos) {
+    long after = losses.lostAfterMs(outageNanos);
+    assertTrue(after <= LOCAL_DEADLINE_MS + SLACK_MS, "given up " + after
+        + " ms into the outage (local deadline " + LOCAL_DEADLINE_MS + " ms)");
+  }
+
+  /** Connections that hang (a database behind a black hole) must not delay the loss. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void hangingConnectionsMidHoldEndTheLeaseWithinTheLocalDeadline(TestDatabase db)
+      throws InterruptedException {
+    try (Fixture f = new Fixture(db)) {
+      HangingDataSource hanging = new HangingDataSource(f.pool(2));
+      Losses losses = new Losses();
+      LeaseManager m = f.track(f.builder(hanging, "holder").timings(TIMINGS).listener(losses)
+          .build());
+      try {
+        Lease lease = m.tryClaim("hang").orElseThrow().hold();
+        assertTrue(lease.renew());
+        long outage = System.nanoTime();
+        hanging.hang.set(1);
+        assertTrue(losses.lost.await(5, TimeUnit.SECONDS), "lease given up");
+        assertEquals(LossReason.LOCAL_DEADLINE, losses.reason);
+        assertGaveUpWithinTheLocalDeadline(losses, outage);
+        assertFalse(lease.isHeld());
+      } finally {
+        hanging.release.countDown();
+      }
+    }
+  }
+
+  /**
+   * Renewals that wait on a row lock held by another transaction are bounded by the attempt timeout
+   * (lock and statement timeouts, the network timeout, SQLite's busy timeout): attempts fail rather
+   * than hang, and the holder gives up within the local deadline.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void renewalsBlockedByARowLockAreBoundedAndTheLeaseEndsInTime(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      Losses losses = new Losses();
+      LeaseManager m = f.track(f.builder(f.pool(4), "holder").timings(TIMINGS).listener(losses)
+          .build());
+      Lease lease = m.tryClaim("locked").orElseThrow().hold();
+      assertTrue(lease.renew());
+      try (Connection locker = f.admin.getConnection()) {
+        long lockedAt;
+        if (db.isSqlite()) {
+          try (Statement s = locker.createStatement()) {
+            s.execute("BEGIN IMMEDIATE"); // the write lock of the whole file
+          }
+          lockedAt = System.nanoTime();
+        } else {
+          locker.setAutoCommit(false);
+          try (PreparedStatement ps = locker.prepareStatement(
+              "SELECT term FROM " + f.table + " WHERE name = ? FOR UPDATE")) {
+            ps.setString(1, "locked");
+            ps.executeQuery().close();
+          }
+          lockedAt = System.nanoTime();
+        }
+        try {
+          assertTrue(losses.lost.await(5, TimeUnit.SECONDS), "lease given up");
+          long after = losses.lostAfterMs(lockedAt);
+          assertTrue(after <= LOCAL_DEADLINE_MS + SLACK_MS,
+              "given up " + after + " ms after the row was locked");
+          assertEquals(LossReason.LOCAL_DEADLINE, losses.reason);
+          Fixture.await("a bounded renewal attempt to fail", Duration.ofSeconds(3),
+              () -> losses.failedRenewals.get() >= 1);
+        } finally {
+          if (db.isSqlite()) {
+            try (Statement s = locker.createStatement()) {
+              s.execute("ROLLBACK");
+            }
+          } else {
+            locker.rollback();
+            locker.setAutoCommit(true);
+          }
+        }
+      }
+      assertFalse(lease.isHeld());
+      assertTimeoutPreemptively(Duration.ofSeconds(5), m::close);
+      LeaseManager next = f.manager("next", TIMINGS);
+      Fixture.await("a claim once the database let the lease expire", Duration.ofSeconds(5),
+          () -> next.tryClaim("locked").isPresent());
+    }
+  }
+
+  /** While {@code hang} is 1, getConnection blocks until the test ends (a black-holed database). */
+  static final class HangingDataSource implements DataSource {
+    final DataSource delegate;
+    final AtomicInteger hang = new AtomicInteger();
+    final CountDownLatch release = new CountDownLatch(1);
+
+    HangingDataSource(DataSource delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public Connection getConnection() throws SQLException {
+      if (hang.get() == 1) {
+        try {
+          release.await(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        throw new SQLException("black hole (injected by the test)", "08001");
+      }
+      return delegate.getConnection();
+    }
+
+    @Override
+    public Connection getConnection(String user, String password) throws SQLException {
+      return getConnection();
+    }
+
+    @Override
+    public PrintWriter getLogWriter() {
+      return null;
+    }
+
+    @Override
+    public void setLogWriter(PrintWriter out) {}
+
+    @Override
+    public void setLoginTimeout(int seconds) {}
+
+    @Override
+    public int getLoginTimeout() {
+      return 0;
+    }
+
+    @Override
+    public Logger getParentLogger() {
+      return Logger.getGlobal();
+    }
+
+    @Override
+    public <T> T unwrap(Class<T> iface) throws SQLException {
+      throw new SQLException("not a wrapper");
+    }
+
+    @Override
+    public boolean isWrapperFor(Class<?> iface) {
+      return false;
+    }
+  }
+}

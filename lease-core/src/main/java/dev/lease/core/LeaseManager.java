@@ -188,6 +188,9 @@ public final class LeaseManager implements AutoCloseable {
       }
     });
     worker.setName("lease-work-" + lease.name());
+    worker.start();
+    // registered after start: interrupting a thread that has not started does nothing, and a loss
+    // that came first is reported to a late registration at once
     Lease.Registration onLoss = lease.onLoss(l -> {
       worker.interrupt();
       long graceNanos = timings.gracePeriod().toNanos();
@@ -198,14 +201,11 @@ public final class LeaseManager implements AutoCloseable {
       }, graceNanos, TimeUnit.NANOSECONDS);
     });
     try {
-      worker.start();
-      try {
-        worker.join();
-      } catch (InterruptedException e) {
-        worker.interrupt();
-        worker.join(timings.gracePeriod().toMillis() + 1);
-        throw e;
-      }
+      worker.join();
+    } catch (InterruptedException e) {
+      worker.interrupt();
+      worker.join(timings.gracePeriod().toMillis() + 1);
+      throw e;
     } finally {
       onLoss.close();
     }

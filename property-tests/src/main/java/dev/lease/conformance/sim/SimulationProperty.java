@@ -107,7 +107,11 @@ public final class SimulationProperty implements ConformanceProperty {
     if (f.cause() != null) {
       b.append("threw: ").append(f.cause()).append('\n');
     }
-    if (f.smallest() instanceof Schedule s) {
+    if (f.smallest() instanceof Schedule shrunk) {
+      Schedule s = withoutNeedlessFaults(world, shrunk);
+      if (s != shrunk) {
+        b.append("without the faults it does not need: ").append(s).append('\n');
+      }
       String v = run(world, s);
       b.append("violation: ").append(v).append('\n').append("last steps:\n");
       for (String line : world.trace()) {
@@ -115,6 +119,23 @@ public final class SimulationProperty implements ConformanceProperty {
       }
     }
     return b.toString();
+  }
+
+  /**
+   * QuickTheories shrinks the values it drew, which leaves harmless faults in the list; dropping each
+   * fault the failure does not need (the run is deterministic) leaves the schedule a human reads.
+   */
+  private Schedule withoutNeedlessFaults(SimWorld world, Schedule s) {
+    Schedule best = s;
+    for (int i = best.faults().size() - 1; i >= 0; i--) {
+      List<Fault> fewer = new ArrayList<>(best.faults());
+      fewer.remove(i);
+      Schedule candidate = new Schedule(best.seed(), best.durationMs(), best.ratesPerMille(), fewer);
+      if (run(world, candidate) != null) {
+        best = candidate;
+      }
+    }
+    return best;
   }
 
   /** Runs one schedule; returns the first violation, or null. */

@@ -2,13 +2,16 @@ package dev.lease.conformance;
 
 import java.io.PrintWriter;
 import java.net.URI;
+import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
+import java.sql.Statement;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Logger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -25,14 +28,64 @@ public final class Target {
   private static final Pattern HOST_PORT =
       Pattern.compile("^(jdbc:(?:postgresql|mysql|mariadb)://)([^/:?,]+)(?::(\\d+))?(.*)$");
 
+  private static final SecureRandom RANDOM = new SecureRandom();
+
   private final String url;
   private final String user;
   private final String password;
+  /** Every table of this run starts with it, so leftovers are found and only ours are dropped. */
+  private final String tablePrefix;
+  private final AtomicInteger tables = new AtomicInteger();
 
   public Target(String url, String user, String password) {
+    this(url, user, password,
+        "lc_" + Integer.toHexString(RANDOM.nextInt(1 << 24) | (1 << 24)).substring(1) + "_");
+  }
+
+  /** @param tablePrefix the prefix of every table this run creates: lower-case letters, digits, _ */
+  public Target(String url, String user, String password, String tablePrefix) {
+    if (!tablePrefix.matches("[a-z][a-z0-9_]{0,20}")) {
+      throw new IllegalArgumentException("table prefix " + tablePrefix + " is not a short identifier");
+    }
     this.url = url;
     this.user = user;
     this.password = password;
+    this.tablePrefix = tablePrefix;
+  }
+
+  public String user() {
+    return user;
+  }
+
+  public String password() {
+    return password;
+  }
+
+  /** A table name of this run, unique within it. */
+  public String newTable(String purpose) {
+    return tablePrefix + purpose + "_" + tables.incrementAndGet();
+  }
+
+  public String tablePrefix() {
+    return tablePrefix;
+  }
+
+  /** Drops {@code tables} if they exist, best effort: what a property does when it ends. */
+  public void dropQuietly(String... names) {
+    try (Connection c = connect(); Statement s = c.createStatement()) {
+      for (String t : names) {
+        try {
+          s.execute("DROP TABLE IF EXISTS " + t);
+        } catch (SQLException e) {
+          // keep dropping the others
+        }
+      }
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    } catch (SQLException e) {
+      // best effort: the runner's final sweep tries again
+    }
   }
 
   public String url() {

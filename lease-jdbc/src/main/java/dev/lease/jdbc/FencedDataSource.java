@@ -6,6 +6,7 @@ import java.sql.ConnectionBuilder;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.ShardingKey;
+import java.sql.ShardingKeyBuilder;
 import java.util.Objects;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
@@ -109,6 +110,11 @@ public final class FencedDataSource implements DataSource {
         return FencedConnections.wrap(inner.build(), options);
       }
     };
+  }
+
+  @Override
+  public ShardingKeyBuilder createShardingKeyBuilder() throws SQLException {
+    return target.createShardingKeyBuilder();
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.lease.conformance;
 
+import dev.lease.conformance.fault.FaultRunProperty;
 import dev.lease.conformance.sim.ModelProperty;
 import dev.lease.conformance.sim.SimulationProperty;
 import java.util.List;
@@ -10,6 +11,6 @@ public final class Properties {
   private Properties() {}
 
   public static List<ConformanceProperty> all() {
-    return List.of(new ModelProperty(), new SimulationProperty());
+    return List.of(new ModelProperty(), new SimulationProperty(), new FaultRunProperty());
   }
 }

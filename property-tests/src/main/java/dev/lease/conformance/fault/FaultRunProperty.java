@@ -161,8 +161,8 @@ public final class FaultRunProperty implements ConformanceProperty {
       long committed = history.transactions().stream()
           .filter(t -> t.end() == History.End.COMMITTED).count();
       StringBuilder note = new StringBuilder(history.claims().size() + " claims (up to term "
-          + maxTerm + "), " + committed + " of " + tried.get() + " transactions committed; faults "
-          + faultsByKind);
+          + maxTerm + "), " + committed + " of " + tried.get() + " transactions committed, "
+          + history.contended() + " were open across a takeover; faults " + faultsByKind);
       if (server.isEmpty() && !target.isSqlite()) {
         note.append("; no proxy faults: the database is not on a loopback address");
       }
@@ -232,8 +232,8 @@ public final class FaultRunProperty implements ConformanceProperty {
 
     private FaultKind pick(Random random, LoopbackProxy proxy) {
       int r = random.nextInt(100);
-      FaultKind k = r < 50 ? FaultKind.NONE : r < 65 ? FaultKind.PAUSE : r < 75 ? FaultKind.KILL
-          : r < 83 ? FaultKind.PROXY_DROP : r < 91 ? FaultKind.PROXY_DELAY : FaultKind.FAIL_MIDWAY;
+      FaultKind k = r < 65 ? FaultKind.NONE : r < 75 ? FaultKind.PAUSE : r < 81 ? FaultKind.KILL
+          : r < 86 ? FaultKind.PROXY_DROP : r < 91 ? FaultKind.PROXY_DELAY : FaultKind.FAIL_MIDWAY;
       if ((k == FaultKind.KILL && admin == null)
           || ((k == FaultKind.PROXY_DROP || k == FaultKind.PROXY_DELAY) && proxy == null)) {
         return FaultKind.NONE;
@@ -244,6 +244,7 @@ public final class FaultRunProperty implements ConformanceProperty {
     private void transaction(Lease lease, DataSource fenced, ProcessDataSource ds,
         LoopbackProxy proxy, Random random) {
       long txn = txnSeq.incrementAndGet();
+      long start = System.nanoTime();
       tried.incrementAndGet();
       FaultKind fault = pick(random, proxy);
       boolean early = random.nextBoolean();
@@ -289,7 +290,7 @@ public final class FaultRunProperty implements ConformanceProperty {
         end = invoked == 0 ? History.End.FAILED : History.End.UNKNOWN;
         error = e.toString();
       }
-      history.ended(new History.Transaction(txn, lease.term(), lease.holder(), invoked,
+      history.ended(new History.Transaction(txn, lease.term(), lease.holder(), start, invoked,
           System.nanoTime(), end, observed, error));
     }
 
@@ -298,7 +299,8 @@ public final class FaultRunProperty implements ConformanceProperty {
       switch (fault) {
         case PAUSE -> {
           // the whole process stops: this thread sleeps and its renewals cannot get out
-          long millis = 300 + random.nextInt(2_200);
+          // mostly short stalls; one in three outlasts the lease, so a takeover meets an open transaction
+          long millis = random.nextInt(3) == 0 ? 1_600 + random.nextInt(1_000) : 50 + random.nextInt(400);
           ds.refuseFor(millis);
           LockSupport.parkNanos(millis * 1_000_000L);
         }

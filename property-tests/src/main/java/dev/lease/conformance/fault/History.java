@@ -29,8 +29,8 @@ public final class History {
   }
 
   /** A business transaction of {@code rows} rows under {@code term}. */
-  public record Transaction(long txn, long term, String holder, long commitInvokedNanos,
-      long endNanos, End end, long observedTerm, String error) {}
+  public record Transaction(long txn, long term, String holder, long startNanos,
+      long commitInvokedNanos, long endNanos, End end, long observedTerm, String error) {}
 
   final ConcurrentLinkedQueue<Claim> claims = new ConcurrentLinkedQueue<>();
   final ConcurrentLinkedQueue<Transaction> transactions = new ConcurrentLinkedQueue<>();
@@ -49,6 +49,15 @@ public final class History {
 
   public List<Transaction> transactions() {
     return List.copyOf(transactions);
+  }
+
+  /**
+   * Transactions that were still open when the claim of a later term completed: the ones that put
+   * invariant 3 to the test (the rest never met a takeover).
+   */
+  public long contended() {
+    return transactions.stream().filter(t -> claims.stream().anyMatch(c -> c.term() > t.term()
+        && c.completedNanos() > t.startNanos() && c.completedNanos() < t.endNanos())).count();
   }
 
   /**

@@ -71,7 +71,8 @@ public final class Main {
       Preflight.check(target);
       long seed = options.seed() != null ? options.seed() : new SecureRandom().nextLong();
       out.println("lease conformance: " + target + ", " + options.size().name().toLowerCase()
-          + " size, seed " + seed + (tempDir != null ? " (embedded SQLite in " + tempDir + ")" : ""));
+          + " size, seed " + seed + (tempDir != null ? " (embedded SQLite in " + tempDir + ")" : "")
+          + ", tables " + target.tablePrefix() + "* (dropped at the end)");
       List<Row> rows = launch(target, options, seed, out);
       boolean allHold = !rows.isEmpty() && rows.stream().allMatch(Row::holds);
       printTable(rows, out);

@@ -28,6 +28,18 @@ public final class ModelProperty implements ConformanceProperty {
 
   static final int PROCESSES = 3;
 
+  /** Added to the model's idea of the lease duration: 0, except in the negative control. */
+  private final long modelLeaseErrorMs;
+
+  public ModelProperty() {
+    this(0);
+  }
+
+  /** A deliberately wrong model (negative control): the check must report the disagreement. */
+  ModelProperty(long modelLeaseErrorMs) {
+    this.modelLeaseErrorMs = modelLeaseErrorMs;
+  }
+
   @Override
   public String id() {
     return "model";
@@ -97,7 +109,8 @@ public final class ModelProperty implements ConformanceProperty {
   /** Runs one sequence; returns the first disagreement or invariant violation, or null. */
   public String run(SimWorld world, List<Command> commands) {
     world.start(Collections.nCopies(PROCESSES, 1.0));
-    ReferenceModel model = new ReferenceModel(PROCESSES, world.timings.leaseDuration().toMillis(),
+    ReferenceModel model = new ReferenceModel(PROCESSES,
+        world.timings.leaseDuration().toMillis() + modelLeaseErrorMs,
         world.timings.localDeadline().toNanos());
     Map<String, String> tokenOf = new HashMap<>();
     for (int i = 0; i < commands.size(); i++) {

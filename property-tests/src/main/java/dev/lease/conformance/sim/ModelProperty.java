@@ -73,7 +73,7 @@ public final class ModelProperty implements ConformanceProperty {
     long started = System.nanoTime();
     long[] tried = new long[2];
     try (SimWorld world = new SimWorld(SimOptions.standard())) {
-      QuickCheck.Falsified f = QuickCheck.run(seed, size.pick(1_500, 20_000), size.pick(2_000,
+      QuickCheck.Falsified f = QuickCheck.run(seed, size.pick(1_500, 8_000), size.pick(2_000,
           10_000), commands(size), cmds -> {
             tried[0]++;
             tried[1] += cmds.stream().filter(c -> c.kind() == Command.Kind.DROP

@@ -80,7 +80,7 @@ public final class SimulationProperty implements ConformanceProperty {
     long[] tried = new long[2];
     QuickCheck.Falsified f;
     try (SimWorld world = new SimWorld(options)) {
-      f = QuickCheck.run(seed, size.pick(600, 8_000), size.pick(400, 2_000), schedules(size), s -> {
+      f = QuickCheck.run(seed, size.pick(600, 3_000), size.pick(400, 2_000), schedules(size), s -> {
         String v = run(world, s);
         tried[0]++;
         tried[1] += world.faults;

@@ -208,6 +208,9 @@ final class TransactionFence {
     }
     Duration idle = options.idleInTransactionTimeout() != null ? options.idleInTransactionTimeout()
         : lease.manager().timings().leaseDuration();
+    if ("SQLite".equals(lease.manager().databaseProduct())) {
+      awaitRenewal(lease);
+    }
     boolean held;
     try {
       if (strict) {
@@ -226,6 +229,19 @@ final class TransactionFence {
     verified = lease;
     lossRegistration = lease.onLoss(this::leaseLost);
     notify(lease, l -> l.transactionVerified(lease));
+  }
+
+  /**
+   * SQLite's busy handler has no queue, so back-to-back writers under a lease could starve the
+   * keeper's renewal; a transaction that has not started yet lets an in-flight renewal go first
+   * (InnoDB and PostgreSQL queue the renewal themselves).
+   */
+  private static void awaitRenewal(Lease lease) {
+    try {
+      lease.awaitRenewal(lease.manager().timings().attemptTimeout());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /** STRICT on MySQL/MariaDB: lock-wait and idle bounds for the session, once per connection. */

@@ -211,12 +211,13 @@ final class TransactionFence {
     if ("SQLite".equals(lease.manager().databaseProduct())) {
       awaitRenewal(lease);
     }
+    boolean lock = strict && !readOnlyOnPostgres(lease);
     boolean held;
     try {
-      if (strict) {
+      if (lock) {
         applySessionBounds(lease, idle);
       }
-      held = lease.verifyInTransaction(delegate, strict, idle);
+      held = lease.verifyInTransaction(delegate, lock, idle);
     } catch (SQLException e) {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
@@ -229,6 +230,16 @@ final class TransactionFence {
     verified = lease;
     lossRegistration = lease.onLoss(this::leaseLost);
     notify(lease, l -> l.transactionVerified(lease));
+  }
+
+  /**
+   * PostgreSQL refuses {@code FOR KEY SHARE} in a read-only transaction (SQLState 25006, found by
+   * SpringTransactionTest with {@code readOnly=true}); such a transaction cannot write, so there is
+   * nothing for the lock to order and the plain verify suffices. pgjdbc answers {@code isReadOnly()}
+   * from memory; MySQL Connector/J may ask the server, so it is asked on PostgreSQL only.
+   */
+  private boolean readOnlyOnPostgres(Lease lease) throws SQLException {
+    return "PostgreSQL".equals(lease.manager().databaseProduct()) && delegate.isReadOnly();
   }
 
   /**

@@ -208,12 +208,16 @@ final class TransactionFence {
     }
     Duration idle = options.idleInTransactionTimeout() != null ? options.idleInTransactionTimeout()
         : lease.manager().timings().leaseDuration();
+    if ("SQLite".equals(lease.manager().databaseProduct())) {
+      awaitRenewal(lease);
+    }
+    boolean lock = strict && !readOnlyOnPostgres(lease);
     boolean held;
     try {
-      if (strict) {
+      if (lock) {
         applySessionBounds(lease, idle);
       }
-      held = lease.verifyInTransaction(delegate, strict, idle);
+      held = lease.verifyInTransaction(delegate, lock, idle);
     } catch (SQLException e) {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
@@ -226,6 +230,29 @@ final class TransactionFence {
     verified = lease;
     lossRegistration = lease.onLoss(this::leaseLost);
     notify(lease, l -> l.transactionVerified(lease));
+  }
+
+  /**
+   * PostgreSQL refuses {@code FOR KEY SHARE} in a read-only transaction (SQLState 25006, found by
+   * SpringTransactionTest with {@code readOnly=true}); such a transaction cannot write, so there is
+   * nothing for the lock to order and the plain verify suffices. pgjdbc answers {@code isReadOnly()}
+   * from memory; MySQL Connector/J may ask the server, so it is asked on PostgreSQL only.
+   */
+  private boolean readOnlyOnPostgres(Lease lease) throws SQLException {
+    return "PostgreSQL".equals(lease.manager().databaseProduct()) && delegate.isReadOnly();
+  }
+
+  /**
+   * SQLite's busy handler has no queue, so back-to-back writers under a lease could starve the
+   * keeper's renewal; a transaction that has not started yet lets an in-flight renewal go first
+   * (InnoDB and PostgreSQL queue the renewal themselves).
+   */
+  private static void awaitRenewal(Lease lease) {
+    try {
+      lease.awaitRenewal(lease.manager().timings().attemptTimeout());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /** STRICT on MySQL/MariaDB: lock-wait and idle bounds for the session, once per connection. */

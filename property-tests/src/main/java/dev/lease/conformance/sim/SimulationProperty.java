@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import org.quicktheories.core.Gen;
 import org.quicktheories.generators.Generate;
 
@@ -181,7 +182,7 @@ public final class SimulationProperty implements ConformanceProperty {
         }
       }
       worker(world, p, random, 50 + random.nextInt(300));
-    }, firstDelayMs, java.util.concurrent.TimeUnit.MILLISECONDS);
+    }, firstDelayMs, TimeUnit.MILLISECONDS);
   }
 
   private void inject(SimWorld world, Fault f) {

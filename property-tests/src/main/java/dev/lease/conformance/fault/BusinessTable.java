@@ -52,15 +52,34 @@ final class BusinessTable {
     return rows;
   }
 
-  /** The lease row's term as this transaction sees it (a plain read, no lock). */
-  static long observedTerm(Connection c, String leaseTable, String name) throws SQLException {
+  /**
+   * The lease row's term as this transaction sees it (a plain read, no lock) and the database clock
+   * now, UTC epoch milliseconds: {term, time}.
+   */
+  static long[] observedTermAndTime(Connection c, Target target, String leaseTable, String name)
+      throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(
-        "SELECT term FROM " + leaseTable + " WHERE name = ?")) {
+        "SELECT term, " + clock(target) + " FROM " + leaseTable + " WHERE name = ?")) {
       ps.setString(1, name);
       try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getLong(1) : -1;
+        return rs.next() ? new long[] {rs.getLong(1), rs.getLong(2)} : new long[] {-1, -1};
       }
     }
+  }
+
+  /**
+   * The database server's clock in epoch milliseconds, the expressions DESIGN.md chose: PostgreSQL's
+   * clock_timestamp() (not now(), the transaction's start), UTC_TIMESTAMP(6) on MySQL/MariaDB (free of
+   * the session time zone), unixepoch with subsec on SQLite 3.42+.
+   */
+  static String clock(Target target) {
+    if (target.isPostgres()) {
+      return "(floor(extract(epoch from clock_timestamp()) * 1000))::bigint";
+    }
+    if (target.isMySqlFamily()) {
+      return "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
+    }
+    return "CAST(unixepoch('now', 'subsec') * 1000 AS INTEGER)";
   }
 
   /** The server's id of this session, for killing it from an admin session; 0 on SQLite. */

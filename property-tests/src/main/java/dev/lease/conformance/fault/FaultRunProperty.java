@@ -254,6 +254,7 @@ public final class FaultRunProperty implements ConformanceProperty {
       }
       long invoked = 0;
       long observed = -1;
+      long preCommitMs = -1;
       History.End end;
       String error = null;
       try (Connection c = fenced.getConnection()) {
@@ -274,7 +275,9 @@ public final class FaultRunProperty implements ConformanceProperty {
           for (int part = 2; part <= ROWS; part++) {
             BusinessTable.insert(c, business, txn, part, lease.term());
           }
-          observed = BusinessTable.observedTerm(c, leases, NAME);
+          long[] seen = BusinessTable.observedTermAndTime(c, target, leases, NAME);
+          observed = seen[0];
+          preCommitMs = seen[1];
           invoked = System.nanoTime();
           c.commit();
           end = History.End.COMMITTED;
@@ -291,7 +294,7 @@ public final class FaultRunProperty implements ConformanceProperty {
         error = e.toString();
       }
       history.ended(new History.Transaction(txn, lease.term(), lease.holder(), start, invoked,
-          System.nanoTime(), end, observed, error));
+          System.nanoTime(), end, observed, preCommitMs, error));
     }
 
     private void inject(FaultKind fault, long session, ProcessDataSource ds, LoopbackProxy proxy,

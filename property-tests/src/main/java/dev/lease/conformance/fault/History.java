@@ -14,7 +14,10 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  */
 public final class History {
 
-  /** A claim that succeeded. */
+  /**
+   * A claim that succeeded; {@code databaseMs} is the database clock read just after it completed
+   * (-1 if unknown), an upper bound of the claim's own time.
+   */
   public record Claim(long term, String holder, String instance, long completedNanos,
       long databaseMs) {}
 
@@ -30,7 +33,8 @@ public final class History {
 
   /** A business transaction of {@code rows} rows under {@code term}. */
   public record Transaction(long txn, long term, String holder, long startNanos,
-      long commitInvokedNanos, long endNanos, End end, long observedTerm, String error) {}
+      long commitInvokedNanos, long endNanos, End end, long observedTerm, long preCommitDatabaseMs,
+      String error) {}
 
   final ConcurrentLinkedQueue<Claim> claims = new ConcurrentLinkedQueue<>();
   final ConcurrentLinkedQueue<Transaction> transactions = new ConcurrentLinkedQueue<>();
@@ -92,6 +96,16 @@ public final class History {
                 + " committed " + (t.commitInvokedNanos() - c.completedNanos()) / 1_000_000
                 + " ms after the claim of term " + c.term() + " by " + c.instance()
                 + " had completed");
+            break;
+          }
+        }
+        // the same on the database clock: its last statement ran after the claim had completed
+        for (Claim c : claims) {
+          if (c.term() > t.term() && c.databaseMs() > 0 && t.preCommitDatabaseMs() > c.databaseMs()) {
+            violations.add("invariant 3: transaction " + t.txn() + " verified under term " + t.term()
+                + " ran its last statement at database time " + t.preCommitDatabaseMs() + ", "
+                + (t.preCommitDatabaseMs() - c.databaseMs()) + " ms after the claim of term "
+                + c.term() + " had completed, and committed");
             break;
           }
         }

@@ -140,8 +140,14 @@ public final class PausedHolderProperty implements ConformanceProperty {
     Thread claimer = new Thread(() -> {
       Lease l = claimUntil(claimerSide, System.nanoTime() + pauseNanos + 2_000_000_000L);
       if (l != null) {
-        history.claimed(new History.Claim(l.term(), l.holder(), l.instance(), System.nanoTime(),
-            -1));
+        long completed = System.nanoTime();
+        long dbMs = -1;
+        try {
+          dbMs = claimerSide.databaseTimeMillis();
+        } catch (LeaseException e) {
+          // unknown; the real-time check still applies
+        }
+        history.claimed(new History.Claim(l.term(), l.holder(), l.instance(), completed, dbMs));
         next[0] = l;
         claimed.countDown();
       }
@@ -149,6 +155,7 @@ public final class PausedHolderProperty implements ConformanceProperty {
     long txn = round + 1;
     long start = System.nanoTime();
     long invoked = 0;
+    long preCommitMs = -1;
     History.End end;
     String error = null;
     try (LeaseContext.Scope scope = LeaseContext.bind(lease);
@@ -166,6 +173,7 @@ public final class PausedHolderProperty implements ConformanceProperty {
           BusinessTable.insert(c, business, txn, 1, lease.term());
         }
         BusinessTable.insert(c, business, txn, 2, lease.term());
+        preCommitMs = BusinessTable.observedTermAndTime(c, target, leases, NAME)[1];
         invoked = System.nanoTime();
         c.commit();
         end = History.End.COMMITTED;
@@ -194,7 +202,7 @@ public final class PausedHolderProperty implements ConformanceProperty {
       Thread.currentThread().interrupt();
     }
     history.ended(new History.Transaction(txn, lease.term(), lease.holder(), start, invoked,
-        System.nanoTime(), end, -1, error));
+        System.nanoTime(), end, -1, preCommitMs, error));
     if (next[0] != null) {
       try {
         next[0].release();

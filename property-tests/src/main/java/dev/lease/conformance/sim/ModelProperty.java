@@ -1,0 +1,208 @@
+package dev.lease.conformance.sim;
+
+import static org.quicktheories.generators.SourceDSL.integers;
+import static org.quicktheories.generators.SourceDSL.lists;
+
+import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.PropertyResult;
+import dev.lease.conformance.QuickCheck;
+import dev.lease.conformance.Size;
+import dev.lease.conformance.Target;
+import dev.lease.core.Lease;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.quicktheories.core.Gen;
+import org.quicktheories.generators.Generate;
+
+/**
+ * Model-based test: generated command sequences (claim, renew, release, verify, business transaction,
+ * advance time, skew or drift a process clock, drop a request, pause, resume) run against lease-core
+ * and against {@link ReferenceModel}; every outcome, the lease row and every process's lease state
+ * must agree after every step, and invariants 1–4 must hold. QuickTheories shrinks a failure to the
+ * shortest sequence.
+ */
+public final class ModelProperty implements ConformanceProperty {
+
+  static final int PROCESSES = 3;
+
+  /** Added to the model's idea of the lease duration: 0, except in the negative control. */
+  private final long modelLeaseErrorMs;
+
+  public ModelProperty() {
+    this(0);
+  }
+
+  /** A deliberately wrong model (negative control): the check must report the disagreement. */
+  ModelProperty(long modelLeaseErrorMs) {
+    this.modelLeaseErrorMs = modelLeaseErrorMs;
+  }
+
+  @Override
+  public String id() {
+    return "model";
+  }
+
+  @Override
+  public String summary() {
+    return "Generated sequences of claim, renew, release, verify, transaction, time, clock skew and"
+        + " drift, dropped requests, pause and resume give the outcomes of the reference model.";
+  }
+
+  public Gen<List<Command>> commands(Size size) {
+    List<Command.Kind> weighted = new ArrayList<>();
+    for (Command.Kind k : Command.Kind.values()) {
+      int weight = switch (k) {
+        case CLAIM, RENEW, TRANSACTION -> 3;
+        case ADVANCE -> 4;
+        case VERIFY -> 2;
+        default -> 1;
+      };
+      weighted.addAll(Collections.nCopies(weight, k));
+    }
+    Gen<Command> command = Generate.pick(weighted).zip(integers().between(0, PROCESSES - 1),
+        integers().between(0, 1_500), (kind, p, amount) -> new Command(kind, p,
+            kind == Command.Kind.DRIFT ? amount % 201 - 100 : amount));
+    return lists().of(command).ofSizeBetween(1, size.pick(60, 150));
+  }
+
+  @Override
+  public PropertyResult check(Target target, Size size, long seed, Progress progress) {
+    long started = System.nanoTime();
+    long[] tried = new long[2];
+    try (SimWorld world = new SimWorld(SimOptions.standard())) {
+      QuickCheck.Falsified f = QuickCheck.run(seed, size.pick(1_500, 8_000), size.pick(2_000,
+          10_000), commands(size), cmds -> {
+            tried[0]++;
+            tried[1] += cmds.stream().filter(c -> c.kind() == Command.Kind.DROP
+                || c.kind() == Command.Kind.PAUSE || c.kind() == Command.Kind.SKEW
+                || c.kind() == Command.Kind.DRIFT).count();
+            if (tried[0] % 250 == 0) {
+              progress.update(tried[0], tried[1]);
+            }
+            return run(world, cmds) == null;
+          });
+      String failure = null;
+      if (f != null) {
+        StringBuilder b = new StringBuilder("seed " + f.seed() + " (replay: --seed " + f.seed()
+            + "), falsified after " + f.examples() + " sequences\nshrunk sequence:\n");
+        if (f.smallest() instanceof List<?> cmds) {
+          for (Object c : cmds) {
+            b.append("    ").append(c).append('\n');
+          }
+          @SuppressWarnings("unchecked")
+          List<Command> replay = (List<Command>) cmds;
+          b.append("disagreement: ").append(run(world, replay)).append('\n');
+        }
+        if (f.cause() != null) {
+          b.append("threw: ").append(f.cause()).append('\n');
+        }
+        failure = b.toString();
+      }
+      return new PropertyResult(id(), SimulationProperty.DATABASE, tried[0], tried[1],
+          f == null ? 0 : 1, failure, null, (System.nanoTime() - started) / 1_000_000);
+    }
+  }
+
+  /** Runs one sequence; returns the first disagreement or invariant violation, or null. */
+  public String run(SimWorld world, List<Command> commands) {
+    world.start(Collections.nCopies(PROCESSES, 1.0));
+    ReferenceModel model = new ReferenceModel(PROCESSES,
+        world.timings.leaseDuration().toMillis() + modelLeaseErrorMs,
+        world.timings.localDeadline().toNanos());
+    Map<String, String> tokenOf = new HashMap<>();
+    for (int i = 0; i < commands.size(); i++) {
+      Command c = commands.get(i);
+      SimProcess p = world.processes.get(c.process());
+      SimWorld.Outcome expected = model.apply(c, world.dbNowMs(), p.clock.nanoTime());
+      SimWorld.Outcome actual = apply(world, p, c);
+      String step = "step " + (i + 1) + " (" + c + "): ";
+      if (expected != actual) {
+        return step + "the model expected " + expected + ", lease-core did " + actual;
+      }
+      if (c.kind() == Command.Kind.CLAIM && actual == SimWorld.Outcome.OK) {
+        tokenOf.put(model.holder, p.lease().holder());
+      }
+      SimDatabase.Row row = world.row();
+      String modelHolder = model.holder.isEmpty() ? "" : tokenOf.get(model.holder);
+      if (row.term() != model.term || row.expiresAtMs() != model.expiresAtMs
+          || !row.holder().equals(modelHolder)) {
+        return step + "the lease row is term " + row.term() + " expiring at " + row.expiresAtMs()
+            + ", the model has term " + model.term + " expiring at " + model.expiresAtMs
+            + (row.holder().equals(modelHolder) ? "" : " and another holder");
+      }
+      for (int j = 0; j < PROCESSES; j++) {
+        Lease actualLease = world.processes.get(j).lease();
+        ReferenceModel.ModelLease modelLease = model.processes.get(j).lease;
+        String mismatch = compare(actualLease, modelLease);
+        if (mismatch != null) {
+          return step + "p" + j + ": " + mismatch;
+        }
+      }
+      world.check();
+      if (world.violation() != null) {
+        return step + world.violation();
+      }
+    }
+    world.checkBusinessTable();
+    return world.violation();
+  }
+
+  private static String compare(Lease actual, ReferenceModel.ModelLease model) {
+    if (actual == null || model == null) {
+      return actual == null && model == null ? null
+          : "lease-core has " + actual + ", the model has " + (model == null ? "none" : model.term);
+    }
+    ReferenceModel.State state = actual.isLost() ? ReferenceModel.State.LOST
+        : actual.isReleased() ? ReferenceModel.State.RELEASED : ReferenceModel.State.HELD;
+    if (actual.term() != model.term || state != model.state) {
+      return "lease-core has term " + actual.term() + " " + state + ", the model has term "
+          + model.term + " " + model.state;
+    }
+    return null;
+  }
+
+  private static SimWorld.Outcome apply(SimWorld world, SimProcess p, Command c) {
+    boolean acts = switch (c.kind()) {
+      case CLAIM, RENEW, RELEASE, VERIFY, TRANSACTION -> true;
+      default -> false;
+    };
+    if (acts && p.paused) {
+      return SimWorld.Outcome.SKIPPED;
+    }
+    switch (c.kind()) {
+      case CLAIM:
+        return world.claim(p);
+      case RENEW:
+        return world.renew(p);
+      case VERIFY:
+        return world.verify(p);
+      case RELEASE:
+        return world.release(p);
+      case TRANSACTION:
+        return world.transaction(p, false);
+      case ADVANCE:
+        world.loop.runUntil(world.loop.now + c.amount() * 1_000_000L, world::check);
+        return SimWorld.Outcome.OK;
+      case SKEW:
+        p.clock.jump(c.amount() * 1_000_000L);
+        return SimWorld.Outcome.OK;
+      case DRIFT:
+        p.clock.rate(1 + c.amount() / 1000.0);
+        return SimWorld.Outcome.OK;
+      case DROP:
+        p.dropNext++;
+        return SimWorld.Outcome.OK;
+      case PAUSE:
+        p.paused = true;
+        return SimWorld.Outcome.OK;
+      case RESUME:
+        p.paused = false;
+        return SimWorld.Outcome.OK;
+      default:
+        throw new IllegalStateException(c.toString());
+    }
+  }
+}

@@ -1,0 +1,151 @@
+package dev.lease.conformance.sim;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * What the lease protocol should do, written as plainly as possible: one lease row judged by the
+ * database clock, and per process the lease it last claimed with its local deadline on its own clock.
+ * The model-based property runs the same commands against lease-core and this model and compares.
+ */
+final class ReferenceModel {
+
+  enum State { HELD, LOST, RELEASED }
+
+  /** A process's view of the lease it claimed. */
+  static final class ModelLease {
+    final String key;
+    final long term;
+    long lastRenewalStart;
+    State state = State.HELD;
+
+    ModelLease(String key, long term, long start) {
+      this.key = key;
+      this.term = term;
+      this.lastRenewalStart = start;
+    }
+  }
+
+  static final class ModelProcess {
+    ModelLease lease;
+    int drop;
+    boolean paused;
+  }
+
+  final long leaseMs;
+  final long localDeadlineNanos;
+  final List<ModelProcess> processes = new ArrayList<>();
+  String holder = "";
+  long term;
+  long expiresAtMs;
+  private int claims;
+
+  ReferenceModel(int processes, long leaseMs, long localDeadlineNanos) {
+    this.leaseMs = leaseMs;
+    this.localDeadlineNanos = localDeadlineNanos;
+    for (int i = 0; i < processes; i++) {
+      this.processes.add(new ModelProcess());
+    }
+  }
+
+  /** Consumes an injected drop: true if this request never reaches the database. */
+  private boolean dropped(ModelProcess p) {
+    if (p.drop > 0) {
+      p.drop--;
+      return true;
+    }
+    return false;
+  }
+
+  /** Lease.isHeld(): not ended, and the local deadline has not passed (else it is lost now). */
+  private boolean locallyHeld(ModelLease l, long local) {
+    if (l.state != State.HELD) {
+      return false;
+    }
+    if (local - l.lastRenewalStart >= localDeadlineNanos) {
+      l.state = State.LOST;
+      return false;
+    }
+    return true;
+  }
+
+  private boolean databaseHolder(ModelLease l, long nowMs) {
+    return holder.equals(l.key) && term == l.term && expiresAtMs > nowMs;
+  }
+
+  SimWorld.Outcome apply(Command c, long nowMs, long local) {
+    ModelProcess p = c.process() < processes.size() ? processes.get(c.process()) : null;
+    ModelLease l = p == null ? null : p.lease;
+    switch (c.kind()) {
+      case CLAIM:
+        if (p.paused) {
+          return SimWorld.Outcome.SKIPPED;
+        }
+        if (dropped(p)) {
+          return SimWorld.Outcome.ERROR;
+        }
+        if (expiresAtMs > nowMs) {
+          return SimWorld.Outcome.REFUSED;
+        }
+        term++;
+        holder = "p" + c.process() + "#" + (++claims);
+        expiresAtMs = nowMs + leaseMs;
+        p.lease = new ModelLease(holder, term, local);
+        return SimWorld.Outcome.OK;
+      case RENEW:
+      case VERIFY:
+        if (p.paused || l == null) {
+          return SimWorld.Outcome.SKIPPED;
+        }
+        if (!locallyHeld(l, local)) {
+          return SimWorld.Outcome.REFUSED;
+        }
+        if (dropped(p)) {
+          return SimWorld.Outcome.ERROR;
+        }
+        if (!databaseHolder(l, nowMs)) {
+          l.state = State.LOST;
+          return SimWorld.Outcome.REFUSED;
+        }
+        if (c.kind() == Command.Kind.RENEW) {
+          expiresAtMs = nowMs + leaseMs;
+          l.lastRenewalStart = Math.max(l.lastRenewalStart, local);
+        }
+        return SimWorld.Outcome.OK;
+      case RELEASE:
+        if (p.paused || l == null) {
+          return SimWorld.Outcome.SKIPPED;
+        }
+        if (l.state != State.HELD) {
+          return SimWorld.Outcome.OK;
+        }
+        l.state = State.RELEASED;
+        if (dropped(p)) {
+          return SimWorld.Outcome.ERROR;
+        }
+        if (holder.equals(l.key) && term == l.term) {
+          expiresAtMs = 0;
+        }
+        return SimWorld.Outcome.OK;
+      case TRANSACTION:
+        if (p.paused || l == null) {
+          return SimWorld.Outcome.SKIPPED;
+        }
+        if (dropped(p)) {
+          return SimWorld.Outcome.ERROR;
+        }
+        return databaseHolder(l, nowMs) ? SimWorld.Outcome.OK : SimWorld.Outcome.REFUSED;
+      case DROP:
+        p.drop++;
+        return SimWorld.Outcome.OK;
+      case PAUSE:
+        p.paused = true;
+        return SimWorld.Outcome.OK;
+      case RESUME:
+        p.paused = false;
+        return SimWorld.Outcome.OK;
+      default:
+        return SimWorld.Outcome.OK;
+    }
+  }
+}

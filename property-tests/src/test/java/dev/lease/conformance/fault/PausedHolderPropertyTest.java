@@ -1,0 +1,58 @@
+package dev.lease.conformance.fault;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.PropertyResult;
+import dev.lease.conformance.Size;
+import dev.lease.conformance.Target;
+import dev.lease.conformance.fault.PausedHolderProperty.Fence;
+import dev.lease.testing.TestDatabase;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The paused holder on every database, with its negative controls beside it: the same schedule with
+ * VERIFY fencing (no lock: the stale commit lands after the claim on the three servers) and with no
+ * fencing at all (caught on SQLite too) must be reported as violations.
+ */
+class PausedHolderPropertyTest {
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void pausedStrictHolderCannotCommitAfterTakeover(TestDatabase db) {
+    PropertyResult r = run(db, Fence.STRICT);
+    assertNull(r.failure(), r.failure());
+    assertEquals(0, r.violations());
+  }
+
+  static Stream<TestDatabase> servers() {
+    return TestDatabase.servers();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("servers")
+  void negativeControlVerifyModeWithAPauseInsideTheTransactionIsCaught(TestDatabase db) {
+    PropertyResult r = run(db, Fence.VERIFY);
+    assertTrue(r.violations() > 0, "VERIFY mode with a pause must be caught: " + r);
+    assertTrue(r.failure().contains("invariant 3"), r.failure());
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void negativeControlUnfencedHolderIsCaught(TestDatabase db) {
+    PropertyResult r = run(db, Fence.NONE);
+    assertTrue(r.violations() > 0, "an unfenced stale holder must be caught: " + r);
+    assertTrue(r.failure().contains("invariant 3"), r.failure());
+  }
+
+  private static PropertyResult run(TestDatabase db, Fence fence) {
+    PropertyResult r = new PausedHolderProperty(fence).check(new Target(db.url(), null, null),
+        Size.QUICK, 1L, ConformanceProperty.Progress.NONE);
+    System.out.println(db + " " + fence + ": " + r);
+    return r;
+  }
+}

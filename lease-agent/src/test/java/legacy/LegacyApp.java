@@ -1,0 +1,147 @@
+package legacy;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import javax.sql.DataSource;
+
+/**
+ * A legacy application that knows nothing of leases (no import of this project): plain JDBC and
+ * HikariCP. The agent tests run it in child JVMs, with and without {@code -javaagent}, and read what
+ * it does from its stdout, one event per line.
+ *
+ * <pre>
+ * java [-javaagent:...] -cp ... legacy.LegacyApp writer URL TABLE WRITER hikari|plain
+ *   loops: BEGIN; SELECT (prints TX-OPEN seq); pause 300 ms; INSERT (WRITER, seq); COMMIT
+ *   prints COMMITTED seq or REFUSED seq exception
+ * java [-javaagent:...] -cp ... legacy.LegacyApp jobs URL TABLE WRITER
+ *   stdin "trigger N": calls Jobs.nightly(N) on a new thread (prints JOB-RETURNED N ran=...)
+ *   stdin "release N": lets the running nightly(N) return
+ * java [-javaagent:...] -cp ... legacy.LegacyApp first-query URL hikari|plain
+ *   prints FIRST-QUERY uptime-ms after its first query, then exits
+ * </pre>
+ */
+public final class LegacyApp {
+
+  private LegacyApp() {}
+
+  public static void main(String[] args) throws Exception {
+    System.out.println("STARTED");
+    switch (args[0]) {
+      case "writer":
+        writer(args[1], args[2], args[3], "hikari".equals(args[4]));
+        break;
+      case "jobs":
+        jobs(args[1], args[2], args[3]);
+        break;
+      case "first-query":
+        firstQuery(args[1], "hikari".equals(args[2]));
+        break;
+      default:
+        throw new IllegalArgumentException(args[0]);
+    }
+  }
+
+  static DataSource hikari(String url) {
+    HikariConfig cfg = new HikariConfig();
+    cfg.setJdbcUrl(url);
+    cfg.setMaximumPoolSize(2);
+    cfg.setConnectionTimeout(5_000);
+    cfg.setPoolName("legacy");
+    return new HikariDataSource(cfg);
+  }
+
+  private static Connection plain(String url) throws SQLException {
+    return DriverManager.getConnection(url);
+  }
+
+  /**
+   * The paused step sits between the transaction's first statement and its write: a process stopped
+   * there (kill -STOP) resumes with a transaction that began under its old lease and writes after
+   * its successor claimed the lease, the case that fencing exists for.
+   */
+  private static void writer(String url, String table, String writer, boolean pooled)
+      throws InterruptedException {
+    DataSource pool = pooled ? hikari(url) : null;
+    for (int seq = 1; ; seq++) {
+      try (Connection c = pooled ? pool.getConnection() : plain(url)) {
+        c.setAutoCommit(false);
+        try {
+          try (Statement s = c.createStatement();
+              ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + table)) {
+            rs.next();
+          }
+          System.out.println("TX-OPEN " + seq);
+          Thread.sleep(300); // the application's own work inside its transaction
+          try (PreparedStatement ps =
+              c.prepareStatement("INSERT INTO " + table + " (writer, seq) VALUES (?, ?)")) {
+            ps.setString(1, writer);
+            ps.setInt(2, seq);
+            ps.executeUpdate();
+          }
+          c.commit();
+          System.out.println("COMMITTED " + seq);
+        } catch (SQLException e) {
+          System.out.println("REFUSED " + seq + " " + e.getClass().getName() + ": "
+              + firstLine(e.getMessage()));
+          try {
+            c.rollback();
+          } catch (SQLException ignored) {
+            // the connection may be gone (a server that ended the idle transaction)
+          }
+        }
+      } catch (SQLException e) {
+        System.out.println("REFUSED " + seq + " " + e.getClass().getName() + ": "
+            + firstLine(e.getMessage()));
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  private static void jobs(String url, String table, String writer) throws Exception {
+    Jobs jobs = new Jobs(url, table, writer);
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
+        StandardCharsets.UTF_8));
+    for (String line; (line = in.readLine()) != null; ) {
+      String[] cmd = line.trim().split(" ");
+      int n = Integer.parseInt(cmd[1]);
+      if (cmd[0].equals("trigger")) {
+        Thread t = new Thread(() -> {
+          boolean ran = jobs.nightly(n);
+          System.out.println("JOB-RETURNED " + n + " ran=" + ran);
+        }, "trigger-" + n);
+        t.start();
+      } else if (cmd[0].equals("release")) {
+        jobs.release(n);
+      }
+    }
+  }
+
+  private static void firstQuery(String url, boolean pooled) throws Exception {
+    DataSource pool = pooled ? hikari(url) : null;
+    try (Connection c = pooled ? pool.getConnection() : plain(url);
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT 1")) {
+      rs.next();
+    }
+    System.out.println("FIRST-QUERY " + ManagementFactory.getRuntimeMXBean().getUptime());
+    System.exit(0);
+  }
+
+  private static String firstLine(String s) {
+    if (s == null) {
+      return "";
+    }
+    int nl = s.indexOf('\n');
+    return nl < 0 ? s : s.substring(0, nl);
+  }
+}

@@ -54,7 +54,12 @@ public final class ConnectionFencing {
       return c;
     }
     try {
-      return f.apply(c);
+      Connection fenced = f.apply(c);
+      if (log.isDebugEnabled()) {
+        log.debug("handing out {} for {}", fenced == c ? "an already fenced connection"
+            : "a fenced connection", c.getClass().getName());
+      }
+      return fenced;
     } catch (Throwable t) {
       // Fail closed here, not in the advice (checklist 36): an unfenced connection handed to a fenced
       // application is the one outcome this agent exists to prevent.

@@ -18,7 +18,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import net.bytebuddy.ByteBuddy;
 import net.bytebuddy.agent.builder.AgentBuilder;
+import net.bytebuddy.dynamic.scaffold.TypeValidation;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.dynamic.DynamicType;
@@ -66,8 +68,11 @@ final class Instrumenter {
 
   static void install(Instrumentation inst, AgentConfig config) {
     ElementMatcher<ClassLoader> seesAgent = new SeesAgent();
-    AgentBuilder builder = new AgentBuilder.Default()
+    // no validation of generated types: advice only adds code to existing methods
+    AgentBuilder builder = new AgentBuilder.Default(new ByteBuddy().with(TypeValidation.DISABLED))
         .disableClassFormatChanges()
+        // describe types from the class files (cached pool), never by loading them
+        .with(AgentBuilder.DescriptionStrategy.Default.POOL_ONLY)
         .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
         .with(new AgentBuilder.PoolStrategy.WithTypePoolCache.Simple(
             TypePool.Default.ReaderMode.FAST, new ConcurrentHashMap<>()))

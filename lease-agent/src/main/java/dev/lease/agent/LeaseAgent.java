@@ -38,8 +38,10 @@ public final class LeaseAgent {
     Logger log = LoggerFactory.getLogger(LeaseAgent.class);
     log.info("starting: {}", config);
     try {
+      long t0 = System.nanoTime();
       ConnectionFencing.install(FencingAdapter.from(config));
       Instrumenter.install(inst, config);
+      long t1 = System.nanoTime();
       LeaseManager.Builder leases = LeaseManager.builder(new LeaseDatabase(config))
           .table(config.table)
           .timings(config.timings);
@@ -50,14 +52,16 @@ public final class LeaseAgent {
         leases.createTableIfMissing();
       }
       LeaseManager manager = leases.build();
+      long t2 = System.nanoTime();
       Runtime.getRuntime().addShutdownHook(new Thread(manager::close, "lease-agent-shutdown"));
       if (config.mode == AgentConfig.Mode.LEADER) {
         new LeaderElection(manager, config.leaseName).start();
       } else {
         MethodLeases.install(manager);
       }
-      log.info("started on {} (lease table {}, instance {})", manager.databaseProduct(),
-          manager.table(), manager.instance());
+      log.info("started on {} (lease table {}, instance {}): instrumentation {} ms, lease database"
+              + " {} ms, mode {} ms", manager.databaseProduct(), manager.table(), manager.instance(),
+          (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (System.nanoTime() - t2) / 1_000_000);
     } catch (IllegalArgumentException e) {
       stop(EXIT_CONFIGURATION, "configuration error: " + Secrets.redact(e.getMessage(),
           config.password));

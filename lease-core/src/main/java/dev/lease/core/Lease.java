@@ -43,6 +43,9 @@ public final class Lease implements AutoCloseable {
   // read without the lock on hot paths (isHeld)
   private volatile boolean ended;
   private volatile long lastRenewalStartVolatile;
+  // a renewal attempt of the keeper is in flight (see awaitRenewal)
+  private volatile boolean renewing;
+  private final Object renewalGate = new Object();
 
   Lease(LeaseManager manager, String name, String holder, String instance, long term,
       long claimStartNanos) {
@@ -187,6 +190,37 @@ public final class Lease implements AutoCloseable {
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
       }
+    }
+  }
+
+  /**
+   * Waits, at most {@code max}, while the keeper's renewal of this lease is in flight; returns at once
+   * when none is. lease-jdbc calls it before a new fenced transaction on SQLite, whose busy handler
+   * has no queue: without it, back-to-back writers under the lease can starve the renewal's write
+   * (measured: a renewal failed within 2 s under 16 threads). InnoDB and PostgreSQL queue the
+   * renewal themselves.
+   */
+  public void awaitRenewal(Duration max) throws InterruptedException {
+    if (!renewing) {
+      return;
+    }
+    long deadline = System.nanoTime() + max.toNanos();
+    synchronized (renewalGate) {
+      long left;
+      while (renewing && (left = deadline - System.nanoTime()) > 0) {
+        renewalGate.wait(Math.max(1, left / 1_000_000));
+      }
+    }
+  }
+
+  void renewalStarted() {
+    renewing = true;
+  }
+
+  void renewalEnded() {
+    synchronized (renewalGate) {
+      renewing = false;
+      renewalGate.notifyAll();
     }
   }
 

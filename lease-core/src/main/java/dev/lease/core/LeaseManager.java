@@ -311,6 +311,17 @@ public final class LeaseManager implements AutoCloseable {
     safely(event);
   }
 
+  /**
+   * The statements lease-jdbc runs once on a connection before STRICT verifies, bounding how long a
+   * paused holder's open transaction can delay a takeover (MySQL/MariaDB lock wait and idle timeouts);
+   * empty on databases whose verify statement carries the bound (PostgreSQL) or that have no server
+   * (SQLite).
+   */
+  public List<String> strictSessionStatements(java.time.Duration idleInTransaction,
+      java.time.Duration lockWait) {
+    return dialect.strictSessionBounds(idleInTransaction.toMillis(), lockWait.toMillis());
+  }
+
   boolean renewInDatabase(Lease lease) {
     return execute("renew lease " + lease.name(), c -> dialect.renew(c, lease.name(),
         lease.holder(), lease.term(), timings.leaseDuration().toMillis()));

@@ -97,6 +97,7 @@ final class RenewalKeeper {
 
   private void attempt() {
     long start = manager.clock().nanoTime();
+    lease.renewalStarted();
     try {
       if (manager.renewInDatabase(lease)) {
         if (lease.renewed(start)) {
@@ -113,6 +114,8 @@ final class RenewalKeeper {
       log.warn("renewal of lease {} term {} instance {} failed, retrying in {} ms: {}", lease.name(),
           lease.term(), lease.instance(), renewIntervalNanos / 1_000_000, e.getMessage());
       manager.safely(l -> l.renewalFailed(lease, e));
+    } finally {
+      lease.renewalEnded();
     }
     long next = start + renewIntervalNanos - manager.clock().nanoTime();
     scheduleRenewal(Math.max(0, next));

@@ -1,0 +1,164 @@
+package dev.lease.jdbc;
+
+import dev.lease.core.LeaseListener;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How fenced connections verify transactions; immutable. {@link #defaults()}: {@link FencingMode#STRICT},
+ * autocommit statements as their own verified transactions, read-only transactions verified, session
+ * timeouts of one lease duration.
+ *
+ * <pre>{@code
+ * FencingOptions options = FencingOptions.builder()
+ *     .mode(FencingMode.STRICT)
+ *     .autoCommit(AutoCommitPolicy.VERIFIED_TRANSACTION)
+ *     .readOnly(ReadOnlyPolicy.VERIFY)
+ *     .idleInTransactionTimeout(Duration.ofSeconds(5))
+ *     .build();
+ * }</pre>
+ */
+public final class FencingOptions {
+
+  private static final FencingOptions DEFAULTS = builder().build();
+
+  private final FencingMode mode;
+  private final AutoCommitPolicy autoCommit;
+  private final ReadOnlyPolicy readOnly;
+  private final LeaseListener listener;
+  private final Duration idleInTransactionTimeout;
+  private final Duration lockWaitTimeout;
+
+  private FencingOptions(Builder b) {
+    this.mode = b.mode;
+    this.autoCommit = b.autoCommit;
+    this.readOnly = b.readOnly;
+    this.listener = b.listener;
+    this.idleInTransactionTimeout = b.idleInTransactionTimeout;
+    this.lockWaitTimeout = b.lockWaitTimeout;
+  }
+
+  public static FencingOptions defaults() {
+    return DEFAULTS;
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** A builder that starts from these options. */
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.mode = mode;
+    b.autoCommit = autoCommit;
+    b.readOnly = readOnly;
+    b.listener = listener;
+    b.idleInTransactionTimeout = idleInTransactionTimeout;
+    b.lockWaitTimeout = lockWaitTimeout;
+    return b;
+  }
+
+  public FencingMode mode() {
+    return mode;
+  }
+
+  public AutoCommitPolicy autoCommit() {
+    return autoCommit;
+  }
+
+  public ReadOnlyPolicy readOnly() {
+    return readOnly;
+  }
+
+  /** The listener told of verified, refused and poisoned transactions, or null. */
+  public LeaseListener listener() {
+    return listener;
+  }
+
+  /** The idle-in-transaction bound of STRICT mode, or null for the lease's duration. */
+  public Duration idleInTransactionTimeout() {
+    return idleInTransactionTimeout;
+  }
+
+  /** The lock-wait bound of STRICT mode on MySQL/MariaDB, or null for the lease's duration. */
+  public Duration lockWaitTimeout() {
+    return lockWaitTimeout;
+  }
+
+  @Override
+  public String toString() {
+    return "FencingOptions[mode=" + mode + ", autoCommit=" + autoCommit + ", readOnly=" + readOnly
+        + ", idleInTransactionTimeout=" + idleInTransactionTimeout + ", lockWaitTimeout="
+        + lockWaitTimeout + "]";
+  }
+
+  /** Builds {@link FencingOptions}. */
+  public static final class Builder {
+    private FencingMode mode = FencingMode.STRICT;
+    private AutoCommitPolicy autoCommit = AutoCommitPolicy.VERIFIED_TRANSACTION;
+    private ReadOnlyPolicy readOnly = ReadOnlyPolicy.VERIFY;
+    private LeaseListener listener;
+    private Duration idleInTransactionTimeout;
+    private Duration lockWaitTimeout;
+
+    private Builder() {}
+
+    public Builder mode(FencingMode mode) {
+      this.mode = Objects.requireNonNull(mode, "mode");
+      return this;
+    }
+
+    public Builder autoCommit(AutoCommitPolicy policy) {
+      this.autoCommit = Objects.requireNonNull(policy, "autoCommit");
+      return this;
+    }
+
+    public Builder readOnly(ReadOnlyPolicy policy) {
+      this.readOnly = Objects.requireNonNull(policy, "readOnly");
+      return this;
+    }
+
+    /**
+     * Also tells {@code listener} of verified, refused and poisoned transactions (the lease manager's
+     * own listeners are always told).
+     */
+    public Builder listener(LeaseListener listener) {
+      this.listener = Objects.requireNonNull(listener, "listener");
+      return this;
+    }
+
+    /**
+     * STRICT: how long a transaction may sit idle between statements after its verify before the
+     * database ends the session (PostgreSQL {@code idle_in_transaction_session_timeout}, set for the
+     * transaction only; MariaDB {@code idle_transaction_timeout}, set for the session, whole seconds).
+     * It bounds how long a paused holder can delay the next holder's claim beyond the lease's expiry.
+     * Default: the lease's duration. MySQL has no such setting; SQLite has no server.
+     */
+    public Builder idleInTransactionTimeout(Duration timeout) {
+      this.idleInTransactionTimeout = positive("idleInTransactionTimeout", timeout);
+      return this;
+    }
+
+    /**
+     * STRICT on MySQL/MariaDB: {@code innodb_lock_wait_timeout} of the session (whole seconds), which
+     * bounds how long the verify waits behind a claim. Default: the lease's duration.
+     */
+    public Builder lockWaitTimeout(Duration timeout) {
+      this.lockWaitTimeout = positive("lockWaitTimeout", timeout);
+      return this;
+    }
+
+    public FencingOptions build() {
+      return new FencingOptions(this);
+    }
+
+    private static Duration positive(String what, Duration d) {
+      Objects.requireNonNull(d, what);
+      if (d.isZero() || d.isNegative() || d.toMillis() > Integer.MAX_VALUE) {
+        throw new IllegalArgumentException(what + " must be between 1 ms and " + Integer.MAX_VALUE
+            + " ms, got " + d.toMillis() + " ms");
+      }
+      return d;
+    }
+  }
+}

@@ -1,0 +1,61 @@
+package dev.lease.jdbc;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+
+/**
+ * A result set whose {@link #getStatement()} returns the fenced statement (HikariCP #221, OTel #10550)
+ * and whose row changes on an updatable result set ({@code insertRow}, {@code updateRow},
+ * {@code deleteRow}) are fenced like statements.
+ */
+final class FencingResultSet extends ResultSetDelegate {
+
+  private final FencingConnection connection;
+  private Statement statement;
+
+  /** @param statement the fenced statement, or null for metadata result sets (wrapped on demand) */
+  FencingResultSet(FencingConnection connection, FencingStatement statement, ResultSet delegate) {
+    super(delegate);
+    this.connection = connection;
+    this.statement = statement;
+  }
+
+  boolean idle(int k) {
+    return connection.fence.idle(k);
+  }
+
+  <T> T execute(int k, SqlCall<T> call) throws SQLException {
+    return connection.fence.execute(null, k, call);
+  }
+
+  @Override
+  public Statement getStatement() throws SQLException {
+    if (statement == null) {
+      Statement raw = delegate.getStatement();
+      if (raw == null) {
+        return null;
+      }
+      statement = new FencingStatement(connection, raw, SqlKind.OTHER);
+    }
+    return statement;
+  }
+
+  @Override
+  public <T> T unwrap(Class<T> iface) throws SQLException {
+    if (iface.isInstance(this)) {
+      return iface.cast(this);
+    }
+    return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
+  }
+
+  @Override
+  public boolean isWrapperFor(Class<?> iface) throws SQLException {
+    return iface.isInstance(this) || iface.isInstance(delegate) || delegate.isWrapperFor(iface);
+  }
+
+  @Override
+  public String toString() {
+    return "Fenced" + delegate;
+  }
+}

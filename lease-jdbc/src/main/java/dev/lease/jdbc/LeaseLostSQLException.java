@@ -1,0 +1,58 @@
+package dev.lease.jdbc;
+
+import dev.lease.core.Lease;
+import java.sql.SQLException;
+
+/**
+ * A fenced transaction was refused or poisoned because its lease is not (or no longer) held. Roll the
+ * transaction back; nothing of it commits.
+ *
+ * <p>SQLStates, in the implementation-defined class {@code LF} (SQL standard: classes starting with a
+ * letter I–Z are implementation-defined), chosen so that:
+ *
+ * <ul>
+ *   <li>HikariCP does not evict the connection: it treats {@code 08xxx}, {@code 57P01-03},
+ *       {@code 0A000} and a few vendor codes as broken, nothing else;
+ *   <li>Spring does not translate it into a transient, retryable or concurrency failure (its SQLState
+ *       translator maps classes {@code 40}/{@code 61} to pessimistic locking and {@code 08}, {@code 53},
+ *       {@code 54}, {@code 57}, {@code 58} to resource failures); it arrives as an
+ *       {@code UncategorizedSQLException} with this exception as its cause.
+ * </ul>
+ *
+ * <table>
+ *   <caption>SQLStates</caption>
+ *   <tr><td>{@value #REFUSED}</td><td>the verify found that this holder no longer holds the lease at
+ *       this term (or the lease was already lost locally): the transaction was refused</td></tr>
+ *   <tr><td>{@value #POISONED}</td><td>the transaction was refused before, or its lease was lost while
+ *       it was open: every statement and {@code commit()} fail until {@code rollback()}</td></tr>
+ *   <tr><td>{@value #LEASE_CHANGED}</td><td>a different lease (or none) is bound to the thread than the
+ *       one the transaction was verified under</td></tr>
+ *   <tr><td>{@value #AUTOCOMMIT_REFUSED}</td><td>an autocommit statement under a lease with
+ *       {@link AutoCommitPolicy#REFUSE}</td></tr>
+ * </table>
+ */
+public class LeaseLostSQLException extends SQLException {
+
+  private static final long serialVersionUID = 1L;
+
+  /** The verify refused the transaction: the lease is not held by this holder at this term. */
+  public static final String REFUSED = "LF001";
+  /** The transaction is poisoned (refused earlier, or its lease was lost while it was open). */
+  public static final String POISONED = "LF002";
+  /** The lease bound to the thread changed (or was unbound) inside a verified transaction. */
+  public static final String LEASE_CHANGED = "LF003";
+  /** An autocommit statement under a lease was refused by {@link AutoCommitPolicy#REFUSE}. */
+  public static final String AUTOCOMMIT_REFUSED = "LF004";
+
+  private final transient Lease lease;
+
+  public LeaseLostSQLException(String message, String sqlState, Lease lease, Throwable cause) {
+    super(message, sqlState, cause);
+    this.lease = lease;
+  }
+
+  /** The lease the transaction ran under, if known. */
+  public Lease lease() {
+    return lease;
+  }
+}

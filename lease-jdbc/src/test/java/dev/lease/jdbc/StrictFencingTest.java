@@ -1,0 +1,495 @@
+package dev.lease.jdbc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseException;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseTimings;
+import dev.lease.core.MonotonicClock;
+import dev.lease.testing.TestDatabase;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import javax.sql.DataSource;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * STRICT's guarantee on every database: no transaction verified under term t commits after the claim
+ * of term t+1 commits. The holder's lease manager runs on a frozen process clock, so the holder never
+ * gives its lease up by itself (the worst case: a paused process that still believes it holds the
+ * lease); only the database can stop it.
+ */
+class StrictFencingTest {
+
+  /** Short protocol timings: the lease expires (database clock) one second after the claim. */
+  static final LeaseTimings SHORT = LeaseTimings.builder()
+      .leaseDuration(Duration.ofMillis(1000))
+      .localDeadline(Duration.ofMillis(800))
+      .renewInterval(Duration.ofMillis(200))
+      .attemptTimeout(Duration.ofMillis(400))
+      .build();
+  static final MonotonicClock FROZEN = () -> 0L;
+
+  enum Pause { BEFORE_FIRST_STATEMENT, AFTER_VERIFIED_READ, AFTER_WRITE, BEFORE_COMMIT }
+
+  /** What one paused-holder run saw. */
+  record Run(Pause pause, long releaseAfterExpiryMs, String holderOutcome, boolean claimedDuringPause,
+      long term, int rowsCommitted) {}
+
+  private static final AtomicInteger IDS = new AtomicInteger();
+
+  // ---- a verified transaction makes the next claim wait -------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void theClaimOfTheNextTermWaitsForATransactionVerifiedUnderTheLast(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 6)) {
+      CommitHistory h = new CommitHistory();
+      FencedDataSource ds = f.fenced(f.options().idleInTransactionTimeout(Duration.ofSeconds(20))
+          .build());
+      Run run = pausedHolder(f, ds, Pause.AFTER_WRITE, 1500, h, "waits");
+      assertFalse(run.claimedDuringPause(), "the claim must wait for the verified transaction: " + run);
+      assertEquals("committed", run.holderOutcome(), run.toString());
+      assertEquals(List.of(), h.violations(), h.toString());
+    }
+  }
+
+  /** Negative control: a plain verify takes no lock, so the claim goes through at once. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void negativeControlInVerifyModeTheClaimDoesNotWait(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 6)) {
+      CommitHistory h = new CommitHistory();
+      FencedDataSource ds = f.fenced(f.options().mode(FencingMode.VERIFY).build());
+      Run run = pausedHolder(f, ds, Pause.AFTER_WRITE, 3000, h, "verify-mode");
+      assertTrue(run.claimedDuringPause(), run.toString());
+    }
+  }
+
+  // ---- paused holders, recorded and checked ------------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void aPausedHolderCommitsBeforeTheSuccessorsClaimOrIsRefusedNeverAfter(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 6)) {
+      CommitHistory h = new CommitHistory();
+      List<Run> runs = new ArrayList<>();
+      for (Pause pause : Pause.values()) {
+        // a short pause the holder survives, and a long one past the idle-in-transaction timeout
+        // (PostgreSQL, MariaDB: the server ends the paused session, the claim goes through)
+        for (long releaseAfter : new long[] {150, 1600}) {
+          Duration idle = releaseAfter < 1000 ? Duration.ofSeconds(20) : Duration.ofSeconds(1);
+          FencedDataSource ds = f.fenced(f.options().idleInTransactionTimeout(idle).build());
+          runs.add(pausedHolder(f, ds, pause, releaseAfter, h, pause + "/" + releaseAfter));
+        }
+      }
+      report(db, "paused-holder runs (STRICT)", runs);
+      assertEquals(List.of(), h.violations(), h + "\n" + runs);
+      for (Run r : runs) {
+        assertEquals(r.holderOutcome().equals("committed") ? 2 : 0, r.rowsCommitted(),
+            "a transaction commits whole or not at all: " + r);
+      }
+    }
+  }
+
+  /**
+   * Negative control: the same scenario with the fence weakened must produce the stale commit, and the
+   * checker must report it. On the servers the weakening is VERIFY mode; on SQLite VERIFY is the same
+   * statement as STRICT (SQLite has no row locks and its single writer does the fencing), so the
+   * weakened holder there does not verify at all.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void negativeControlAWeakenedFenceLetsAPausedHolderCommitAfterTakeover(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 6)) {
+      CommitHistory h = new CommitHistory();
+      DataSource ds = db.isSqlite() ? f.pool : f.fenced(f.options().mode(FencingMode.VERIFY).build());
+      Pause pause = db.isSqlite() ? Pause.BEFORE_FIRST_STATEMENT : Pause.AFTER_WRITE;
+      Run run = pausedHolder(f, ds, pause, 3000, h, "weakened");
+      assertEquals("committed", run.holderOutcome(), run.toString());
+      assertEquals(1, h.violations().size(), "the checker must report the stale commit: " + h);
+    }
+  }
+
+  // ---- takeover is bounded by the server's own timeouts --------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void aPausedHolderCannotDelayTakeoverBeyondTheServersTimeouts(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 6)) {
+      Duration idle = Duration.ofSeconds(1);
+      FencedDataSource ds = f.fenced(f.options().idleInTransactionTimeout(idle).build());
+      if (db.isSqlite()) {
+        // no server: a holder paused after a read does not delay the claim at all (WAL) ...
+        long afterRead = takeoverDelay(f, ds, Pause.AFTER_VERIFIED_READ, 5000);
+        // ... one paused holding the write lock delays it until it resumes (or its process dies)
+        long afterWrite = takeoverDelay(f, ds, Pause.AFTER_WRITE, 2500);
+        report(db, "takeover delay beyond expiry", List.of("paused after a verified read: "
+            + afterRead + " ms", "paused after a write: " + (afterWrite < 0
+            ? "no takeover while paused (2.5 s observed)" : afterWrite + " ms")));
+        assertTrue(afterRead >= 0 && afterRead < 1500, "after a read: " + afterRead);
+        assertTrue(afterWrite < 0, "SQLite cannot end a paused holder's write transaction");
+        return;
+      }
+      long delay = takeoverDelay(f, ds, Pause.AFTER_WRITE, 10_000);
+      report(db, "takeover delay beyond expiry (idle-in-transaction timeout 1 s, holder paused"
+          + " after a write about 300 ms before expiry)", List.of(delay + " ms"));
+      assertTrue(delay >= 0, "the paused holder blocked the takeover for 10 s");
+      assertTrue(delay < 1000 + 2500, "takeover took " + delay + " ms after expiry");
+    }
+  }
+
+  // ---- renewals are not starved ----------------------------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void renewalsAreNeverStarvedBySixteenThreadsOfVerifiedTransactions(TestDatabase db)
+      throws Exception {
+    Renewals r = renewalsUnderLoad(db, false);
+    report(db, "renewals under 16 threads of STRICT transactions", List.of(r.toString()));
+    assertFalse(r.lost, r.toString());
+    assertEquals(0, r.failed, r.toString());
+    assertTrue(r.renewals >= 30, r.toString());
+    assertTrue(r.transactions > 100, r.toString());
+    // the deadline that matters: a gap as long as the local deadline would lose the lease
+    assertTrue(r.maxGapMs < 1500, "a renewal came " + r.maxGapMs + " ms after the one before");
+  }
+
+  /** Negative control: a transaction that locks the lease row exclusively is seen starving them. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void negativeControlABlockedRenewalIsDetected(TestDatabase db) throws Exception {
+    Renewals r = renewalsUnderLoad(db, true);
+    assertTrue(r.failed > 0 && (r.maxGapMs >= 1500 || r.lost), r.toString());
+  }
+
+  record Renewals(int renewals, int failed, boolean lost, long maxGapMs, int transactions) {}
+
+  private Renewals renewalsUnderLoad(TestDatabase db, boolean blockRow) throws Exception {
+    LeaseTimings timings = LeaseTimings.builder().leaseDuration(Duration.ofMillis(2000))
+        .localDeadline(Duration.ofMillis(1500)).renewInterval(Duration.ofMillis(100))
+        .attemptTimeout(Duration.ofMillis(500)).build();
+    try (Fixture f = new Fixture(db, 20)) {
+      List<Long> renewedAt = new ArrayList<>();
+      AtomicInteger failed = new AtomicInteger();
+      AtomicBoolean lost = new AtomicBoolean();
+      dev.lease.core.LeaseListener watch = new dev.lease.core.LeaseListener() {
+        @Override
+        public void renewed(Lease lease) {
+          synchronized (renewedAt) {
+            renewedAt.add(System.nanoTime());
+          }
+        }
+
+        @Override
+        public void renewalFailed(Lease lease, Exception cause) {
+          failed.incrementAndGet();
+        }
+
+        @Override
+        public void lost(Lease lease, dev.lease.core.LossReason reason) {
+          lost.set(true);
+        }
+      };
+      LeaseManager m = f.closeLater(LeaseManager.builder(f.pool).table(f.leaseTable)
+          .instance("busy").timings(timings).listener(watch)
+          .failurePolicy(dev.lease.core.FailurePolicy.logOnly()).createTableIfMissing().build());
+      Lease lease = m.tryClaim("busy").orElseThrow().hold();
+      long start = System.nanoTime();
+      synchronized (renewedAt) {
+        renewedAt.add(start);
+      }
+      FencedDataSource ds = f.fenced(f.options().build());
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicInteger transactions = new AtomicInteger();
+      AtomicReference<Throwable> error = new AtomicReference<>();
+      List<Thread> threads = new ArrayList<>();
+      for (int t = 0; t < 16; t++) {
+        Thread th = new Thread(() -> {
+          try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+            while (!stop.get()) {
+              try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                f.insert(c, IDS.incrementAndGet(), lease.term());
+                c.commit();
+                transactions.incrementAndGet();
+              } catch (SQLException e) {
+                if (!stop.get() && !blockRow && !db.isSqlite()) {
+                  error.compareAndSet(null, e);
+                }
+              }
+            }
+          }
+        });
+        threads.add(th);
+        th.start();
+      }
+      Connection blocker = null;
+      if (blockRow) {
+        blocker = f.pool.getConnection();
+        blocker.setAutoCommit(false);
+        try (Statement s = blocker.createStatement()) {
+          s.execute(db.isSqlite() ? "UPDATE " + f.leaseTable + " SET revision = revision"
+              : "SELECT term FROM " + f.leaseTable + " FOR UPDATE");
+        }
+      }
+      long deadline = start + TimeUnit.SECONDS.toNanos(blockRow ? 3 : 15);
+      while (System.nanoTime() - deadline < 0 && !lost.get()) {
+        synchronized (renewedAt) {
+          if (renewedAt.size() > 31) {
+            break;
+          }
+        }
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
+      }
+      if (blocker != null) {
+        blocker.rollback();
+        blocker.close();
+      }
+      stop.set(true);
+      for (Thread th : threads) {
+        th.join(10_000);
+      }
+      lease.release();
+      if (error.get() != null) {
+        throw new AssertionError("a business transaction failed", error.get());
+      }
+      long maxGap = 0;
+      synchronized (renewedAt) {
+        for (int i = 1; i < renewedAt.size(); i++) {
+          maxGap = Math.max(maxGap, renewedAt.get(i) - renewedAt.get(i - 1));
+        }
+        long sinceLast = System.nanoTime() - renewedAt.get(renewedAt.size() - 1);
+        if (blockRow) {
+          maxGap = Math.max(maxGap, sinceLast);
+        }
+        return new Renewals(renewedAt.size() - 1, failed.get(), lost.get(), maxGap / 1_000_000,
+            transactions.get());
+      }
+    }
+  }
+
+  // ---- the paused-holder scenario -------------------------------------------------------------------
+
+  /**
+   * The holder claims, opens a transaction on {@code ds} and pauses at {@code pause} (its thread held
+   * on a latch) while a successor polls for the claim. The holder resumes as soon as the claim
+   * completes, or {@code releaseAfterExpiryMs} after the lease expired, whichever comes first, and
+   * tries to commit. Claims and commits go into {@code history}.
+   */
+  private Run pausedHolder(Fixture f, DataSource ds, Pause pause, long releaseAfterExpiryMs,
+      CommitHistory history, String note) throws Exception {
+    LeaseManager holderManager = f.manager("holder", SHORT, FROZEN);
+    LeaseManager successor = f.manager("successor", SHORT, MonotonicClock.SYSTEM);
+    String name = "p" + IDS.incrementAndGet();
+    Lease lease = holderManager.tryClaim(name).orElseThrow();
+    long expiry = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1000);
+    int id1 = IDS.incrementAndGet();
+    int id2 = IDS.incrementAndGet();
+    CountDownLatch paused = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
+    CountDownLatch claimDone = new CountDownLatch(1);
+    AtomicReference<String> outcome = new AtomicReference<>("not run");
+    Runnable pauseHere = () -> {
+      paused.countDown();
+      try {
+        resume.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    };
+    Thread holder = new Thread(() -> {
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        try {
+          if (pause == Pause.BEFORE_FIRST_STATEMENT) {
+            pauseHere.run();
+          }
+          if (pause == Pause.AFTER_VERIFIED_READ) {
+            try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + f.data)) {
+              rs.next();
+            }
+            pauseHere.run();
+          }
+          f.insert(c, id1, lease.term());
+          if (pause == Pause.AFTER_WRITE) {
+            pauseHere.run();
+          }
+          f.insert(c, id2, lease.term());
+          if (pause == Pause.BEFORE_COMMIT) {
+            pauseHere.run();
+          }
+        } catch (SQLException e) {
+          outcome.set("refused before commit: " + e.getSQLState() + " " + e.getMessage());
+          rollbackQuietly(c);
+          return;
+        }
+        long invoked = System.nanoTime();
+        try {
+          c.commit();
+          history.commit(name, lease.term(), invoked, true, note);
+          outcome.set("committed");
+        } catch (SQLException e) {
+          history.commit(name, lease.term(), invoked, false, note);
+          outcome.set("commit failed: " + e.getSQLState() + " " + e.getMessage());
+          rollbackQuietly(c);
+        }
+      } catch (SQLException e) {
+        outcome.set("connection failed: " + e.getMessage());
+      } finally {
+        paused.countDown();
+      }
+    }, "paused-holder");
+    AtomicLong newTerm = new AtomicLong();
+    long giveUp = expiry + TimeUnit.MILLISECONDS.toNanos(releaseAfterExpiryMs + 10_000);
+    Thread claimer = new Thread(() -> {
+      while (System.nanoTime() - giveUp < 0) {
+        try {
+          Optional<Lease> won = successor.tryClaim(name);
+          if (won.isPresent()) {
+            history.claimed(name, won.get().term(), System.nanoTime());
+            newTerm.set(won.get().term());
+            claimDone.countDown();
+            return;
+          }
+        } catch (LeaseException e) {
+          // the claim waited for a lock past its attempt timeout: try again
+        }
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(25));
+      }
+    }, "successor");
+    holder.start();
+    assertTrue(paused.await(10, TimeUnit.SECONDS), "the holder never reached its pause");
+    claimer.start();
+    long releaseAt = expiry + TimeUnit.MILLISECONDS.toNanos(releaseAfterExpiryMs);
+    boolean claimedDuringPause =
+        claimDone.await(Math.max(0, releaseAt - System.nanoTime()), TimeUnit.NANOSECONDS);
+    resume.countDown();
+    holder.join(20_000);
+    claimer.join(30_000);
+    assertFalse(holder.isAlive() || claimer.isAlive(), "the run did not finish");
+    assertEquals(lease.term() + 1, newTerm.get(), "the successor claimed the next term");
+    int rows = f.count("id IN (" + id1 + ", " + id2 + ")");
+    return new Run(pause, releaseAfterExpiryMs, outcome.get(), claimedDuringPause, lease.term(),
+        rows);
+  }
+
+  /**
+   * How long after the lease's expiry (database clock) the successor's claim succeeded while the
+   * holder stayed paused at {@code pause}; -1 if it did not within {@code waitMs}.
+   */
+  private long takeoverDelay(Fixture f, DataSource ds, Pause pause, long waitMs) throws Exception {
+    LeaseManager holderManager = f.manager("holder", SHORT, FROZEN);
+    LeaseManager successor = f.manager("successor", SHORT, MonotonicClock.SYSTEM);
+    String name = "t" + IDS.incrementAndGet();
+    Lease lease = holderManager.tryClaim(name).orElseThrow();
+    long expiresAtMs;
+    try (Connection c = f.pool.getConnection(); PreparedStatement ps = c.prepareStatement(
+        "SELECT expires_at_ms FROM " + f.leaseTable + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        expiresAtMs = rs.getLong(1);
+      }
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    }
+    CountDownLatch paused = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
+    // the worst case for takeover: the holder's last statement runs shortly before the expiry, so the
+    // idle-in-transaction timer starts as late as it can
+    long lastStatementAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(700);
+    Thread holder = new Thread(() -> {
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        LockSupport.parkNanos(lastStatementAt - System.nanoTime());
+        try {
+          if (pause == Pause.AFTER_VERIFIED_READ) {
+            try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + f.data)) {
+              rs.next();
+            }
+          } else {
+            f.insert(c, IDS.incrementAndGet(), lease.term());
+          }
+          paused.countDown();
+          resume.await();
+          c.commit();
+        } catch (SQLException | InterruptedException e) {
+          rollbackQuietly(c);
+        }
+      } catch (SQLException e) {
+        // the server ended the paused session
+      } finally {
+        paused.countDown();
+      }
+    }, "paused-holder");
+    holder.start();
+    assertTrue(paused.await(10, TimeUnit.SECONDS));
+    long giveUp = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1000 + waitMs);
+    long delay = -1;
+    while (System.nanoTime() - giveUp < 0) {
+      try {
+        if (successor.tryClaim(name).isPresent()) {
+          delay = successor.databaseTimeMillis() - expiresAtMs;
+          break;
+        }
+      } catch (LeaseException e) {
+        // waited past its attempt timeout
+      }
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(25));
+    }
+    resume.countDown();
+    holder.join(20_000);
+    return delay;
+  }
+
+  private static void rollbackQuietly(Connection c) {
+    try {
+      c.rollback();
+    } catch (SQLException e) {
+      // the session may be gone
+    }
+  }
+
+  private static void report(TestDatabase db, String what, List<?> lines) {
+    StringBuilder b = new StringBuilder(db + ": " + what + "\n");
+    for (Object l : lines) {
+      b.append("  ").append(l).append('\n');
+    }
+    System.out.print(b);
+    try {
+      Path out = Path.of("target", "fencing-measurements.txt");
+      Files.createDirectories(out.getParent());
+      Files.writeString(out, b.toString(), StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+    } catch (java.io.IOException e) {
+      // the report is a convenience
+    }
+  }
+}

@@ -82,6 +82,8 @@ class LeaderModeIT {
         assertEquals(Set.of(), stale, "rows of the old leader A committed after B's claim of term "
             + t.term + a.describe());
         List<String> after = a.lines().subList(t.resumedAt, a.lines().size());
+        System.out.println(db + " java " + version + ": B claimed term " + t.term
+            + "; A after it resumed: " + after);
         assertTrue(after.stream().noneMatch(l -> l.startsWith("COMMITTED")), a.describe());
         assertTrue(after.stream().anyMatch(l -> l.contains("LeaseLostSQLException")), a.describe());
         assertEquals("B", d.holder(LEASE).orElseThrow().instance());

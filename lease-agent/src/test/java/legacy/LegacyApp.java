@@ -28,6 +28,8 @@ import javax.sql.DataSource;
  *   stdin "release N": lets the running nightly(N) return
  * java [-javaagent:...] -cp ... legacy.LegacyApp first-query URL hikari|plain
  *   prints FIRST-QUERY uptime-ms after its first query, then exits
+ * java [-javaagent:...] -cp ... legacy.LegacyApp connections URL hikari|routing-hikari|plain N
+ *   gets N connections one after another, runs SELECT 1 on each (prints CONNECTION i class)
  * </pre>
  */
 public final class LegacyApp {
@@ -46,12 +48,15 @@ public final class LegacyApp {
       case "first-query":
         firstQuery(args[1], "hikari".equals(args[2]));
         break;
+      case "connections":
+        connections(args[1], args[2], Integer.parseInt(args[3]));
+        break;
       default:
         throw new IllegalArgumentException(args[0]);
     }
   }
 
-  static DataSource hikari(String url) {
+  public static DataSource hikari(String url) {
     HikariConfig cfg = new HikariConfig();
     cfg.setJdbcUrl(url);
     cfg.setMaximumPoolSize(2);
@@ -135,6 +140,25 @@ public final class LegacyApp {
     }
     System.out.println("FIRST-QUERY " + ManagementFactory.getRuntimeMXBean().getUptime());
     System.exit(0);
+  }
+
+  private static void connections(String url, String pool, int n) throws Exception {
+    DataSource ds = pool.equals("hikari") ? hikari(url)
+        : pool.equals("routing-hikari") ? new RoutingDataSource(hikari(url)) : null;
+    connections(ds, url, n);
+    System.exit(0);
+  }
+
+  /** Gets {@code n} connections from {@code ds} (or DriverManager when null) and queries on each. */
+  public static void connections(DataSource ds, String url, int n) throws SQLException {
+    for (int i = 1; i <= n; i++) {
+      try (Connection c = ds != null ? ds.getConnection() : plain(url);
+          Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT 1")) {
+        rs.next();
+        System.out.println("CONNECTION " + i + " " + c.getClass().getName());
+      }
+    }
   }
 
   private static String firstLine(String s) {

@@ -27,6 +27,13 @@ public final class ConnectionFencing {
 
   private static volatile UnaryOperator<Connection> fencer;
 
+  /**
+   * Deliberately broken: every nested call wraps, as if there were no depth counter. Only for the negative
+   * control of the wrap-once test (WrapOnceIT), which must see the difference.
+   */
+  private static final boolean WRAP_EVERY_CALL =
+      Boolean.getBoolean("lease.agent.testing.wrapEveryCall");
+
   private ConnectionFencing() {}
 
   /** Installs what wraps the application's connections; until then connections pass unchanged. */
@@ -37,7 +44,8 @@ public final class ConnectionFencing {
   /** Enter advice of getConnection/connect: true when this call is the outermost to fence. */
   public static boolean enter() {
     int[] d = DEPTH.get();
-    return d[0]++ == 0 && d[1] == 0;
+    int depth = d[0]++;
+    return d[1] == 0 && (depth == 0 || WRAP_EVERY_CALL);
   }
 
   /**

@@ -41,6 +41,10 @@ import org.slf4j.LoggerFactory;
  *   <li>in methods mode, each configured method gets {@link MethodLeaseAdvice}.
  * </ul>
  *
+ * <p>lease-jdbc's own FencedDataSource and FencedDriver are woven like any other: when the
+ * application uses them itself, they are the outermost call, their connection already is fenced, and
+ * {@code FencedConnections.wrap} hands it back unchanged, so the pool below is never wrapped.
+ *
  * <p>Costs stay in matching, not weaving (byte-buddy#959): a cached type pool per class loader, a
  * cached class-loader guard (can the loader see {@link ConnectionFencing}?) before any type matcher,
  * name prefixes of the JDK and of the agent itself ignored outright. RETRANSFORMATION also weaves
@@ -57,12 +61,20 @@ final class Instrumenter {
   private static final ElementMatcher.Junction<TypeDescription> IGNORED =
       nameStartsWith("java.").or(nameStartsWith("javax.")).or(nameStartsWith("jdk."))
           .or(nameStartsWith("sun.")).or(nameStartsWith("com.sun."))
-          .or(nameStartsWith("net.bytebuddy.")).or(nameStartsWith("dev.lease."))
+          .or(nameStartsWith("net.bytebuddy.")).or(nameStartsWith("dev.lease.agent."))
+          .or(nameStartsWith("dev.lease.core."))
           .or(isSynthetic());
 
   private static final ElementMatcher.Junction<TypeDescription> JDBC_ENTRY_POINTS =
       not(isInterface()).and(hasSuperType(named("javax.sql.DataSource"))
           .or(hasSuperType(named("java.sql.Driver"))));
+
+  /** getConnection() and getConnection(user, password); connect(url, properties). */
+  private static final EveryDeclaredMethod CONNECTION_METHODS = new EveryDeclaredMethod(
+      isMethod().and(not(isAbstract())).and(returns(named("java.sql.Connection")))
+          .and(named("getConnection").or(named("connect").and(takesArguments(2))
+              .and(takesArgument(0, String.class)))),
+      Advice.to(ConnectionAdvice.class));
 
   private Instrumenter() {}
 
@@ -81,13 +93,7 @@ final class Instrumenter {
         .ignore((type, loader, module, redefined, domain) -> loader == null
             || loader == ClassLoader.getPlatformClassLoader() || IGNORED.matches(type))
         .type(JDBC_ENTRY_POINTS, seesAgent)
-        .transform(new AgentBuilder.Transformer.ForAdvice()
-            .include(Instrumenter.class.getClassLoader())
-            .advice(isMethod().and(not(isAbstract())).and(named("getConnection"))
-                .and(returns(named("java.sql.Connection"))), ConnectionAdvice.class.getName())
-            .advice(isMethod().and(not(isAbstract())).and(named("connect")).and(takesArguments(2))
-                .and(takesArgument(0, String.class))
-                .and(returns(named("java.sql.Connection"))), ConnectionAdvice.class.getName()))
+        .transform((b, type, loader, module, domain) -> b.visit(CONNECTION_METHODS))
         .type(JDBC_ENTRY_POINTS, not(seesAgent))
         .transform(new Unfenceable());
 
@@ -178,6 +184,12 @@ final class Instrumenter {
 
   /** Instrumentation errors are logged; the class then loads as it was. */
   private static final class Errors extends AgentBuilder.Listener.Adapter {
+    @Override
+    public void onTransformation(TypeDescription type, ClassLoader loader, JavaModule module,
+        boolean loaded, DynamicType dynamicType) {
+      log.debug("instrumented {}{}", type.getName(), loaded ? " (retransformed)" : "");
+    }
+
     @Override
     public void onError(String typeName, ClassLoader loader, JavaModule module, boolean loaded,
         Throwable throwable) {

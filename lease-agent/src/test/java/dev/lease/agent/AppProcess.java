@@ -38,6 +38,10 @@ final class AppProcess implements AutoCloseable {
       Pattern.compile(".*(HikariCP|postgresql|mariadb-java-client|sqlite-jdbc|slf4j-api|"
           + "slf4j-simple)-[0-9][^" + Pattern.quote(File.separator) + "]*\\.jar");
 
+  /** lease-jdbc and lease-core as the reactor hands them to the tests: jars or classes folders. */
+  private static final Pattern LEASE_JARS =
+      Pattern.compile(".*lease-(jdbc|core)([-/\\\\].*)?");
+
   private final Process process;
   private final String label;
   private final List<String> out = new ArrayList<>();
@@ -84,15 +88,28 @@ final class AppProcess implements AutoCloseable {
 
   static AppProcess start(String label, String java, String agentArgs, Map<String, String> env,
       String... appArgs) {
+    return start(label, java, agentArgs, env, List.of(), false, LegacyApp.class.getName(), appArgs);
+  }
+
+  /**
+   * The general form.
+   *
+   * @param jvmOptions more JVM options, before the main class
+   * @param withLeaseJdbc also put lease-jdbc and lease-core on the class path (an application that
+   *     uses lease-jdbc itself)
+   */
+  static AppProcess start(String label, String java, String agentArgs, Map<String, String> env,
+      List<String> jvmOptions, boolean withLeaseJdbc, String mainClass, String... appArgs) {
     List<String> cmd = new ArrayList<>();
     cmd.add(java);
     if (agentArgs != null) {
       cmd.add("-javaagent:" + agentJar() + "=" + agentArgs);
     }
     cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+    cmd.addAll(jvmOptions);
     cmd.add("-cp");
-    cmd.add(classPath());
-    cmd.add(LegacyApp.class.getName());
+    cmd.add(classPath(withLeaseJdbc));
+    cmd.add(mainClass);
     cmd.addAll(Arrays.asList(appArgs));
     ProcessBuilder pb = new ProcessBuilder(cmd);
     pb.environment().keySet().removeIf(k -> k.startsWith("LEASE_AGENT_"));
@@ -104,7 +121,7 @@ final class AppProcess implements AutoCloseable {
     }
   }
 
-  static String classPath() {
+  static String classPath(boolean withLeaseJdbc) {
     String testPath = System.getProperty("surefire.test.class.path",
         System.getProperty("java.class.path"));
     List<String> cp = new ArrayList<>();
@@ -115,7 +132,7 @@ final class AppProcess implements AutoCloseable {
       throw new IllegalStateException(e);
     }
     for (String entry : testPath.split(File.pathSeparator)) {
-      if (APP_JARS.matcher(entry).matches()) {
+      if (APP_JARS.matcher(entry).matches() || (withLeaseJdbc && LEASE_JARS.matcher(entry).matches())) {
         cp.add(entry);
       }
     }

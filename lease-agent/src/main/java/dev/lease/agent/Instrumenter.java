@@ -83,6 +83,8 @@ final class Instrumenter {
     // no validation of generated types: advice only adds code to existing methods
     AgentBuilder builder = new AgentBuilder.Default(new ByteBuddy().with(TypeValidation.DISABLED))
         .disableClassFormatChanges()
+        // advice only: decorate the class file as it is, no method registry or rebasing
+        .with(AgentBuilder.TypeStrategy.Default.DECORATE)
         // describe types from the class files (cached pool), never by loading them
         .with(AgentBuilder.DescriptionStrategy.Default.POOL_ONLY)
         .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)

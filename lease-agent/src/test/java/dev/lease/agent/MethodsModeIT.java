@@ -24,7 +24,7 @@ class MethodsModeIT {
   }
 
   @ParameterizedTest(name = "{0} java {1}")
-  @MethodSource("dev.lease.agent.LeaderModeIT#cases")
+  @MethodSource("dev.lease.agent.LeaderModeIT#everyDatabaseOnBothJdks")
   void configuredJobRunsOncePerTriggerAcrossTwoJvms(TestDatabase db, String version)
       throws Exception {
     String java = LeaderModeIT.java(version);

@@ -211,12 +211,13 @@ final class TransactionFence {
     if ("SQLite".equals(lease.manager().databaseProduct())) {
       awaitRenewal(lease);
     }
+    boolean lock = strict && !readOnlyWithoutLocks(lease);
     boolean held;
     try {
-      if (strict) {
+      if (lock) {
         applySessionBounds(lease, idle);
       }
-      held = lease.verifyInTransaction(delegate, strict, idle);
+      held = lease.verifyInTransaction(delegate, lock, idle);
     } catch (SQLException e) {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
@@ -229,6 +230,18 @@ final class TransactionFence {
     verified = lease;
     lossRegistration = lease.onLoss(this::leaseLost);
     notify(lease, l -> l.transactionVerified(lease));
+  }
+
+  /**
+   * PostgreSQL refuses {@code FOR KEY SHARE} in a read-only transaction (SQLState 25006, found by
+   * SpringTransactionTest with {@code readOnly=true}) and SQLite's strict verify is a write; a
+   * read-only transaction cannot write, so there is nothing for the lock to order and the plain
+   * verify suffices. pgjdbc and sqlite-jdbc answer {@code isReadOnly()} from memory; MySQL
+   * Connector/J may ask the server, and InnoDB allows the share lock anyway, so it is not asked there.
+   */
+  private boolean readOnlyWithoutLocks(Lease lease) throws SQLException {
+    String product = lease.manager().databaseProduct();
+    return ("PostgreSQL".equals(product) || "SQLite".equals(product)) && delegate.isReadOnly();
   }
 
   /**
@@ -280,26 +293,24 @@ final class TransactionFence {
   private <T> T asVerifiedTransaction(Statement statement, Lease lease, SqlCall<T> call)
       throws SQLException {
     delegate.setAutoCommit(false);
-    boolean committed = false;
+    T result;
     try {
       verify(lease);
-      T result = run(statement, call);
+      result = run(statement, call);
       delegate.commit();
-      committed = true;
-      return result;
     } catch (SQLException | RuntimeException e) {
-      if (!committed) {
-        try {
-          delegate.rollback();
-        } catch (SQLException r) {
-          e.addSuppressed(r);
-        }
+      try {
+        delegate.rollback();
+        delegate.setAutoCommit(true);
+      } catch (SQLException r) {
+        e.addSuppressed(r);
       }
       throw e;
     } finally {
       endTransaction();
-      delegate.setAutoCommit(true);
     }
+    delegate.setAutoCommit(true);
+    return result;
   }
 
   private <T> T run(Statement statement, SqlCall<T> call) throws SQLException {

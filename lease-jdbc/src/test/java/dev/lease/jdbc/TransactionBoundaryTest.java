@@ -304,4 +304,53 @@ class TransactionBoundaryTest {
     }
     assertEquals(0, f.verified.get());
   }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void statementsPreparedBeforeTheLeaseWasBoundAndBatchesAreFenced(TestDatabase db)
+      throws Exception {
+    Fixture f = fixture(db);
+    FencedDataSource ds = f.fenced(f.options().build());
+    Lease lease = claim(db);
+    try (Connection c = ds.getConnection(); java.sql.PreparedStatement ps = c.prepareStatement(
+        "INSERT INTO " + f.data + " (id, term) VALUES (?, ?)")) {
+      c.setAutoCommit(false);
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+        for (int i = 0; i < 3; i++) {
+          ps.setInt(1, ++ids);
+          ps.setLong(2, lease.term());
+          ps.addBatch();
+        }
+        assertEquals(0, f.verified.get(), "addBatch does not verify");
+        ps.executeBatch();
+        assertEquals(1, f.verified.get(), "executeBatch does, once");
+        c.commit();
+        f.takeOver(lease);
+        ps.setInt(1, ++ids);
+        ps.setLong(2, lease.term());
+        ps.addBatch();
+        assertThrows(LeaseLostSQLException.class, ps::executeBatch);
+        c.rollback();
+      }
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void anAutocommitQueryUnderALeaseStillReturnsItsRows(TestDatabase db) throws Exception {
+    Fixture f = fixture(db);
+    FencedDataSource ds = f.fenced(f.options().build());
+    Lease lease = claim(db);
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3")) {
+      int sum = 0;
+      while (rs.next()) {
+        sum += rs.getInt(1);
+      }
+      assertEquals(6, sum, "the result set outlives the verified transaction it ran in");
+      assertEquals(1, f.verified.get());
+      assertTrue(c.getAutoCommit());
+    }
+  }
 }

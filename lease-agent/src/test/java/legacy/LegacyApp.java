@@ -12,6 +12,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 
 /**
@@ -22,7 +24,8 @@ import javax.sql.DataSource;
  * <pre>
  * java [-javaagent:...] -cp ... legacy.LegacyApp writer URL TABLE WRITER hikari|plain
  *   loops: BEGIN; SELECT (prints TX-OPEN seq); pause 300 ms; INSERT (WRITER, seq); COMMIT
- *   prints COMMITTED seq or REFUSED seq exception
+ *   prints COMMITTED seq or REFUSED seq exception, then IDLE seq and pauses 300 ms
+ *   stdin "hold": waits between two transactions (prints HELD seq) until stdin "go"
  * java [-javaagent:...] -cp ... legacy.LegacyApp jobs URL TABLE WRITER
  *   stdin "trigger N": calls Jobs.nightly(N) on a new thread (prints JOB-RETURNED N ran=...)
  *   stdin "release N": lets the running nightly(N) return
@@ -77,6 +80,26 @@ public final class LegacyApp {
   private static void writer(String url, String table, String writer, boolean pooled)
       throws InterruptedException {
     DataSource pool = pooled ? hikari(url) : null;
+    // stdin "hold": stop between two transactions (prints HELD seq) until "go"
+    Semaphore held = new Semaphore(0);
+    AtomicBoolean holdRequested = new AtomicBoolean();
+    Thread commands = new Thread(() -> {
+      try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
+          StandardCharsets.UTF_8))) {
+        for (String line; (line = in.readLine()) != null; ) {
+          if (line.trim().equals("hold")) {
+            holdRequested.set(true);
+          } else if (line.trim().equals("go")) {
+            holdRequested.set(false);
+            held.release();
+          }
+        }
+      } catch (java.io.IOException e) {
+        // no more commands
+      }
+    }, "commands");
+    commands.setDaemon(true);
+    commands.start();
     for (int seq = 1; ; seq++) {
       try (Connection c = pooled ? pool.getConnection() : plain(url)) {
         c.setAutoCommit(false);
@@ -108,7 +131,12 @@ public final class LegacyApp {
         System.out.println("REFUSED " + seq + " " + e.getClass().getName() + ": "
             + firstLine(e.getMessage()));
       }
-      Thread.sleep(50);
+      System.out.println("IDLE " + seq);
+      if (holdRequested.get()) {
+        System.out.println("HELD " + seq); // between transactions: no connection, no lock
+        held.acquire();
+      }
+      Thread.sleep(300);
     }
   }
 

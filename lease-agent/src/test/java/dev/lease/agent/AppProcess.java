@@ -225,6 +225,25 @@ final class AppProcess implements AutoCloseable {
     }
   }
 
+  /** Waits until stderr, from character {@code from} on, contains {@code text}; returns where. */
+  synchronized int awaitStderr(int from, String text, String what) throws InterruptedException {
+    long deadline = System.nanoTime() + TIMEOUT.toNanos();
+    int at;
+    while ((at = err.indexOf(text, from)) < 0) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0 || !process.isAlive()) {
+        throw new AssertionError(label + ": no " + what + " within " + TIMEOUT.toSeconds() + " s; "
+            + describe());
+      }
+      TimeUnit.NANOSECONDS.timedWait(this, Math.min(left, TimeUnit.MILLISECONDS.toNanos(200)));
+    }
+    return at;
+  }
+
+  synchronized int stderrLength() {
+    return err.length();
+  }
+
   int awaitLine(Predicate<String> p, String what) throws InterruptedException {
     return awaitLine(0, p, what);
   }

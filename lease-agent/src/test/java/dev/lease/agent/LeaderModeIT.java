@@ -62,8 +62,9 @@ class LeaderModeIT {
   }
 
   private static String leaderArgs(LegacyDatabase d, String instance) {
+    // debug: the SQLite run stops A right after a renewal, seen in A's log
     return d.agentArgs("mode=leader,lease=" + LEASE + "," + timings(d.db) + ",instance="
-        + instance);
+        + instance + (d.db.isSqlite() ? ",log-level=debug" : ""));
   }
 
   @ParameterizedTest(name = "{0} java {1}")
@@ -110,8 +111,12 @@ class LeaderModeIT {
         AppProcess b = AppProcess.start("B", AppProcess.JAVA_17, leaderArgs(d, "B"),
             "writer", d.url, d.events, "B", "hikari")) {
       b.awaitLine(l -> l.startsWith("COMMITTED"), "a commit of the agent's leader B");
+      // SQLite: B's STRICT transactions hold the write lock from their first statement, so A's
+      // deferred transactions (read, pause, write) would always find their snapshot stale; A takes
+      // the write lock at BEGIN instead, as a SQLite application that writes would
+      String urlOfA = d.db.isSqlite() ? d.url + "&transaction_mode=IMMEDIATE" : d.url;
       try (AppProcess a = AppProcess.start("A", AppProcess.JAVA_17, null,
-          "writer", d.url, d.events, "A", "hikari")) {
+          "writer", urlOfA, d.events, "A", "hikari")) {
         int open = a.awaitLine(l -> l.startsWith("TX-OPEN"), "an open transaction of A");
         a.pause();
         StaleWriteChecker checker = new StaleWriteChecker(d, "A");
@@ -125,20 +130,37 @@ class LeaderModeIT {
     }
   }
 
-  /** What the takeover left to check. */
+  /** What the takeover left to check; openSeq: A's transaction under way (or next) at the stop. */
   private record Takeover(String openSeq, long term, int resumedAt, StaleWriteChecker checker) {}
 
   /**
-   * Stops A right after it opened a transaction (its first statement ran, its write is yet to come),
-   * waits until B holds the lease and committed twice, then resumes A.
+   * Stops A, waits until B holds the lease and committed twice, then resumes A. On the servers A is
+   * stopped right after it opened a transaction (its first statement ran and verified, its write is
+   * yet to come): the server ends that transaction (idle-in-transaction timeout) so that B can claim.
+   * On SQLite, where the verify of a STRICT transaction takes the database's single write lock and no
+   * server can end a stopped process's transaction, no one can write (B's claim included) until A
+   * resumes (lease-jdbc's README, takeover table); A is stopped between two transactions there.
    */
   private static Takeover stopLeaderInsideATransaction(LegacyDatabase d, AppProcess a, AppProcess b)
       throws Exception {
-    int from = a.lines().size();
-    int open = a.awaitLine(from, l -> l.startsWith("TX-OPEN"), "an open transaction of A");
-    String openSeq = a.lines().get(open).substring("TX-OPEN ".length());
-    a.pause();
-    long term = awaitHolder(d, "B");
+    String openSeq;
+    if (d.db.isSqlite()) {
+      // between two transactions, and right after a renewal of A's lease ended (the next is a renew
+      // interval away): A is stopped holding no lock
+      a.send("hold");
+      int held = a.awaitLine(a.lines().size(), l -> l.startsWith("HELD "), "A held between"
+          + " transactions");
+      openSeq = Integer.toString(Integer.parseInt(a.lines().get(held).substring(5)) + 1);
+      a.awaitStderr(a.stderrLength(), "renewed lease " + LEASE, "a renewal of A's lease");
+      a.pause();
+      a.send("go"); // read when A resumes
+    } else {
+      int open = a.awaitLine(a.lines().size(), l -> l.startsWith("TX-OPEN "),
+          "an open transaction of A");
+      openSeq = a.lines().get(open).substring("TX-OPEN ".length());
+      a.pause();
+    }
+    long term = awaitHolder(d, "B", a, b);
     // A is stopped: every row of A committed from here on was committed after B's claim
     StaleWriteChecker checker = new StaleWriteChecker(d, "A");
     int bFrom = b.lines().size();
@@ -149,7 +171,8 @@ class LeaderModeIT {
     return new Takeover(openSeq, term, resumedAt, checker);
   }
 
-  private static long awaitHolder(LegacyDatabase d, String instance) throws Exception {
+  private static long awaitHolder(LegacyDatabase d, String instance, AppProcess... apps)
+      throws Exception {
     long deadline = System.nanoTime() + AppProcess.TIMEOUT.toNanos();
     while (System.nanoTime() < deadline) {
       var h = d.holder(LEASE);
@@ -158,8 +181,12 @@ class LeaderModeIT {
       }
       Thread.sleep(50); // polling the database with a deadline, not a synchronisation by time
     }
+    StringBuilder why = new StringBuilder();
+    for (AppProcess app : apps) {
+      why.append(app.describe());
+    }
     throw new AssertionError(instance + " did not claim " + LEASE + " within "
-        + AppProcess.TIMEOUT.toSeconds() + " s");
+        + AppProcess.TIMEOUT.toSeconds() + " s; holder " + d.holder(LEASE) + why);
   }
 
   /**

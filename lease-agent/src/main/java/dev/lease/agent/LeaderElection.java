@@ -27,6 +27,8 @@ final class LeaderElection {
   private final LeaseManager manager;
   private final String name;
   private final long pollMillis;
+  private volatile boolean stopped;
+  private volatile Thread thread;
 
   LeaderElection(LeaseManager manager, String name) {
     this.manager = manager;
@@ -52,12 +54,22 @@ final class LeaderElection {
     }
     Thread t = new Thread(() -> loop(first.orElse(null)), "lease-agent-leader");
     t.setDaemon(true);
+    thread = t;
     t.start();
+  }
+
+  /** At shutdown, before the manager releases the lease: never claim again. */
+  void stop() {
+    stopped = true;
+    Thread t = thread;
+    if (t != null) {
+      t.interrupt();
+    }
   }
 
   private void loop(Lease claimed) {
     Lease lease = claimed;
-    while (true) {
+    while (!stopped) {
       try {
         if (lease == null) {
           lease = manager.tryClaim(name).orElse(null);
@@ -65,6 +77,9 @@ final class LeaderElection {
         if (lease != null) {
           lead(lease);
           lease = null;
+          if (stopped) {
+            return;
+          }
           continue; // claim again at once: the successor may have released it already
         }
       } catch (LeaseException e) {

@@ -53,10 +53,16 @@ public final class LeaseAgent {
       }
       LeaseManager manager = leases.build();
       long t2 = System.nanoTime();
-      Runtime.getRuntime().addShutdownHook(new Thread(manager::close, "lease-agent-shutdown"));
       if (config.mode == AgentConfig.Mode.LEADER) {
-        new LeaderElection(manager, config.leaseName).start();
+        LeaderElection election = new LeaderElection(manager, config.leaseName);
+        // released at shutdown so that a replica takes over at once, and never claimed again
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+          election.stop();
+          manager.close();
+        }, "lease-agent-shutdown"));
+        election.start();
       } else {
+        Runtime.getRuntime().addShutdownHook(new Thread(manager::close, "lease-agent-shutdown"));
         MethodLeases.install(manager);
       }
       log.info("started on {} (lease table {}, instance {}): instrumentation {} ms, lease database"

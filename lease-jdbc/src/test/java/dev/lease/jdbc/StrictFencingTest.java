@@ -146,11 +146,11 @@ class StrictFencingTest {
       if (db.isSqlite()) {
         // no server: a STRICT holder holds SQLite's write lock from its verify on, so a paused one
         // delays the claim until it resumes (or its process dies) ...
-        long strict = takeoverDelay(f, ds, Pause.AFTER_VERIFIED_READ, 2500);
+        long strict = takeoverDelay(f, ds, Pause.AFTER_VERIFIED_READ, 2500, 0);
         // ... while a VERIFY holder paused after reading does not delay it at all (WAL); its next
         // write fails instead
         long plain = takeoverDelay(f, f.fenced(f.options().mode(FencingMode.VERIFY).build()),
-            Pause.AFTER_VERIFIED_READ, 5000);
+            Pause.AFTER_VERIFIED_READ, 5000, 0);
         report(db, "takeover delay beyond expiry", List.of("STRICT, paused after its verify: "
             + (strict < 0 ? "no takeover while paused (2.5 s observed)" : strict + " ms"),
             "VERIFY, paused after a verified read: " + plain + " ms"));
@@ -158,7 +158,7 @@ class StrictFencingTest {
         assertTrue(plain >= 0 && plain < 1500, "VERIFY, after a read: " + plain);
         return;
       }
-      long delay = takeoverDelay(f, ds, Pause.AFTER_WRITE, 10_000);
+      long delay = takeoverDelay(f, ds, Pause.AFTER_WRITE, 10_000, 700);
       report(db, "takeover delay beyond expiry (idle-in-transaction timeout 1 s, holder paused"
           + " after a write about 300 ms before expiry)", List.of(delay + " ms"));
       assertTrue(delay >= 0, "the paused holder blocked the takeover for 10 s");
@@ -404,9 +404,11 @@ class StrictFencingTest {
 
   /**
    * How long after the lease's expiry (database clock) the successor's claim succeeded while the
-   * holder stayed paused at {@code pause}; -1 if it did not within {@code waitMs}.
+   * holder stayed paused at {@code pause}, its last statement run {@code lastStatementAfterMs} after
+   * the claim; -1 if the claim did not succeed within {@code waitMs} after the expiry.
    */
-  private long takeoverDelay(Fixture f, DataSource ds, Pause pause, long waitMs) throws Exception {
+  private long takeoverDelay(Fixture f, DataSource ds, Pause pause, long waitMs,
+      long lastStatementAfterMs) throws Exception {
     LeaseManager holderManager = f.manager("holder", SHORT, FROZEN);
     LeaseManager successor = f.manager("successor", SHORT, MonotonicClock.SYSTEM);
     String name = "t" + IDS.incrementAndGet();
@@ -425,9 +427,10 @@ class StrictFencingTest {
     }
     CountDownLatch paused = new CountDownLatch(1);
     CountDownLatch resume = new CountDownLatch(1);
-    // the worst case for takeover: the holder's last statement runs shortly before the expiry, so the
-    // idle-in-transaction timer starts as late as it can
-    long lastStatementAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(700);
+    // the worst case for takeover on a server: the holder's last statement runs shortly before the
+    // expiry, so the idle-in-transaction timer starts as late as it can
+    long lastStatementAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(lastStatementAfterMs);
+    AtomicBoolean verifiedAndPaused = new AtomicBoolean();
     Thread holder = new Thread(() -> {
       try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
         c.setAutoCommit(false);
@@ -441,6 +444,7 @@ class StrictFencingTest {
           } else {
             f.insert(c, IDS.incrementAndGet(), lease.term());
           }
+          verifiedAndPaused.set(true);
           paused.countDown();
           resume.await();
           c.commit();
@@ -455,6 +459,8 @@ class StrictFencingTest {
     }, "paused-holder");
     holder.start();
     assertTrue(paused.await(10, TimeUnit.SECONDS));
+    assertTrue(verifiedAndPaused.get(), "the holder's transaction was not verified before the"
+        + " lease expired, so nothing was measured");
     long giveUp = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1000 + waitMs);
     long delay = -1;
     while (System.nanoTime() - giveUp < 0) {

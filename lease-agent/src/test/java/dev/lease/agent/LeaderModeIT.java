@@ -99,6 +99,11 @@ class LeaderModeIT {
         assertTrue(after.stream().anyMatch(l -> l.contains("LeaseLostSQLException")), a.describe());
         assertEquals("B", d.holder(LEASE).orElseThrow().instance());
       }
+      // B is gone (killed, nothing released): A, which lost the lease, claims it again and writes
+      long term = awaitHolder(d, "A", a);
+      assertTrue(term > 2, "A's new term " + term);
+      int now = a.lines().size();
+      a.awaitLine(now, l -> l.startsWith("COMMITTED"), "a commit of A as leader again");
     }
   }
 

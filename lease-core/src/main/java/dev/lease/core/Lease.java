@@ -328,6 +328,11 @@ public final class Lease implements AutoCloseable {
     return true;
   }
 
+  /** For {@link LeaseManager#notHeld}: lost from the start, without events (nothing was held). */
+  synchronized void markNotHeld() {
+    loseLocked(LossReason.NOT_HELD);
+  }
+
   void lose(LossReason reason) {
     synchronized (this) {
       if (state != State.HELD) {

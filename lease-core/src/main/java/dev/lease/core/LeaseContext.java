@@ -16,6 +16,8 @@ import java.util.OptionalLong;
 public final class LeaseContext {
 
   private static final ThreadLocal<Lease> CURRENT = new ThreadLocal<>();
+  /** The lease of threads that bound none: lease-agent's leader mode fences the whole process. */
+  private static volatile Lease processWide;
 
   private LeaseContext() {}
 
@@ -36,19 +38,36 @@ public final class LeaseContext {
     return new Scope(outer, Thread.currentThread());
   }
 
-  /** The lease bound to this thread, if any. */
+  /**
+   * Makes {@code lease} the lease of every thread that has none bound itself (null clears it). For a
+   * process that is fenced as a whole, such as lease-agent's leader mode: every transaction of every
+   * thread then runs under the process's leader lease, and a lease that is not held (lost, or a
+   * {@link LeaseManager#notHeld placeholder} while another process leads) refuses them. A thread's own
+   * {@link #bind} still wins; {@link #unbind()} only removes the thread's binding.
+   */
+  public static void bindProcessWide(Lease lease) {
+    processWide = lease;
+  }
+
+  /** The process-wide lease, if one is set ({@link #bindProcessWide}). */
+  public static Optional<Lease> processWide() {
+    return Optional.ofNullable(processWide);
+  }
+
+  /** The lease bound to this thread, else the process-wide lease, if any. */
   public static Optional<Lease> current() {
-    return Optional.ofNullable(CURRENT.get());
+    return Optional.ofNullable(currentOrNull());
   }
 
-  /** The lease bound to this thread, or null: the allocation-free form for hot paths. */
+  /** Like {@link #current()}, or null: the allocation-free form for hot paths. */
   public static Lease currentOrNull() {
-    return CURRENT.get();
+    Lease lease = CURRENT.get();
+    return lease != null ? lease : processWide;
   }
 
-  /** The term of the lease bound to this thread, if any. */
+  /** The term of the current lease ({@link #current()}), if any. */
   public static OptionalLong currentTerm() {
-    Lease lease = CURRENT.get();
+    Lease lease = currentOrNull();
     return lease == null ? OptionalLong.empty() : OptionalLong.of(lease.term());
   }
 

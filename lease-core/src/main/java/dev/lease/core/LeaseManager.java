@@ -158,6 +158,19 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   /**
+   * A lease object for {@code name} that this process does not hold: never held, never claimed, its
+   * verify finds no row. Bound process-wide ({@link LeaseContext#bindProcessWide}) it makes fenced
+   * transactions fail while another process holds {@code name} (lease-agent's leader mode on a
+   * replica, before its first claim).
+   */
+  public Lease notHeld(String name) {
+    Names.leaseName(name);
+    Lease lease = new Lease(this, name, newHolder(), instance, 0, clock.nanoTime());
+    lease.markNotHeld();
+    return lease;
+  }
+
+  /**
    * Runs {@code work} under {@code lease}: keeps the lease renewed, runs the work on its own thread
    * with the lease bound to it ({@link LeaseContext}), interrupts that thread if the lease is lost, and
    * after the grace period runs the failure policy if the work still has not stopped. The lease stays

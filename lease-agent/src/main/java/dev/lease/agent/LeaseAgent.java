@@ -1,0 +1,108 @@
+package dev.lease.agent;
+
+import dev.lease.core.LeaseException;
+import dev.lease.core.LeaseManager;
+import java.lang.instrument.Instrumentation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@code -javaagent} entry point: {@code java -javaagent:lease-agent.jar=mode=leader,lease=NAME,
+ * url=jdbc:...} (all keys in {@link AgentConfig.Key} and the README).
+ *
+ * <p>Start-up, in order: parse and validate the configuration; weave the instrumentation; connect to
+ * the lease database and check the lease table; start the mode (leader: the first claim is attempted
+ * before the application's main runs). Any failure stops the JVM before the application starts, with
+ * a message on stderr that says what is wrong: status {@value #EXIT_CONFIGURATION} for bad
+ * configuration, {@value #EXIT_UNAVAILABLE} for a lease database that cannot be used. A half-fenced
+ * application is the worst state to run in.
+ */
+public final class LeaseAgent {
+
+  /** Exit status for bad configuration (sysexits EX_CONFIG). */
+  static final int EXIT_CONFIGURATION = 78;
+  /** Exit status for a lease database that is unreachable or unusable (sysexits EX_UNAVAILABLE). */
+  static final int EXIT_UNAVAILABLE = 69;
+
+  private LeaseAgent() {}
+
+  public static void premain(String agentArgs, Instrumentation inst) {
+    AgentConfig config;
+    try {
+      config = AgentConfig.parse(agentArgs, System::getenv);
+    } catch (BadConfigurationException e) {
+      stop(EXIT_CONFIGURATION, "configuration error: " + e.getMessage());
+      return;
+    }
+    configureLogging(config.logLevel);
+    Logger log = LoggerFactory.getLogger(LeaseAgent.class);
+    log.info("starting: {}", config);
+    try {
+      long t0 = System.nanoTime();
+      ConnectionFencing.install(FencingAdapter.from(config));
+      Instrumenter.install(inst, config);
+      long t1 = System.nanoTime();
+      LeaseManager.Builder leases = LeaseManager.builder(new LeaseDatabase(config))
+          .table(config.table)
+          .timings(config.timings);
+      if (config.instance != null) {
+        leases.instance(config.instance);
+      }
+      if (config.createTable) {
+        leases.createTableIfMissing();
+      }
+      LeaseManager manager = leases.build();
+      long t2 = System.nanoTime();
+      if (config.mode == AgentConfig.Mode.LEADER) {
+        LeaderElection election = new LeaderElection(manager, config.leaseName);
+        // released at shutdown so that a replica takes over at once, and never claimed again
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+          election.stop();
+          manager.close();
+        }, "lease-agent-shutdown"));
+        election.start();
+      } else {
+        Runtime.getRuntime().addShutdownHook(new Thread(manager::close, "lease-agent-shutdown"));
+        MethodLeases.install(manager);
+      }
+      log.info("started on {} (lease table {}, instance {}): instrumentation {} ms, lease database"
+              + " {} ms, mode {} ms", manager.databaseProduct(), manager.table(), manager.instance(),
+          (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (System.nanoTime() - t2) / 1_000_000);
+    } catch (IllegalArgumentException e) {
+      stop(EXIT_CONFIGURATION, "configuration error: " + Secrets.redact(e.getMessage(),
+          config.password));
+    } catch (LeaseException e) {
+      stop(EXIT_UNAVAILABLE, "the lease database cannot be used: "
+          + Secrets.redact(e.getMessage(), config.password));
+    } catch (RuntimeException | LinkageError e) {
+      stop(EXIT_UNAVAILABLE, "could not start: " + Secrets.redact(String.valueOf(e),
+          config.password));
+    }
+  }
+
+  /**
+   * Stops the JVM with {@code message} on stderr. Halts rather than exits: this may run inside a
+   * class transformer, where shutdown hooks could deadlock on class loading.
+   */
+  static void stop(int status, String message) {
+    System.err.println("lease-agent: " + message);
+    System.err.println("lease-agent: stopping the JVM (status " + status + "): an application"
+        + " that should be fenced must not run unfenced");
+    System.err.flush();
+    Runtime.getRuntime().halt(status);
+  }
+
+  /** The agent's slf4j is relocated (its own simple logger on stderr); these keys are its own. */
+  private static void configureLogging(String level) {
+    setIfAbsent("org.slf4j.simpleLogger.log.dev.lease", level);
+    setIfAbsent("org.slf4j.simpleLogger.showDateTime", "true");
+    setIfAbsent("org.slf4j.simpleLogger.dateTimeFormat", "HH:mm:ss.SSS");
+    setIfAbsent("org.slf4j.simpleLogger.showShortLogName", "true");
+  }
+
+  private static void setIfAbsent(String key, String value) {
+    if (System.getProperty(key) == null) {
+      System.setProperty(key, value);
+    }
+  }
+}

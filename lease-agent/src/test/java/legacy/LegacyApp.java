@@ -1,0 +1,199 @@
+package legacy;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
+
+/**
+ * A legacy application that knows nothing of leases (no import of this project): plain JDBC and
+ * HikariCP. The agent tests run it in child JVMs, with and without {@code -javaagent}, and read what
+ * it does from its stdout, one event per line.
+ *
+ * <pre>
+ * java [-javaagent:...] -cp ... legacy.LegacyApp writer URL TABLE WRITER hikari|plain
+ *   loops: BEGIN; SELECT (prints TX-OPEN seq); pause 300 ms; INSERT (WRITER, seq); COMMIT
+ *   prints COMMITTED seq or REFUSED seq exception, then IDLE seq and pauses 300 ms
+ *   stdin "hold": waits between two transactions (prints HELD seq) until stdin "go"
+ * java [-javaagent:...] -cp ... legacy.LegacyApp jobs URL TABLE WRITER
+ *   stdin "trigger N": calls Jobs.nightly(N) on a new thread (prints JOB-RETURNED N ran=...)
+ *   stdin "release N": lets the running nightly(N) return
+ * java [-javaagent:...] -cp ... legacy.LegacyApp first-query URL hikari|plain
+ *   prints FIRST-QUERY uptime-ms after its first query, then exits
+ * java [-javaagent:...] -cp ... legacy.LegacyApp connections URL hikari|routing-hikari|plain N
+ *   gets N connections one after another, runs SELECT 1 on each (prints CONNECTION i class)
+ * </pre>
+ */
+public final class LegacyApp {
+
+  private LegacyApp() {}
+
+  public static void main(String[] args) throws Exception {
+    System.out.println("STARTED");
+    switch (args[0]) {
+      case "writer":
+        writer(args[1], args[2], args[3], "hikari".equals(args[4]));
+        break;
+      case "jobs":
+        jobs(args[1], args[2], args[3]);
+        break;
+      case "first-query":
+        firstQuery(args[1], "hikari".equals(args[2]));
+        break;
+      case "connections":
+        connections(args[1], args[2], Integer.parseInt(args[3]));
+        break;
+      default:
+        throw new IllegalArgumentException(args[0]);
+    }
+  }
+
+  public static DataSource hikari(String url) {
+    HikariConfig cfg = new HikariConfig();
+    cfg.setJdbcUrl(url);
+    cfg.setMaximumPoolSize(2);
+    cfg.setConnectionTimeout(5_000);
+    cfg.setPoolName("legacy");
+    return new HikariDataSource(cfg);
+  }
+
+  private static Connection plain(String url) throws SQLException {
+    return DriverManager.getConnection(url);
+  }
+
+  /**
+   * The paused step sits between the transaction's first statement and its write: a process stopped
+   * there (kill -STOP) resumes with a transaction that began under its old lease and writes after
+   * its successor claimed the lease, the case that fencing exists for.
+   */
+  private static void writer(String url, String table, String writer, boolean pooled)
+      throws InterruptedException {
+    DataSource pool = pooled ? hikari(url) : null;
+    // stdin "hold": stop between two transactions (prints HELD seq) until "go"
+    Semaphore held = new Semaphore(0);
+    AtomicBoolean holdRequested = new AtomicBoolean();
+    Thread commands = new Thread(() -> {
+      try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
+          StandardCharsets.UTF_8))) {
+        for (String line; (line = in.readLine()) != null; ) {
+          if (line.trim().equals("hold")) {
+            holdRequested.set(true);
+          } else if (line.trim().equals("go")) {
+            holdRequested.set(false);
+            held.release();
+          }
+        }
+      } catch (java.io.IOException e) {
+        // no more commands
+      }
+    }, "commands");
+    commands.setDaemon(true);
+    commands.start();
+    for (int seq = 1; ; seq++) {
+      try (Connection c = pooled ? pool.getConnection() : plain(url)) {
+        c.setAutoCommit(false);
+        try {
+          try (Statement s = c.createStatement();
+              ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + table)) {
+            rs.next();
+          }
+          System.out.println("TX-OPEN " + seq);
+          Thread.sleep(300); // the application's own work inside its transaction
+          try (PreparedStatement ps =
+              c.prepareStatement("INSERT INTO " + table + " (writer, seq) VALUES (?, ?)")) {
+            ps.setString(1, writer);
+            ps.setInt(2, seq);
+            ps.executeUpdate();
+          }
+          c.commit();
+          System.out.println("COMMITTED " + seq);
+        } catch (SQLException e) {
+          System.out.println("REFUSED " + seq + " " + e.getClass().getName() + ": "
+              + firstLine(e.getMessage()));
+          try {
+            c.rollback();
+          } catch (SQLException ignored) {
+            // the connection may be gone (a server that ended the idle transaction)
+          }
+        }
+      } catch (SQLException e) {
+        System.out.println("REFUSED " + seq + " " + e.getClass().getName() + ": "
+            + firstLine(e.getMessage()));
+      }
+      System.out.println("IDLE " + seq);
+      if (holdRequested.get()) {
+        System.out.println("HELD " + seq); // between transactions: no connection, no lock
+        held.acquire();
+      }
+      Thread.sleep(300);
+    }
+  }
+
+  private static void jobs(String url, String table, String writer) throws Exception {
+    Jobs jobs = new Jobs(url, table, writer);
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
+        StandardCharsets.UTF_8));
+    for (String line; (line = in.readLine()) != null; ) {
+      String[] cmd = line.trim().split(" ");
+      int n = Integer.parseInt(cmd[1]);
+      if (cmd[0].equals("trigger")) {
+        Thread t = new Thread(() -> {
+          boolean ran = jobs.nightly(n);
+          System.out.println("JOB-RETURNED " + n + " ran=" + ran);
+        }, "trigger-" + n);
+        t.start();
+      } else if (cmd[0].equals("release")) {
+        jobs.release(n);
+      }
+    }
+  }
+
+  private static void firstQuery(String url, boolean pooled) throws Exception {
+    DataSource pool = pooled ? hikari(url) : null;
+    try (Connection c = pooled ? pool.getConnection() : plain(url);
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT 1")) {
+      rs.next();
+    }
+    System.out.println("FIRST-QUERY " + ManagementFactory.getRuntimeMXBean().getUptime());
+    System.exit(0);
+  }
+
+  private static void connections(String url, String pool, int n) throws Exception {
+    DataSource ds = pool.equals("hikari") ? hikari(url)
+        : pool.equals("routing-hikari") ? new RoutingDataSource(hikari(url)) : null;
+    connections(ds, url, n);
+    System.exit(0);
+  }
+
+  /** Gets {@code n} connections from {@code ds} (or DriverManager when null) and queries on each. */
+  public static void connections(DataSource ds, String url, int n) throws SQLException {
+    for (int i = 1; i <= n; i++) {
+      try (Connection c = ds != null ? ds.getConnection() : plain(url);
+          Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT 1")) {
+        rs.next();
+        System.out.println("CONNECTION " + i + " " + c.getClass().getName());
+      }
+    }
+  }
+
+  private static String firstLine(String s) {
+    if (s == null) {
+      return "";
+    }
+    int nl = s.indexOf('\n');
+    return nl < 0 ? s : s.substring(0, nl);
+  }
+}

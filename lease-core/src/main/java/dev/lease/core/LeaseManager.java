@@ -218,6 +218,11 @@ public final class LeaseManager implements AutoCloseable {
     } catch (InterruptedException e) {
       worker.interrupt();
       worker.join(timings.gracePeriod().toMillis() + 1);
+      if (worker.isAlive()) {
+        // the caller gives up on the work (and usually releases the lease next): work that will
+        // not stop is as dangerous as after a loss
+        failurePolicy.workDidNotStop(lease, worker);
+      }
       throw e;
     } finally {
       onLoss.close();
@@ -416,13 +421,14 @@ public final class LeaseManager implements AutoCloseable {
 
   private LeaseException translate(String what, SQLException e) {
     if (dialect.isMissingTable(e)) {
-      return new LeaseException(missingTable(), e);
+      return new LeaseException(missingTable(dialect), e);
     }
     return new LeaseException("could not " + what + " in lease table " + table + " on "
         + dialect.product() + ": " + e.getMessage(), e);
   }
 
-  private String missingTable() {
+  private static String missingTable(Dialect dialect) {
+    String table = dialect.table;
     return "lease table " + table + " does not exist in this " + dialect.product()
         + " database; create it with LeaseManager.builder(...).createTableIfMissing(), or apply"
         + " LeaseManager.ddl(Database." + dialect.product().toUpperCase(Locale.ROOT) + ", \"" + table
@@ -580,9 +586,7 @@ public final class LeaseManager implements AutoCloseable {
           dialect.checkTable(c);
         } catch (SQLException e) {
           if (dialect.isMissingTable(e)) {
-            LeaseManager probe = new LeaseManager(this, dialect);
-            probe.close();
-            throw new LeaseException(probe.missingTable(), e);
+            throw new LeaseException(missingTable(dialect), e);
           }
           // the table exists but is not a lease table of this shape: not a connection problem
           throw new LeaseException("lease table " + table + " cannot be used as a lease table on "

@@ -88,14 +88,22 @@ final class MySqlDialect extends Dialect {
         throw e;
       }
     } finally {
-      if (autoCommit) {
-        c.setAutoCommit(true);
-      }
-      if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
-        c.setTransactionIsolation(isolation);
-      }
-      try (Statement s = c.createStatement()) {
-        s.execute("SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw");
+      // each restore runs even if the one before it failed
+      try {
+        if (autoCommit) {
+          c.setAutoCommit(true);
+        }
+      } finally {
+        try {
+          if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
+            c.setTransactionIsolation(isolation);
+          }
+        } finally {
+          try (Statement s = c.createStatement()) {
+            s.execute("SET time_zone = @lease_saved_tz,"
+                + " innodb_lock_wait_timeout = @lease_saved_lw");
+          }
+        }
       }
     }
   }

@@ -240,6 +240,65 @@ class WorkUnderLeaseTest {
     }
   }
 
+  /**
+   * The caller of runUnder is interrupted (a scheduler closing, a shutdown) and gives up on work that
+   * ignores the interrupt: the failure policy runs, as after a loss, since the caller usually
+   * releases the lease next and a successor may start while the work still runs. Negative control:
+   * work that does stop never triggers the policy.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void callerGivingUpOnWorkThatWillNotStopTriggersTheFailurePolicy(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      AtomicBoolean release = new AtomicBoolean();
+      AtomicInteger policies = new AtomicInteger();
+      LeaseManager m = f.track(f.builder(f.pool(2), "caller").timings(RELAXED)
+          .failurePolicy((lease, worker) -> {
+            policies.incrementAndGet();
+            release.set(true);
+            worker.interrupt();
+          }).build());
+      for (boolean stubborn : new boolean[] {true, false}) {
+        Lease lease = m.tryClaim("caller-" + stubborn).orElseThrow();
+        CountDownLatch started = new CountDownLatch(1);
+        release.set(false);
+        AtomicReference<Throwable> callerSaw = new AtomicReference<>();
+        Thread caller = new Thread(() -> {
+          try {
+            m.runUnder(lease, l -> {
+              started.countDown();
+              CountDownLatch never = new CountDownLatch(1);
+              while (!release.get()) {
+                try {
+                  never.await();
+                } catch (InterruptedException e) {
+                  if (!stubborn) {
+                    throw e;
+                  }
+                }
+              }
+              return null;
+            });
+          } catch (Throwable t) {
+            callerSaw.set(t);
+          }
+        });
+        caller.start();
+        assertTrue(started.await(5, TimeUnit.SECONDS));
+        caller.interrupt();
+        caller.join(10_000);
+        assertFalse(caller.isAlive());
+        assertInstanceOf(InterruptedException.class, callerSaw.get());
+        assertEquals(stubborn ? 1 : 0, policies.getAndSet(0),
+            stubborn ? "the failure policy ran for work that would not stop"
+                : "negative control: work that stopped triggers no policy");
+        release.set(true);
+        lease.release();
+      }
+    }
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void exceptionInTheWorkComesBackWithItsStack(TestDatabase db) throws Exception {

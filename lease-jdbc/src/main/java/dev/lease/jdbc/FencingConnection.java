@@ -87,9 +87,9 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     }
     closed = true;
     try {
-      delegate.close();
+      fence.closing(); // rolls back a verified or poisoned transaction while the connection is open
     } finally {
-      fence.closed();
+      delegate.close();
     }
   }
 

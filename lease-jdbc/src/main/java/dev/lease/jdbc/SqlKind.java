@@ -17,9 +17,10 @@ final class SqlKind {
   /** ROLLBACK, ABORT (PostgreSQL), but not ROLLBACK TO [SAVEPOINT]: the transaction ends. */
   static final int ROLLBACK = 3;
   /**
-   * CREATE, ALTER, DROP, TRUNCATE, RENAME: MySQL and MariaDB commit the open transaction before and
-   * after them (MySQL manual, "Statements That Cause an Implicit Commit"), so the next statement runs
-   * in a new one. On PostgreSQL and SQLite they are transactional; re-verifying there is harmless.
+   * CREATE, ALTER, DROP, TRUNCATE, RENAME, LOCK, UNLOCK, GRANT, REVOKE, ANALYZE, OPTIMIZE, REPAIR,
+   * FLUSH and SET autocommit: MySQL and MariaDB commit the open transaction around them (MySQL manual,
+   * "Statements That Cause an Implicit Commit"), so the next statement runs in a new one that must be
+   * verified again. On PostgreSQL and SQLite most are transactional; re-verifying there is harmless.
    */
   static final int DDL = 4;
 
@@ -41,10 +42,25 @@ final class SqlKind {
         return word(sql, i, len, "BEGIN") ? BEGIN : OTHER;
       case 'S':
         if (word(sql, i, len, "START")) {
-          int j = skip(sql, end, n);
-          return word(sql, j, wordEnd(sql, j, n) - j, "TRANSACTION") ? BEGIN : OTHER;
+          return nextWord(sql, end, n, "TRANSACTION") ? BEGIN : OTHER;
+        }
+        if (word(sql, i, len, "SET")) {
+          return nextWord(sql, end, n, "AUTOCOMMIT") ? DDL : OTHER;
         }
         return OTHER;
+      case 'P':
+        // PostgreSQL PREPARE TRANSACTION ends the transaction in the session (two-phase commit)
+        return word(sql, i, len, "PREPARE") && nextWord(sql, end, n, "TRANSACTION") ? COMMIT : OTHER;
+      case 'L':
+        return word(sql, i, len, "LOCK") ? DDL : OTHER;
+      case 'U':
+        return word(sql, i, len, "UNLOCK") ? DDL : OTHER;
+      case 'G':
+        return word(sql, i, len, "GRANT") ? DDL : OTHER;
+      case 'O':
+        return word(sql, i, len, "OPTIMIZE") ? DDL : OTHER;
+      case 'F':
+        return word(sql, i, len, "FLUSH") ? DDL : OTHER;
       case 'C':
         if (word(sql, i, len, "COMMIT")) {
           return COMMIT;
@@ -62,12 +78,13 @@ final class SqlKind {
           }
           return word(sql, j, k - j, "TO") ? OTHER : ROLLBACK;
         }
-        return word(sql, i, len, "RENAME") ? DDL : OTHER;
+        return word(sql, i, len, "RENAME") || word(sql, i, len, "REVOKE")
+            || word(sql, i, len, "REPAIR") ? DDL : OTHER;
       case 'A':
         if (word(sql, i, len, "ABORT")) {
           return ROLLBACK;
         }
-        return word(sql, i, len, "ALTER") ? DDL : OTHER;
+        return word(sql, i, len, "ALTER") || word(sql, i, len, "ANALYZE") ? DDL : OTHER;
       case 'D':
         return word(sql, i, len, "DROP") ? DDL : OTHER;
       case 'T':
@@ -77,9 +94,9 @@ final class SqlKind {
     }
   }
 
-  /** True for statements after which the next one may run in a new transaction. */
-  static boolean endsTransaction(int kind) {
-    return kind != OTHER;
+  private static boolean nextWord(String sql, int from, int n, String keyword) {
+    int j = skip(sql, from, n);
+    return word(sql, j, wordEnd(sql, j, n) - j, keyword);
   }
 
   private static boolean word(String sql, int start, int len, String keyword) {

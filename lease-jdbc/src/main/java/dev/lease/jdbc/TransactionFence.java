@@ -8,6 +8,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -105,7 +106,12 @@ final class TransactionFence {
       result = run(statement, call);
     }
     if (kind == SqlKind.DDL) {
+      // MySQL committed around it: the next statement needs a new verify. A transaction begun with
+      // BEGIN as SQL stays explicit: PostgreSQL and SQLite are still inside it, and treating it as
+      // autocommit would commit it early.
+      boolean explicit = explicitTransaction;
       endTransaction();
+      explicitTransaction = explicit;
     }
     return result;
   }
@@ -134,6 +140,7 @@ final class TransactionFence {
 
   void commit() throws SQLException {
     checkNotPoisoned();
+    checkStillHeld();
     try {
       delegate.commit();
     } finally {
@@ -175,11 +182,31 @@ final class TransactionFence {
     try {
       delegate.setAutoCommit(autoCommit);
     } finally {
+      if (!poisoned) { // poison stays until rollback, even across setAutoCommit(false)
+        endTransaction();
+      }
+    }
+  }
+
+  /**
+   * The connection is closed or handed back. A verified or poisoned transaction still open is rolled
+   * back here rather than left to the pool: not every pool rolls back on return (Tomcat JDBC's
+   * {@code rollbackOnReturn} is off by default), and the next borrower's commit would then commit a
+   * stale holder's writes. Never fails because of a lease.
+   */
+  void closing() {
+    try {
+      if ((poisoned || verified != null) && !delegate.isClosed() && !delegate.getAutoCommit()) {
+        delegate.rollback();
+      }
+    } catch (SQLException e) {
+      log.debug("could not roll back a fenced transaction at close", e);
+    } finally {
       endTransaction();
     }
   }
 
-  /** The connection is closed or handed back: forget the transaction (the driver or pool ends it). */
+  /** The connection was aborted: forget the transaction (the driver ends it). */
   void closed() {
     endTransaction();
   }
@@ -297,10 +324,16 @@ final class TransactionFence {
     try {
       verify(lease);
       result = run(statement, call);
+      checkNotPoisoned(); // lost while the statement ran, after its cancel could reach it
+      checkStillHeld();
       delegate.commit();
     } catch (SQLException | RuntimeException e) {
       try {
         delegate.rollback();
+      } catch (SQLException r) {
+        e.addSuppressed(r);
+      }
+      try {
         delegate.setAutoCommit(true);
       } catch (SQLException r) {
         e.addSuppressed(r);
@@ -338,11 +371,15 @@ final class TransactionFence {
     poison(lease, "its lease was lost while it was open");
     Statement s = running;
     if (s != null) {
-      try {
-        s.cancel();
-      } catch (SQLException | RuntimeException e) {
-        log.debug("could not cancel a statement under lost {}", lease, e);
-      }
+      // off the reporting thread: pgjdbc and Connector/J open a new connection to cancel, and the
+      // thread that noticed the loss may be a keeper timer other leases depend on
+      CompletableFuture.runAsync(() -> {
+        try {
+          s.cancel();
+        } catch (SQLException | RuntimeException e) {
+          log.debug("could not cancel a statement under lost {}", lease, e);
+        }
+      });
     }
   }
 
@@ -376,6 +413,20 @@ final class TransactionFence {
     return new LeaseLostSQLException("the transaction was verified under " + was + " but "
         + (lease == null ? "no lease" : lease.toString()) + " is bound now; bind one lease for the"
         + " whole transaction, and roll back", LeaseLostSQLException.LEASE_CHANGED, was, null);
+  }
+
+  /**
+   * VERIFY mode only: a lease released (or past its local deadline) since the verify may already
+   * have a successor, and nothing in the database orders this commit after that claim (STRICT's row
+   * lock does), so the commit is refused. A release sets the row's expiry to now: the margin that
+   * makes VERIFY safe is gone at once.
+   */
+  private void checkStillHeld() throws LeaseLostSQLException {
+    Lease lease = verified;
+    if (!strict && lease != null && !lease.isHeld()) {
+      throw refuse(lease, "it was released or lost after this transaction was verified, and VERIFY"
+          + " mode cannot order this commit before a successor's claim");
+    }
   }
 
   private void checkNotPoisoned() throws LeaseLostSQLException {

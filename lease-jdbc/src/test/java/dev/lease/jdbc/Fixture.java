@@ -122,6 +122,15 @@ final class Fixture implements AutoCloseable {
     }
   }
 
+  /** Counts rows of the data table on {@code c}, inside its transaction. */
+  int count(Connection c, String where) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + data + " WHERE " + where)) {
+      rs.next();
+      return rs.getInt(1);
+    }
+  }
+
   /** Inserts {@code (id, term)} into the data table on {@code c}. */
   void insert(Connection c, int id, long term) throws SQLException {
     try (PreparedStatement ps =

@@ -26,6 +26,27 @@ class SqlKindTest {
   }
 
   @Test
+  void statementsThatCommitImplicitlyOnMySqlEndTheVerifiedTransaction() {
+    // MySQL manual, "Statements That Cause an Implicit Commit"
+    assertEquals(SqlKind.DDL, SqlKind.of("LOCK TABLES t WRITE"));
+    assertEquals(SqlKind.DDL, SqlKind.of("unlock tables"));
+    assertEquals(SqlKind.DDL, SqlKind.of("SET autocommit = 1"));
+    assertEquals(SqlKind.DDL, SqlKind.of("set  AUTOCOMMIT=0"));
+    assertEquals(SqlKind.DDL, SqlKind.of("GRANT SELECT ON t TO u"));
+    assertEquals(SqlKind.DDL, SqlKind.of("REVOKE SELECT ON t FROM u"));
+    assertEquals(SqlKind.DDL, SqlKind.of("ANALYZE TABLE t"));
+    assertEquals(SqlKind.DDL, SqlKind.of("OPTIMIZE TABLE t"));
+    assertEquals(SqlKind.DDL, SqlKind.of("REPAIR TABLE t"));
+    assertEquals(SqlKind.DDL, SqlKind.of("FLUSH TABLES"));
+    assertEquals(SqlKind.COMMIT, SqlKind.of("PREPARE TRANSACTION 'tx1'"));
+    assertEquals(SqlKind.OTHER, SqlKind.of("PREPARE stmt FROM 'SELECT 1'"));
+    assertEquals(SqlKind.OTHER, SqlKind.of("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
+    assertEquals(SqlKind.OTHER, SqlKind.of("SET time_zone = '+00:00'"));
+    assertEquals(SqlKind.OTHER, SqlKind.of("UPDATE t SET x = 1"));
+    assertEquals(SqlKind.OTHER, SqlKind.of("LOCKED"));
+  }
+
+  @Test
   void savepointsAndOrdinaryStatementsStayInTheTransaction() {
     assertEquals(SqlKind.OTHER, SqlKind.of("ROLLBACK TO SAVEPOINT a"));
     assertEquals(SqlKind.OTHER, SqlKind.of("ROLLBACK TO a"));

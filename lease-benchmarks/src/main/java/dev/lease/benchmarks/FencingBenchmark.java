@@ -9,6 +9,7 @@ import dev.lease.core.LeaseManager;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -184,9 +185,13 @@ public class FencingBenchmark {
           c.commit();
           return changed;
         } catch (SQLException e) {
+          c.rollback();
+          if (e instanceof LeaseLostSQLException) {
+            // the lease is gone: counting refusals as transactions would measure nothing
+            throw e;
+          }
           // refused for contention (SQLite's single writer, a deadlock victim): the transaction
           // did not happen; run it again, as an application would
-          c.rollback();
           Thread.yield();
         }
       }

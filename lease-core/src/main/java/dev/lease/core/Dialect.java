@@ -131,6 +131,15 @@ abstract class Dialect {
     }
   }
 
+  /** Rolls back after {@code cause}, keeping a rollback failure as suppressed on it. */
+  static void rollbackQuietly(Connection c, Exception cause) {
+    try {
+      c.rollback();
+    } catch (SQLException r) {
+      cause.addSuppressed(r);
+    }
+  }
+
   // ---- detection ----------------------------------------------------------------------------------
 
   static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB and SQLite 3.42 or later";

@@ -84,7 +84,7 @@ final class MySqlDialect extends Dialect {
         c.commit();
         return result;
       } catch (SQLException | RuntimeException e) {
-        PostgresDialect.rollbackQuietly(c, e);
+        rollbackQuietly(c, e);
         throw e;
       }
     } finally {

@@ -82,14 +82,6 @@ final class PostgresDialect extends Dialect {
     }
   }
 
-  static void rollbackQuietly(Connection c, Exception cause) {
-    try {
-      c.rollback();
-    } catch (SQLException r) {
-      cause.addSuppressed(r);
-    }
-  }
-
   @Override
   void createRow(Connection c, String name) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(

@@ -3,8 +3,8 @@ package dev.lease.core;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.ConnectionSource;
 import dev.lease.testing.TestDatabase;
-import java.io.PrintWriter;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
@@ -15,7 +15,6 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executors;
-import java.util.logging.Logger;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -121,7 +120,7 @@ class PooledSessionTest {
   }
 
   /** Hands out one connection again and again; close() does nothing. */
-  static final class SingleConnectionDataSource implements DataSource {
+  static final class SingleConnectionDataSource extends ConnectionSource {
     private final Connection connection;
 
     SingleConnectionDataSource(Connection physical) {
@@ -143,40 +142,5 @@ class PooledSessionTest {
       return connection;
     }
 
-    @Override
-    public Connection getConnection(String username, String password) {
-      return connection;
-    }
-
-    @Override
-    public PrintWriter getLogWriter() {
-      return null;
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) {}
-
-    @Override
-    public void setLoginTimeout(int seconds) {}
-
-    @Override
-    public int getLoginTimeout() {
-      return 0;
-    }
-
-    @Override
-    public Logger getParentLogger() {
-      return Logger.getGlobal();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) throws SQLException {
-      throw new SQLException("not a wrapper");
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) {
-      return false;
-    }
   }
 }

@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.ConnectionSource;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
-import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -19,7 +19,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Logger;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -242,7 +241,7 @@ class UnreachableDatabaseTest {
   }
 
   /** While {@code hang} is 1, getConnection blocks until the test ends (a black-holed database). */
-  static final class HangingDataSource implements DataSource {
+  static final class HangingDataSource extends ConnectionSource {
     final DataSource delegate;
     final AtomicInteger hang = new AtomicInteger();
     final CountDownLatch release = new CountDownLatch(1);
@@ -264,40 +263,5 @@ class UnreachableDatabaseTest {
       return delegate.getConnection();
     }
 
-    @Override
-    public Connection getConnection(String user, String password) throws SQLException {
-      return getConnection();
-    }
-
-    @Override
-    public PrintWriter getLogWriter() {
-      return null;
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) {}
-
-    @Override
-    public void setLoginTimeout(int seconds) {}
-
-    @Override
-    public int getLoginTimeout() {
-      return 0;
-    }
-
-    @Override
-    public Logger getParentLogger() {
-      return Logger.getGlobal();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) throws SQLException {
-      throw new SQLException("not a wrapper");
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) {
-      return false;
-    }
   }
 }

@@ -7,14 +7,13 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
+import dev.lease.testing.ConnectionSource;
 import dev.lease.testing.TestDatabase;
-import java.io.PrintWriter;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.logging.Logger;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -35,7 +34,7 @@ class ConnectionEndTest {
    * A "pool" that hands out one physical connection and never rolls back when it is returned
    * (Tomcat JDBC's default {@code rollbackOnReturn=false} behaves so): close() is a no-op.
    */
-  private static final class NoRollbackOnReturn implements DataSource, AutoCloseable {
+  private static final class NoRollbackOnReturn extends ConnectionSource implements AutoCloseable {
     private final Connection physical;
 
     NoRollbackOnReturn(DataSource real) throws SQLException {
@@ -60,47 +59,12 @@ class ConnectionEndTest {
           });
     }
 
-    @Override
-    public Connection getConnection(String user, String password) {
-      return getConnection();
-    }
 
     @Override
     public void close() throws SQLException {
       physical.rollback();
       physical.setAutoCommit(true);
       physical.close();
-    }
-
-    @Override
-    public PrintWriter getLogWriter() {
-      return null;
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) {}
-
-    @Override
-    public void setLoginTimeout(int seconds) {}
-
-    @Override
-    public int getLoginTimeout() {
-      return 0;
-    }
-
-    @Override
-    public Logger getParentLogger() {
-      return Logger.getGlobal();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) throws SQLException {
-      throw new SQLException("not a wrapper");
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) {
-      return false;
     }
   }
 

@@ -9,8 +9,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * The legacy application's nightly job. In methods mode the agent runs {@link #nightly} under a lease
- * (configured as {@code legacy.Jobs#nightly=...}); a skipped call returns false, the default.
+ * The legacy application's nightly job. In methods mode the agent runs {@link #nightly} under a
+ * lease (configured as {@code legacy.Jobs#nightly=...}); a skipped call returns false, the default.
  */
 public final class Jobs {
 

@@ -18,8 +18,8 @@ import javax.sql.DataSource;
 
 /**
  * A legacy application that knows nothing of leases (no import of this project): plain JDBC and
- * HikariCP. The agent tests run it in child JVMs, with and without {@code -javaagent}, and read what
- * it does from its stdout, one event per line.
+ * HikariCP. The agent tests run it in child JVMs, with and without {@code -javaagent}, and read
+ * what it does from its stdout, one event per line.
  *
  * <pre>
  * java [-javaagent:...] -cp ... legacy.LegacyApp writer URL TABLE WRITER hikari|plain
@@ -83,21 +83,24 @@ public final class LegacyApp {
     // stdin "hold": stop between two transactions (prints HELD seq) until "go"
     Semaphore held = new Semaphore(0);
     AtomicBoolean holdRequested = new AtomicBoolean();
-    Thread commands = new Thread(() -> {
-      try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
-          StandardCharsets.UTF_8))) {
-        for (String line; (line = in.readLine()) != null; ) {
-          if (line.trim().equals("hold")) {
-            holdRequested.set(true);
-          } else if (line.trim().equals("go")) {
-            holdRequested.set(false);
-            held.release();
-          }
-        }
-      } catch (java.io.IOException e) {
-        // no more commands
-      }
-    }, "commands");
+    Thread commands =
+        new Thread(
+            () -> {
+              try (BufferedReader in =
+                  new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                for (String line; (line = in.readLine()) != null; ) {
+                  if (line.trim().equals("hold")) {
+                    holdRequested.set(true);
+                  } else if (line.trim().equals("go")) {
+                    holdRequested.set(false);
+                    held.release();
+                  }
+                }
+              } catch (java.io.IOException e) {
+                // no more commands
+              }
+            },
+            "commands");
     commands.setDaemon(true);
     commands.start();
     for (int seq = 1; ; seq++) {
@@ -119,8 +122,8 @@ public final class LegacyApp {
           c.commit();
           System.out.println("COMMITTED " + seq);
         } catch (SQLException e) {
-          System.out.println("REFUSED " + seq + " " + e.getClass().getName() + ": "
-              + firstLine(e.getMessage()));
+          System.out.println(
+              "REFUSED " + seq + " " + e.getClass().getName() + ": " + firstLine(e.getMessage()));
           try {
             c.rollback();
           } catch (SQLException ignored) {
@@ -128,8 +131,8 @@ public final class LegacyApp {
           }
         }
       } catch (SQLException e) {
-        System.out.println("REFUSED " + seq + " " + e.getClass().getName() + ": "
-            + firstLine(e.getMessage()));
+        System.out.println(
+            "REFUSED " + seq + " " + e.getClass().getName() + ": " + firstLine(e.getMessage()));
       }
       System.out.println("IDLE " + seq);
       if (holdRequested.get()) {
@@ -142,16 +145,19 @@ public final class LegacyApp {
 
   private static void jobs(String url, String table, String writer) throws Exception {
     Jobs jobs = new Jobs(url, table, writer);
-    BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
-        StandardCharsets.UTF_8));
+    BufferedReader in =
+        new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line; (line = in.readLine()) != null; ) {
       String[] cmd = line.trim().split(" ");
       int n = Integer.parseInt(cmd[1]);
       if (cmd[0].equals("trigger")) {
-        Thread t = new Thread(() -> {
-          boolean ran = jobs.nightly(n);
-          System.out.println("JOB-RETURNED " + n + " ran=" + ran);
-        }, "trigger-" + n);
+        Thread t =
+            new Thread(
+                () -> {
+                  boolean ran = jobs.nightly(n);
+                  System.out.println("JOB-RETURNED " + n + " ran=" + ran);
+                },
+                "trigger-" + n);
         t.start();
       } else if (cmd[0].equals("release")) {
         jobs.release(n);
@@ -171,13 +177,17 @@ public final class LegacyApp {
   }
 
   private static void connections(String url, String pool, int n) throws Exception {
-    DataSource ds = pool.equals("hikari") ? hikari(url)
-        : pool.equals("routing-hikari") ? new RoutingDataSource(hikari(url)) : null;
+    DataSource ds =
+        pool.equals("hikari")
+            ? hikari(url)
+            : pool.equals("routing-hikari") ? new RoutingDataSource(hikari(url)) : null;
     connections(ds, url, n);
     System.exit(0);
   }
 
-  /** Gets {@code n} connections from {@code ds} (or DriverManager when null) and queries on each. */
+  /**
+   * Gets {@code n} connections from {@code ds} (or DriverManager when null) and queries on each.
+   */
   public static void connections(DataSource ds, String url, int n) throws SQLException {
     for (int i = 1; i <= n; i++) {
       try (Connection c = ds != null ? ds.getConnection() : plain(url);

@@ -22,8 +22,8 @@ import java.util.stream.Collectors;
 
 /**
  * The agent's configuration: parsed from the agent arguments ({@code key=value,...}), an optional
- * properties file ({@code config=PATH}) and the environment, then validated as a whole. Every key is
- * a {@link Key}; the README's table lists the same keys.
+ * properties file ({@code config=PATH}) and the environment, then validated as a whole. Every key
+ * is a {@link Key}; the README's table lists the same keys.
  *
  * <p>Precedence: agent arguments, then the file, then the environment ({@code LEASE_AGENT_URL},
  * {@code LEASE_AGENT_USER}, {@code LEASE_AGENT_PASSWORD}). {@link #toString()} never shows the
@@ -40,40 +40,61 @@ final class AgentConfig {
   }
 
   /** How fenced transactions verify (lease-jdbc's fencing modes). */
-  enum Fencing { STRICT, VERIFY }
+  enum Fencing {
+    STRICT,
+    VERIFY
+  }
 
   /** Every configuration key, with what it means; the README lists the same. */
   enum Key {
     CONFIG("config", "path of a properties file with any of these keys (agent arguments win)"),
     MODE("mode", "leader or methods (required)"),
-    URL("url", "JDBC URL of the lease database; the lease table must live in the database the"
-        + " application writes to (fencing runs inside its transactions); env LEASE_AGENT_URL"),
+    URL(
+        "url",
+        "JDBC URL of the lease database; the lease table must live in the database the"
+            + " application writes to (fencing runs inside its transactions); env LEASE_AGENT_URL"),
     USER("user", "user of the lease database; env LEASE_AGENT_USER"),
-    PASSWORD("password", "password of the lease database (never logged); prefer env"
-        + " LEASE_AGENT_PASSWORD"),
+    PASSWORD(
+        "password",
+        "password of the lease database (never logged); prefer env" + " LEASE_AGENT_PASSWORD"),
     TABLE("table", "lease table, a plain SQL identifier, optionally schema.table (default leases)"),
-    CREATE_TABLE("create-table", "true: create the lease table at start if it is missing"
-        + " (default false)"),
+    CREATE_TABLE(
+        "create-table",
+        "true: create the lease table at start if it is missing" + " (default false)"),
     INSTANCE("instance", "name of this process in the lease row, for humans (default host/pid)"),
     LEASE("lease", "leader mode: the name of the process-wide lease (required in leader mode)"),
-    METHODS("methods", "methods mode: class#method=lease entries separated by ';', e.g."
-        + " com.acme.Jobs#nightly=billing;com.acme.Jobs#hourly=reports (required in methods mode)"),
+    METHODS(
+        "methods",
+        "methods mode: class#method=lease entries separated by ';', e.g."
+            + " com.acme.Jobs#nightly=billing;com.acme.Jobs#hourly=reports (required in methods mode)"),
     FENCING("fencing", "strict or verify (default strict): lease-jdbc's fencing mode"),
-    LEASE_DURATION("lease-duration", "how long the database keeps a lease without renewal"
-        + " (default 15s); setting only this scales the other timings with it"),
-    RENEW_INTERVAL("renew-interval", "renewal cadence, also the poll interval of a waiting"
-        + " leader (default lease-duration × 2/15)"),
-    ATTEMPT_TIMEOUT("attempt-timeout", "bound of one claim or renewal attempt"
-        + " (default lease-duration / 3)"),
-    LOCAL_DEADLINE("local-deadline", "the holder gives the lease up this long after its last"
-        + " successful renewal started (default lease-duration × 2/3)"),
-    GRACE_PERIOD("grace-period", "methods mode: time a method has to stop after its lease was lost"
-        + " and its thread interrupted (default lease-duration / 3)"),
-    POOL_INTERNALS("pool-internals", "extra class#method entries, ';'-separated, inside which"
-        + " connections are never fenced: a connection pool's own connection factory (HikariCP's"
-        + " is built in)"),
-    LOG_LEVEL("log-level", "the agent's log level on stderr: error, warn, info, debug"
-        + " (default info)");
+    LEASE_DURATION(
+        "lease-duration",
+        "how long the database keeps a lease without renewal"
+            + " (default 15s); setting only this scales the other timings with it"),
+    RENEW_INTERVAL(
+        "renew-interval",
+        "renewal cadence, also the poll interval of a waiting"
+            + " leader (default lease-duration × 2/15)"),
+    ATTEMPT_TIMEOUT(
+        "attempt-timeout",
+        "bound of one claim or renewal attempt" + " (default lease-duration / 3)"),
+    LOCAL_DEADLINE(
+        "local-deadline",
+        "the holder gives the lease up this long after its last"
+            + " successful renewal started (default lease-duration × 2/3)"),
+    GRACE_PERIOD(
+        "grace-period",
+        "methods mode: time a method has to stop after its lease was lost"
+            + " and its thread interrupted (default lease-duration / 3)"),
+    POOL_INTERNALS(
+        "pool-internals",
+        "extra class#method entries, ';'-separated, inside which"
+            + " connections are never fenced: a connection pool's own connection factory (HikariCP's"
+            + " is built in)"),
+    LOG_LEVEL(
+        "log-level",
+        "the agent's log level on stderr: error, warn, info, debug" + " (default info)");
 
     final String name;
     final String description;
@@ -93,8 +114,10 @@ final class AgentConfig {
   }
 
   private static final Pattern DURATION = Pattern.compile("(\\d{1,10})\\s*(ms|s|m)?");
+
   /** Splits arguments at commas that start a new {@code key=}; commas inside values survive. */
   private static final Pattern ARG_SEPARATOR = Pattern.compile(",(?=\\s*[a-z][a-z-]*=)");
+
   private static final Pattern LOG_LEVELS = Pattern.compile("error|warn|info|debug|trace");
 
   final Mode mode;
@@ -113,14 +136,20 @@ final class AgentConfig {
 
   private AgentConfig(Map<Key, String> v) {
     this.mode = parseMode(v.get(Key.MODE));
-    this.url = required(v, Key.URL, "set url=jdbc:... in the agent arguments or the config file,"
-        + " or the environment variable LEASE_AGENT_URL");
+    this.url =
+        required(
+            v,
+            Key.URL,
+            "set url=jdbc:... in the agent arguments or the config file,"
+                + " or the environment variable LEASE_AGENT_URL");
     this.user = v.get(Key.USER);
     this.password = v.get(Key.PASSWORD);
     if (!url.startsWith("jdbc:")) {
-      throw new BadConfigurationException("url '" + Secrets.redactUrl(url)
-          + "' is not a JDBC URL; it must start with jdbc: (for example"
-          + " jdbc:postgresql://db:5432/app)");
+      throw new BadConfigurationException(
+          "url '"
+              + Secrets.redactUrl(url)
+              + "' is not a JDBC URL; it must start with jdbc: (for example"
+              + " jdbc:postgresql://db:5432/app)");
     }
     this.table = v.getOrDefault(Key.TABLE, "leases");
     this.createTable = parseBoolean(Key.CREATE_TABLE, v.getOrDefault(Key.CREATE_TABLE, "false"));
@@ -128,29 +157,39 @@ final class AgentConfig {
     this.fencing = parseEnum(Key.FENCING, v.getOrDefault(Key.FENCING, "strict"), Fencing.class);
     this.timings = parseTimings(v);
     String pools = v.get(Key.POOL_INTERNALS);
-    this.poolInternals = pools == null || pools.isBlank() ? List.of()
-        : parsePoolInternals(pools);
+    this.poolInternals = pools == null || pools.isBlank() ? List.of() : parsePoolInternals(pools);
     this.logLevel = v.getOrDefault(Key.LOG_LEVEL, "info").toLowerCase(Locale.ROOT);
     if (!LOG_LEVELS.matcher(logLevel).matches()) {
-      throw new BadConfigurationException("log-level '" + logLevel
-          + "' is not one of error, warn, info, debug, trace");
+      throw new BadConfigurationException(
+          "log-level '" + logLevel + "' is not one of error, warn, info, debug, trace");
     }
     if (mode == Mode.LEADER) {
-      this.leaseName = required(v, Key.LEASE, "leader mode needs the name of the process-wide"
-          + " lease, for example lease=billing-leader; every replica of the application uses the same"
-          + " name");
+      this.leaseName =
+          required(
+              v,
+              Key.LEASE,
+              "leader mode needs the name of the process-wide"
+                  + " lease, for example lease=billing-leader; every replica of the application uses the same"
+                  + " name");
       checkLeaseName("lease", leaseName);
       if (v.containsKey(Key.METHODS)) {
-        throw new BadConfigurationException("methods is a key of methods mode, but mode is leader;"
-            + " remove methods, or set mode=methods (and remove lease)");
+        throw new BadConfigurationException(
+            "methods is a key of methods mode, but mode is leader;"
+                + " remove methods, or set mode=methods (and remove lease)");
       }
       this.methods = List.of();
     } else {
-      this.methods = MethodSpec.parseAll(required(v, Key.METHODS, "methods mode needs the methods"
-          + " to run under leases, for example methods=com.acme.Jobs#nightly=billing"));
+      this.methods =
+          MethodSpec.parseAll(
+              required(
+                  v,
+                  Key.METHODS,
+                  "methods mode needs the methods"
+                      + " to run under leases, for example methods=com.acme.Jobs#nightly=billing"));
       if (v.containsKey(Key.LEASE)) {
-        throw new BadConfigurationException("lease is a key of leader mode, but mode is methods;"
-            + " name each method's lease in methods=class#method=lease instead");
+        throw new BadConfigurationException(
+            "lease is a key of leader mode, but mode is methods;"
+                + " name each method's lease in methods=class#method=lease instead");
       }
       this.leaseName = null;
     }
@@ -195,9 +234,13 @@ final class AgentConfig {
       }
       int eq = pair.indexOf('=');
       if (eq <= 0) {
-        throw new BadConfigurationException("agent argument '" + Secrets.redactArgument(pair)
-            + "' is not key=value; pass -javaagent:lease-agent.jar=mode=leader,lease=NAME,url=..."
-            + " (keys: " + Key.allNames() + ")");
+        throw new BadConfigurationException(
+            "agent argument '"
+                + Secrets.redactArgument(pair)
+                + "' is not key=value; pass -javaagent:lease-agent.jar=mode=leader,lease=NAME,url=..."
+                + " (keys: "
+                + Key.allNames()
+                + ")");
       }
       put(v, pair.substring(0, eq).trim(), pair.substring(eq + 1).trim(), "agent arguments");
     }
@@ -209,17 +252,24 @@ final class AgentConfig {
     try (InputStream in = Files.newInputStream(Path.of(file))) {
       p.load(in);
     } catch (NoSuchFileException e) {
-      throw new BadConfigurationException("config file " + file + " does not exist; fix config=PATH"
-          + " (relative paths are resolved against the working directory "
-          + Path.of("").toAbsolutePath() + ")");
+      throw new BadConfigurationException(
+          "config file "
+              + file
+              + " does not exist; fix config=PATH"
+              + " (relative paths are resolved against the working directory "
+              + Path.of("").toAbsolutePath()
+              + ")");
     } catch (IOException | RuntimeException e) {
       throw new BadConfigurationException("config file " + file + " cannot be read: " + e);
     }
     Map<Key, String> v = new LinkedHashMap<>();
     for (String name : p.stringPropertyNames()) {
       if (name.equals(Key.CONFIG.name)) {
-        throw new BadConfigurationException("config file " + file + " sets config; a config file"
-            + " cannot include another, remove that line");
+        throw new BadConfigurationException(
+            "config file "
+                + file
+                + " sets config; a config file"
+                + " cannot include another, remove that line");
       }
       put(v, name.trim(), p.getProperty(name).trim(), "config file " + file);
     }
@@ -227,8 +277,17 @@ final class AgentConfig {
   }
 
   private static void put(Map<Key, String> v, String name, String value, String where) {
-    Key key = Key.named(name).orElseThrow(() -> new BadConfigurationException("unknown key '"
-        + name + "' in the " + where + "; known keys: " + Key.allNames()));
+    Key key =
+        Key.named(name)
+            .orElseThrow(
+                () ->
+                    new BadConfigurationException(
+                        "unknown key '"
+                            + name
+                            + "' in the "
+                            + where
+                            + "; known keys: "
+                            + Key.allNames()));
     if (v.put(key, value) != null) {
       throw new BadConfigurationException("key '" + name + "' is given twice in the " + where);
     }
@@ -236,14 +295,15 @@ final class AgentConfig {
 
   private static Mode parseMode(String value) {
     if (value == null || value.isBlank()) {
-      throw new BadConfigurationException("mode is missing; set mode=leader (one lease for the whole"
-          + " process) or mode=methods (leases for configured methods)");
+      throw new BadConfigurationException(
+          "mode is missing; set mode=leader (one lease for the whole"
+              + " process) or mode=methods (leases for configured methods)");
     }
     try {
       return Mode.valueOf(value.trim().toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new BadConfigurationException("unknown mode '" + value + "'; mode must be leader or"
-          + " methods");
+      throw new BadConfigurationException(
+          "unknown mode '" + value + "'; mode must be leader or" + " methods");
     }
   }
 
@@ -270,15 +330,20 @@ final class AgentConfig {
     try {
       return Enum.valueOf(type, value.trim().toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {
-      throw new BadConfigurationException(key.name + " '" + value + "' must be one of "
-          + Arrays.stream(type.getEnumConstants()).map(c -> c.name().toLowerCase(Locale.ROOT))
-              .collect(Collectors.joining(", ")));
+      throw new BadConfigurationException(
+          key.name
+              + " '"
+              + value
+              + "' must be one of "
+              + Arrays.stream(type.getEnumConstants())
+                  .map(c -> c.name().toLowerCase(Locale.ROOT))
+                  .collect(Collectors.joining(", ")));
     }
   }
 
   /**
-   * Timings: any key not given derives from lease-duration in the proportions of the defaults
-   * (15 s lease: renew 2 s, attempt 5 s, local deadline 10 s, grace 5 s), so {@code lease-duration=2s}
+   * Timings: any key not given derives from lease-duration in the proportions of the defaults (15 s
+   * lease: renew 2 s, attempt 5 s, local deadline 10 s, grace 5 s), so {@code lease-duration=2s}
    * alone is a consistent set. LeaseTimings then checks the relations and names the broken one.
    */
   private static LeaseTimings parseTimings(Map<Key, String> v) {
@@ -293,8 +358,10 @@ final class AgentConfig {
           .gracePeriod(duration(v, Key.GRACE_PERIOD).orElse(Duration.ofMillis(ms / 3)))
           .build();
     } catch (IllegalArgumentException e) {
-      throw new BadConfigurationException("timings are inconsistent: " + e.getMessage()
-          + " (keys lease-duration, renew-interval, attempt-timeout, local-deadline, grace-period)");
+      throw new BadConfigurationException(
+          "timings are inconsistent: "
+              + e.getMessage()
+              + " (keys lease-duration, renew-interval, attempt-timeout, local-deadline, grace-period)");
     }
   }
 
@@ -305,8 +372,12 @@ final class AgentConfig {
     }
     Matcher m = DURATION.matcher(value.trim());
     if (!m.matches()) {
-      throw new BadConfigurationException(key.name + " '" + value + "' is not a duration; write"
-          + " for example 2s, 500ms or 1m (a bare number is milliseconds)");
+      throw new BadConfigurationException(
+          key.name
+              + " '"
+              + value
+              + "' is not a duration; write"
+              + " for example 2s, 500ms or 1m (a bare number is milliseconds)");
     }
     long n = Long.parseLong(m.group(1));
     String unit = m.group(2) == null ? "ms" : m.group(2);
@@ -331,9 +402,12 @@ final class AgentConfig {
       try {
         specs.add(MethodSpec.parseAll(entry + "=pool").get(0));
       } catch (BadConfigurationException e) {
-        throw new BadConfigurationException("bad pool-internals entry '" + entry + "': expected"
-            + " class#method, for example org.apache.commons.dbcp2.PoolableConnectionFactory"
-            + "#makeObject");
+        throw new BadConfigurationException(
+            "bad pool-internals entry '"
+                + entry
+                + "': expected"
+                + " class#method, for example org.apache.commons.dbcp2.PoolableConnectionFactory"
+                + "#makeObject");
       }
     }
     return List.copyOf(specs);
@@ -354,19 +428,31 @@ final class AgentConfig {
 
   @Override
   public String toString() {
-    StringBuilder s = new StringBuilder("mode=").append(mode.name().toLowerCase(Locale.ROOT))
-        .append(", url=").append(Secrets.redactUrl(url))
-        .append(", user=").append(user == null ? "(none)" : user)
-        .append(", password=").append(password == null ? "(none)" : "****")
-        .append(", table=").append(table)
-        .append(", create-table=").append(createTable)
-        .append(", fencing=").append(fencing.name().toLowerCase(Locale.ROOT))
-        .append(", ").append(timings);
+    StringBuilder s =
+        new StringBuilder("mode=")
+            .append(mode.name().toLowerCase(Locale.ROOT))
+            .append(", url=")
+            .append(Secrets.redactUrl(url))
+            .append(", user=")
+            .append(user == null ? "(none)" : user)
+            .append(", password=")
+            .append(password == null ? "(none)" : "****")
+            .append(", table=")
+            .append(table)
+            .append(", create-table=")
+            .append(createTable)
+            .append(", fencing=")
+            .append(fencing.name().toLowerCase(Locale.ROOT))
+            .append(", ")
+            .append(timings);
     if (mode == Mode.LEADER) {
       s.append(", lease=").append(leaseName);
     } else {
-      s.append(", methods=").append(methods.stream()
-          .map(m -> m.key() + "=" + m.leaseName()).collect(Collectors.joining(";")));
+      s.append(", methods=")
+          .append(
+              methods.stream()
+                  .map(m -> m.key() + "=" + m.leaseName())
+                  .collect(Collectors.joining(";")));
     }
     return s.toString();
   }

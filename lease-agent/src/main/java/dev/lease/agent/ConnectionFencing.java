@@ -6,16 +6,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the instrumented {@code DataSource.getConnection} and {@code Driver.connect} methods call: the
- * advice bodies only call these static methods, so this class must be visible from the application's
- * class loader (it is, while the agent jar is on the system class path; see the README's class-loader
- * limits). Public for the instrumented code only; not an API.
+ * What the instrumented {@code DataSource.getConnection} and {@code Driver.connect} methods call:
+ * the advice bodies only call these static methods, so this class must be visible from the
+ * application's class loader (it is, while the agent jar is on the system class path; see the
+ * README's class-loader limits). Public for the instrumented code only; not an API.
  *
  * <p>A per-thread depth counter makes only the outermost call of a nested chain wrap (a delegating
  * DataSource, then HikariCP, then HikariCP's DriverDataSource, then {@code Driver.connect}: one
  * wrap, at the top, as OTel's {@code CallDepth.forClass(DataSource.class)}). A second counter marks
- * a connection pool's own connection factory ({@code pool-internals}): connections made there are the
- * pool's physical connections and are never fenced, so the pool's validation, init and reset
+ * a connection pool's own connection factory ({@code pool-internals}): connections made there are
+ * the pool's physical connections and are never fenced, so the pool's validation, init and reset
  * statements never are either; the application's connection is fenced when it leaves the pool.
  */
 public final class ConnectionFencing {
@@ -28,8 +28,8 @@ public final class ConnectionFencing {
   private static volatile UnaryOperator<Connection> fencer;
 
   /**
-   * Deliberately broken: every nested call wraps, as if there were no depth counter. Only for the negative
-   * control of the wrap-once test (WrapOnceIT), which must see the difference.
+   * Deliberately broken: every nested call wraps, as if there were no depth counter. Only for the
+   * negative control of the wrap-once test (WrapOnceIT), which must see the difference.
    */
   private static final boolean WRAP_EVERY_CALL =
       Boolean.getBoolean("lease.agent.testing.wrapEveryCall");
@@ -49,8 +49,8 @@ public final class ConnectionFencing {
   }
 
   /**
-   * Exit advice of getConnection/connect, also when it threw ({@code c} is then null): the outermost
-   * call's connection comes back fenced.
+   * Exit advice of getConnection/connect, also when it threw ({@code c} is then null): the
+   * outermost call's connection comes back fenced.
    */
   public static Connection exit(boolean outermost, Connection c) {
     DEPTH.get()[0]--;
@@ -64,15 +64,21 @@ public final class ConnectionFencing {
     try {
       Connection fenced = f.apply(c);
       if (log.isDebugEnabled()) {
-        log.debug("handing out {} for {}", fenced == c ? "an already fenced connection"
-            : "a fenced connection", c.getClass().getName());
+        log.debug(
+            "handing out {} for {}",
+            fenced == c ? "an already fenced connection" : "a fenced connection",
+            c.getClass().getName());
       }
       return fenced;
     } catch (Throwable t) {
-      // Fail closed here, not in the advice (checklist 36): an unfenced connection handed to a fenced
+      // Fail closed here, not in the advice (checklist 36): an unfenced connection handed to a
+      // fenced
       // application is the one outcome this agent exists to prevent.
-      log.error("could not fence a connection of {}; handing out a connection that refuses every"
-          + " statement", c.getClass().getName(), t);
+      log.error(
+          "could not fence a connection of {}; handing out a connection that refuses every"
+              + " statement",
+          c.getClass().getName(),
+          t);
       try {
         c.close();
       } catch (Throwable ignored) {

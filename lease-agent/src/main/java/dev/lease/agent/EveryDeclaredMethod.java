@@ -19,11 +19,11 @@ import net.bytebuddy.utility.OpenedClassReader;
 /**
  * Applies advice to every method of the class file that matches, bridge methods included.
  *
- * <p>ByteBuddy's own {@code Advice.on(..)} only sees the methods of its method graph, which merges a
- * bridge into the method it bridges to. A driver whose {@code connect} returns its own Connection
- * type (MariaDB's {@code org.mariadb.jdbc.Driver}; sqlite's
- * {@code SQLiteDataSource.getConnection(user, password)}) is called by DriverManager and pools through
- * the synthetic bridge with the {@code java.sql.Connection} signature, and only there may a fenced
+ * <p>ByteBuddy's own {@code Advice.on(..)} only sees the methods of its method graph, which merges
+ * a bridge into the method it bridges to. A driver whose {@code connect} returns its own Connection
+ * type (MariaDB's {@code org.mariadb.jdbc.Driver}; sqlite's {@code
+ * SQLiteDataSource.getConnection(user, password)}) is called by DriverManager and pools through the
+ * synthetic bridge with the {@code java.sql.Connection} signature, and only there may a fenced
  * connection be returned. This wrapper sees the class file's methods as they are.
  */
 final class EveryDeclaredMethod extends AsmVisitorWrapper.AbstractBase {
@@ -37,9 +37,14 @@ final class EveryDeclaredMethod extends AsmVisitorWrapper.AbstractBase {
   }
 
   @Override
-  public ClassVisitor wrap(TypeDescription type, ClassVisitor visitor,
-      Implementation.Context context, TypePool pool,
-      FieldList<FieldDescription.InDefinedShape> fields, MethodList<?> methods, int writerFlags,
+  public ClassVisitor wrap(
+      TypeDescription type,
+      ClassVisitor visitor,
+      Implementation.Context context,
+      TypePool pool,
+      FieldList<FieldDescription.InDefinedShape> fields,
+      MethodList<?> methods,
+      int writerFlags,
       int readerFlags) {
     Map<String, MethodDescription> matched = new HashMap<>();
     for (MethodDescription m : type.getDeclaredMethods()) {
@@ -52,11 +57,12 @@ final class EveryDeclaredMethod extends AsmVisitorWrapper.AbstractBase {
     }
     return new ClassVisitor(OpenedClassReader.ASM_API, visitor) {
       @Override
-      public MethodVisitor visitMethod(int access, String name, String descriptor,
-          String signature, String[] exceptions) {
+      public MethodVisitor visitMethod(
+          int access, String name, String descriptor, String signature, String[] exceptions) {
         MethodVisitor mv = super.visitMethod(access, name, descriptor, signature, exceptions);
         MethodDescription m = matched.get(name + descriptor);
-        return m == null || mv == null ? mv
+        return m == null || mv == null
+            ? mv
             : advice.wrap(type, m, mv, context, pool, writerFlags, readerFlags);
       }
     };

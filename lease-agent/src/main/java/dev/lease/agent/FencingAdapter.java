@@ -7,18 +7,23 @@ import java.sql.Connection;
 import java.util.function.UnaryOperator;
 
 /**
- * The one place the agent meets lease-jdbc: how a connection becomes fenced, from the configuration.
- * {@link FencedConnections#wrap} returns a connection that already is fenced (the application uses
- * lease-jdbc itself, at any depth of pool proxies) unchanged, so the agent never fences twice.
+ * The one place the agent meets lease-jdbc: how a connection becomes fenced, from the
+ * configuration. {@link FencedConnections#wrap} returns a connection that already is fenced (the
+ * application uses lease-jdbc itself, at any depth of pool proxies) unchanged, so the agent never
+ * fences twice.
  */
 final class FencingAdapter {
 
   private FencingAdapter() {}
 
   static UnaryOperator<Connection> from(AgentConfig config) {
-    FencingOptions options = FencingOptions.builder()
-        .mode(config.fencing == AgentConfig.Fencing.STRICT ? FencingMode.STRICT : FencingMode.VERIFY)
-        .build();
+    FencingOptions options =
+        FencingOptions.builder()
+            .mode(
+                config.fencing == AgentConfig.Fencing.STRICT
+                    ? FencingMode.STRICT
+                    : FencingMode.VERIFY)
+            .build();
     return c -> FencedConnections.wrap(c, options);
   }
 }

@@ -37,8 +37,8 @@ final class LeaderElection {
   }
 
   /**
-   * Makes the first claim attempt on the calling thread (so that a database problem shows at start),
-   * then keeps electing on a daemon thread.
+   * Makes the first claim attempt on the calling thread (so that a database problem shows at
+   * start), then keeps electing on a daemon thread.
    *
    * @throws LeaseException if the first attempt could not reach the lease database
    */
@@ -49,8 +49,10 @@ final class LeaderElection {
       // bound before the application's main starts, so its first transaction already runs fenced
       LeaseContext.bindProcessWide(first.get().hold());
     } else {
-      log.info("lease {} is held by another process; this process waits as a replica (its"
-          + " transactions are refused until it leads)", name);
+      log.info(
+          "lease {} is held by another process; this process waits as a replica (its"
+              + " transactions are refused until it leads)",
+          name);
     }
     Thread t = new Thread(() -> loop(first.orElse(null)), "lease-agent-leader");
     t.setDaemon(true);
@@ -83,8 +85,8 @@ final class LeaderElection {
           continue; // claim again at once: the successor may have released it already
         }
       } catch (LeaseException e) {
-        log.warn("could not claim lease {}; retrying in {} ms: {}", name, pollMillis,
-            e.getMessage());
+        log.warn(
+            "could not claim lease {}; retrying in {} ms: {}", name, pollMillis, e.getMessage());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;
@@ -105,8 +107,11 @@ final class LeaderElection {
     lease.onLoss(l -> ended.countDown());
     lease.hold();
     LeaseContext.bindProcessWide(lease);
-    log.info("this process leads: lease {} term {} instance {}; its transactions are fenced by it",
-        lease.name(), lease.term(), lease.instance());
+    log.info(
+        "this process leads: lease {} term {} instance {}; its transactions are fenced by it",
+        lease.name(),
+        lease.term(),
+        lease.instance());
     while (!ended.await(pollMillis, TimeUnit.MILLISECONDS)) {
       if (!lease.isHeld()) { // released at shutdown, or the local deadline passed
         break;
@@ -114,8 +119,11 @@ final class LeaderElection {
     }
     // the lost lease stays process-wide: it is not held, so transactions are refused until the next
     // claim replaces it
-    log.warn("this process no longer leads: lease {} term {} ({}); transactions are refused until"
-        + " it claims the lease again", lease.name(), lease.term(),
+    log.warn(
+        "this process no longer leads: lease {} term {} ({}); transactions are refused until"
+            + " it claims the lease again",
+        lease.name(),
+        lease.term(),
         lease.lossReason().map(Enum::name).orElse("released"));
   }
 }

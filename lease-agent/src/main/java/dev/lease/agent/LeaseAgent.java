@@ -7,20 +7,22 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The {@code -javaagent} entry point: {@code java -javaagent:lease-agent.jar=mode=leader,lease=NAME,
- * url=jdbc:...} (all keys in {@link AgentConfig.Key} and the README).
+ * The {@code -javaagent} entry point: {@code java
+ * -javaagent:lease-agent.jar=mode=leader,lease=NAME, url=jdbc:...} (all keys in {@link
+ * AgentConfig.Key} and the README).
  *
- * <p>Start-up, in order: parse and validate the configuration; weave the instrumentation; connect to
- * the lease database and check the lease table; start the mode (leader: the first claim is attempted
- * before the application's main runs). Any failure stops the JVM before the application starts, with
- * a message on stderr that says what is wrong: status {@value #EXIT_CONFIGURATION} for bad
- * configuration, {@value #EXIT_UNAVAILABLE} for a lease database that cannot be used. A half-fenced
- * application is the worst state to run in.
+ * <p>Start-up, in order: parse and validate the configuration; weave the instrumentation; connect
+ * to the lease database and check the lease table; start the mode (leader: the first claim is
+ * attempted before the application's main runs). Any failure stops the JVM before the application
+ * starts, with a message on stderr that says what is wrong: status {@value #EXIT_CONFIGURATION} for
+ * bad configuration, {@value #EXIT_UNAVAILABLE} for a lease database that cannot be used. A
+ * half-fenced application is the worst state to run in.
  */
 public final class LeaseAgent {
 
   /** Exit status for bad configuration (sysexits EX_CONFIG). */
   static final int EXIT_CONFIGURATION = 78;
+
   /** Exit status for a lease database that is unreachable or unusable (sysexits EX_UNAVAILABLE). */
   static final int EXIT_UNAVAILABLE = 69;
 
@@ -42,9 +44,10 @@ public final class LeaseAgent {
       ConnectionFencing.install(FencingAdapter.from(config));
       Instrumenter.install(inst, config);
       long t1 = System.nanoTime();
-      LeaseManager.Builder leases = LeaseManager.builder(new LeaseDatabase(config))
-          .table(config.table)
-          .timings(config.timings);
+      LeaseManager.Builder leases =
+          LeaseManager.builder(new LeaseDatabase(config))
+              .table(config.table)
+              .timings(config.timings);
       if (config.instance != null) {
         leases.instance(config.instance);
       }
@@ -56,27 +59,40 @@ public final class LeaseAgent {
       if (config.mode == AgentConfig.Mode.LEADER) {
         LeaderElection election = new LeaderElection(manager, config.leaseName);
         // released at shutdown so that a replica takes over at once, and never claimed again
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-          election.stop();
-          manager.close();
-        }, "lease-agent-shutdown"));
+        Runtime.getRuntime()
+            .addShutdownHook(
+                new Thread(
+                    () -> {
+                      election.stop();
+                      manager.close();
+                    },
+                    "lease-agent-shutdown"));
         election.start();
       } else {
         Runtime.getRuntime().addShutdownHook(new Thread(manager::close, "lease-agent-shutdown"));
         MethodLeases.install(manager);
       }
-      log.info("started on {} (lease table {}, instance {}): instrumentation {} ms, lease database"
-              + " {} ms, mode {} ms", manager.databaseProduct(), manager.table(), manager.instance(),
-          (t1 - t0) / 1_000_000, (t2 - t1) / 1_000_000, (System.nanoTime() - t2) / 1_000_000);
+      log.info(
+          "started on {} (lease table {}, instance {}): instrumentation {} ms, lease database"
+              + " {} ms, mode {} ms",
+          manager.databaseProduct(),
+          manager.table(),
+          manager.instance(),
+          (t1 - t0) / 1_000_000,
+          (t2 - t1) / 1_000_000,
+          (System.nanoTime() - t2) / 1_000_000);
     } catch (IllegalArgumentException e) {
-      stop(EXIT_CONFIGURATION, "configuration error: " + Secrets.redact(e.getMessage(),
-          config.password));
+      stop(
+          EXIT_CONFIGURATION,
+          "configuration error: " + Secrets.redact(e.getMessage(), config.password));
     } catch (LeaseException e) {
-      stop(EXIT_UNAVAILABLE, "the lease database cannot be used: "
-          + Secrets.redact(e.getMessage(), config.password));
+      stop(
+          EXIT_UNAVAILABLE,
+          "the lease database cannot be used: " + Secrets.redact(e.getMessage(), config.password));
     } catch (RuntimeException | LinkageError e) {
-      stop(EXIT_UNAVAILABLE, "could not start: " + Secrets.redact(String.valueOf(e),
-          config.password));
+      stop(
+          EXIT_UNAVAILABLE,
+          "could not start: " + Secrets.redact(String.valueOf(e), config.password));
     }
   }
 
@@ -86,8 +102,11 @@ public final class LeaseAgent {
    */
   static void stop(int status, String message) {
     System.err.println("lease-agent: " + message);
-    System.err.println("lease-agent: stopping the JVM (status " + status + "): an application"
-        + " that should be fenced must not run unfenced");
+    System.err.println(
+        "lease-agent: stopping the JVM (status "
+            + status
+            + "): an application"
+            + " that should be fenced must not run unfenced");
     System.err.flush();
     Runtime.getRuntime().halt(status);
   }

@@ -10,9 +10,9 @@ import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
- * The agent's own connections to the lease database (claims, renewals, releases): plain
- * {@link DriverManager} connections with the application's JDBC driver, never fenced themselves.
- * Errors never carry the password.
+ * The agent's own connections to the lease database (claims, renewals, releases): plain {@link
+ * DriverManager} connections with the application's JDBC driver, never fenced themselves. Errors
+ * never carry the password.
  */
 final class LeaseDatabase implements DataSource {
 
@@ -36,8 +36,14 @@ final class LeaseDatabase implements DataSource {
     try {
       return ConnectionFencing.unfenced(() -> DriverManager.getConnection(url, properties));
     } catch (SQLException e) {
-      SQLException redacted = new SQLException(Secrets.redact(e.getMessage(), password)
-          + " (lease database " + Secrets.redactUrl(url) + ")", e.getSQLState(), e.getErrorCode());
+      SQLException redacted =
+          new SQLException(
+              Secrets.redact(e.getMessage(), password)
+                  + " (lease database "
+                  + Secrets.redactUrl(url)
+                  + ")",
+              e.getSQLState(),
+              e.getErrorCode());
       redacted.setStackTrace(e.getStackTrace());
       throw redacted;
     }
@@ -45,7 +51,8 @@ final class LeaseDatabase implements DataSource {
 
   @Override
   public Connection getConnection(String username, String pw) throws SQLException {
-    throw new SQLFeatureNotSupportedException("the lease database uses the agent's configured user");
+    throw new SQLFeatureNotSupportedException(
+        "the lease database uses the agent's configured user");
   }
 
   @Override

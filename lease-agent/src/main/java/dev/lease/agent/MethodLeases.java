@@ -17,14 +17,16 @@ import org.slf4j.LoggerFactory;
  * release it. Public for the instrumented code only; not an API.
  *
  * <p>When the lease is lost while the method runs, its thread is interrupted and its fenced
- * transactions are refused; if the method has not returned after the grace period, the process halts
- * (status 70), as lease-core's default failure policy does for work under a lost lease.
+ * transactions are refused; if the method has not returned after the grace period, the process
+ * halts (status 70), as lease-core's default failure policy does for work under a lost lease.
  */
 public final class MethodLeases {
 
   private static final Logger log = LoggerFactory.getLogger(MethodLeases.class);
 
-  /** Returned for a nested call of a method whose lease this thread already holds: run, no claim. */
+  /**
+   * Returned for a nested call of a method whose lease this thread already holds: run, no claim.
+   */
   private static final Object NESTED = new Object();
 
   private static volatile LeaseManager manager;
@@ -33,11 +35,13 @@ public final class MethodLeases {
   private MethodLeases() {}
 
   static void install(LeaseManager leaseManager) {
-    timers = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "lease-agent-grace");
-      t.setDaemon(true);
-      return t;
-    });
+    timers =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "lease-agent-grace");
+              t.setDaemon(true);
+              return t;
+            });
     manager = leaseManager;
   }
 
@@ -49,8 +53,8 @@ public final class MethodLeases {
   public static Object enter(String leaseName, String method) {
     LeaseManager m = manager;
     if (m == null) {
-      log.error("{} runs under lease {}, but the agent is not started; skipping it", method,
-          leaseName);
+      log.error(
+          "{} runs under lease {}, but the agent is not started; skipping it", method, leaseName);
       return null;
     }
     Lease bound = LeaseContext.currentOrNull();
@@ -99,17 +103,28 @@ public final class MethodLeases {
     }
 
     private void lost(Lease l) {
-      log.warn("lease {} term {} lost while {} runs; interrupting {}", l.name(), l.term(), method,
+      log.warn(
+          "lease {} term {} lost while {} runs; interrupting {}",
+          l.name(),
+          l.term(),
+          method,
           thread.getName());
       thread.interrupt();
-      timers.schedule(() -> {
-        if (!ended) {
-          log.error("{} did not stop within the grace period of {} ms after lease {} term {} was"
-                  + " lost; halting the process", method,
-              l.manager().timings().gracePeriod().toMillis(), l.name(), l.term());
-          Runtime.getRuntime().halt(70);
-        }
-      }, l.manager().timings().gracePeriod().toMillis(), TimeUnit.MILLISECONDS);
+      timers.schedule(
+          () -> {
+            if (!ended) {
+              log.error(
+                  "{} did not stop within the grace period of {} ms after lease {} term {} was"
+                      + " lost; halting the process",
+                  method,
+                  l.manager().timings().gracePeriod().toMillis(),
+                  l.name(),
+                  l.term());
+              Runtime.getRuntime().halt(70);
+            }
+          },
+          l.manager().timings().gracePeriod().toMillis(),
+          TimeUnit.MILLISECONDS);
     }
 
     void end() {
@@ -119,8 +134,11 @@ public final class MethodLeases {
       try {
         lease.release();
       } catch (LeaseException e) {
-        log.warn("could not release lease {} after {}; it expires by itself: {}", lease.name(),
-            method, e.getMessage());
+        log.warn(
+            "could not release lease {} after {}; it expires by itself: {}",
+            lease.name(),
+            method,
+            e.getMessage());
       }
     }
   }

@@ -7,17 +7,20 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
- * One entry of the {@code methods} key: {@code com.acme.Jobs#nightly=billing} runs every method named
- * {@code nightly} declared by {@code com.acme.Jobs} (all overloads) under the lease {@code billing}.
+ * One entry of the {@code methods} key: {@code com.acme.Jobs#nightly=billing} runs every method
+ * named {@code nightly} declared by {@code com.acme.Jobs} (all overloads) under the lease {@code
+ * billing}.
  */
 record MethodSpec(String className, String methodName, String leaseName) {
 
-  private static final Pattern IDENTIFIER = Pattern.compile("[\\p{javaJavaIdentifierStart}]"
-      + "[\\p{javaJavaIdentifierPart}]*");
-  private static final Pattern BINARY_NAME = Pattern.compile(IDENTIFIER + "(\\." + IDENTIFIER
-      + ")*(\\$" + "[\\p{javaJavaIdentifierPart}]+)*");
-  private static final String SHAPE = "expected entries like com.acme.Jobs#nightly=billing"
-      + " (fully qualified class, '#', method name, '=', lease name), separated by ';'";
+  private static final Pattern IDENTIFIER =
+      Pattern.compile("[\\p{javaJavaIdentifierStart}]" + "[\\p{javaJavaIdentifierPart}]*");
+  private static final Pattern BINARY_NAME =
+      Pattern.compile(
+          IDENTIFIER + "(\\." + IDENTIFIER + ")*(\\$" + "[\\p{javaJavaIdentifierPart}]+)*");
+  private static final String SHAPE =
+      "expected entries like com.acme.Jobs#nightly=billing"
+          + " (fully qualified class, '#', method name, '=', lease name), separated by ';'";
 
   /** The key that the advice looks the method up by: {@code class#method}. */
   String key() {
@@ -40,14 +43,20 @@ record MethodSpec(String className, String methodName, String leaseName) {
       MethodSpec spec = parse(entry);
       MethodSpec earlier = byKey.putIfAbsent(spec.key(), spec);
       if (earlier != null) {
-        throw new BadConfigurationException("bad method spec '" + entry + "': " + spec.key()
-            + " is already configured (under lease '" + earlier.leaseName + "'); list each method once");
+        throw new BadConfigurationException(
+            "bad method spec '"
+                + entry
+                + "': "
+                + spec.key()
+                + " is already configured (under lease '"
+                + earlier.leaseName
+                + "'); list each method once");
       }
       specs.add(spec);
     }
     if (specs.isEmpty()) {
-      throw new BadConfigurationException("bad method spec '" + value + "': no method given; "
-          + SHAPE);
+      throw new BadConfigurationException(
+          "bad method spec '" + value + "': no method given; " + SHAPE);
     }
     return List.copyOf(specs);
   }
@@ -62,13 +71,22 @@ record MethodSpec(String className, String methodName, String leaseName) {
     String methodName = entry.substring(hash + 1, eq).trim();
     String leaseName = entry.substring(eq + 1).trim();
     if (!BINARY_NAME.matcher(className).matches()) {
-      throw new BadConfigurationException("bad method spec '" + entry + "': '" + className
-          + "' is not a fully qualified class name; " + SHAPE);
+      throw new BadConfigurationException(
+          "bad method spec '"
+              + entry
+              + "': '"
+              + className
+              + "' is not a fully qualified class name; "
+              + SHAPE);
     }
     if (!IDENTIFIER.matcher(methodName).matches()) {
-      throw new BadConfigurationException("bad method spec '" + entry + "': '" + methodName
-          + "' is not a method name (constructors and static initialisers cannot be fenced); "
-          + SHAPE);
+      throw new BadConfigurationException(
+          "bad method spec '"
+              + entry
+              + "': '"
+              + methodName
+              + "' is not a method name (constructors and static initialisers cannot be fenced); "
+              + SHAPE);
     }
     AgentConfig.checkLeaseName("bad method spec '" + entry + "'", leaseName);
     return new MethodSpec(className, methodName, leaseName);

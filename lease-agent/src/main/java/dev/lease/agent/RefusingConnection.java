@@ -13,25 +13,28 @@ final class RefusingConnection {
   private RefusingConnection() {}
 
   static Connection create(String reason) {
-    return (Connection) Proxy.newProxyInstance(RefusingConnection.class.getClassLoader(),
-        new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-          switch (method.getName()) {
-            case "close":
-              return null;
-            case "isClosed":
-              return false;
-            case "isValid":
-              return false;
-            case "toString":
-              return "RefusingConnection[" + reason + "]";
-            case "hashCode":
-              return System.identityHashCode(proxy);
-            case "equals":
-              return proxy == args[0];
-            default:
-              // 55000: object not in prerequisite state; not 08xxx, which pools treat as fatal
-              throw new SQLException(reason, "55000");
-          }
-        });
+    return (Connection)
+        Proxy.newProxyInstance(
+            RefusingConnection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              switch (method.getName()) {
+                case "close":
+                  return null;
+                case "isClosed":
+                  return false;
+                case "isValid":
+                  return false;
+                case "toString":
+                  return "RefusingConnection[" + reason + "]";
+                case "hashCode":
+                  return System.identityHashCode(proxy);
+                case "equals":
+                  return proxy == args[0];
+                default:
+                  // 55000: object not in prerequisite state; not 08xxx, which pools treat as fatal
+                  throw new SQLException(reason, "55000");
+              }
+            });
   }
 }

@@ -8,6 +8,7 @@ final class Secrets {
   /** {@code password=...} in a URL query or property list, up to the next separator. */
   private static final Pattern URL_PASSWORD =
       Pattern.compile("(?i)(password|pwd|passwd)=[^&;,)\\s]*");
+
   /** {@code scheme://user:secret@host} */
   private static final Pattern USER_INFO = Pattern.compile("(//[^/:@\\s]*):[^/@\\s]*@");
 

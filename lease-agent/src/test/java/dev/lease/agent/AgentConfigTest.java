@@ -49,16 +49,22 @@ class AgentConfigTest {
 
   @Test
   void inconsistentTimingsNameTheBrokenRelation() {
-    String m = error("mode=leader,lease=l,url=jdbc:sqlite:x.db,lease-duration=2s,local-deadline=5s");
+    String m =
+        error("mode=leader,lease=l,url=jdbc:sqlite:x.db,lease-duration=2s,local-deadline=5s");
     assertTrue(m.contains("localDeadline") && m.contains("lease-duration"), m);
   }
 
   @Test
   void methodsModeParsesEverySpec() {
-    AgentConfig c = parse("mode=methods,url=jdbc:sqlite:x.db,"
-        + "methods=com.acme.Jobs#nightly=billing; com.acme.Jobs$Inner#hourly=reports");
-    assertEquals(List.of(new MethodSpec("com.acme.Jobs", "nightly", "billing"),
-        new MethodSpec("com.acme.Jobs$Inner", "hourly", "reports")), c.methods);
+    AgentConfig c =
+        parse(
+            "mode=methods,url=jdbc:sqlite:x.db,"
+                + "methods=com.acme.Jobs#nightly=billing; com.acme.Jobs$Inner#hourly=reports");
+    assertEquals(
+        List.of(
+            new MethodSpec("com.acme.Jobs", "nightly", "billing"),
+            new MethodSpec("com.acme.Jobs$Inner", "hourly", "reports")),
+        c.methods);
   }
 
   @Test
@@ -76,8 +82,11 @@ class AgentConfigTest {
 
   @Test
   void urlAndPasswordComeFromTheEnvironment() {
-    AgentConfig c = AgentConfig.parse("mode=leader,lease=l", Map.of("LEASE_AGENT_URL",
-        "jdbc:postgresql://db/app", "LEASE_AGENT_PASSWORD", "s3cret")::get);
+    AgentConfig c =
+        AgentConfig.parse(
+            "mode=leader,lease=l",
+            Map.of("LEASE_AGENT_URL", "jdbc:postgresql://db/app", "LEASE_AGENT_PASSWORD", "s3cret")
+                ::get);
     assertEquals("jdbc:postgresql://db/app", c.url);
     assertEquals("s3cret", c.password);
     assertFalse(c.toString().contains("s3cret"), c.toString());
@@ -92,9 +101,15 @@ class AgentConfigTest {
 
   @Test
   void badMethodSpecsAreRefused() {
-    for (String spec : List.of("com.acme.Jobs.nightly=billing", "com.acme.Jobs#nightly",
-        "com.acme.Jobs#=billing", "#nightly=billing", "com.acme.Jobs#nightly=",
-        "com acme.Jobs#nightly=b", "com.acme.Jobs#<init>=b")) {
+    for (String spec :
+        List.of(
+            "com.acme.Jobs.nightly=billing",
+            "com.acme.Jobs#nightly",
+            "com.acme.Jobs#=billing",
+            "#nightly=billing",
+            "com.acme.Jobs#nightly=",
+            "com acme.Jobs#nightly=b",
+            "com.acme.Jobs#<init>=b")) {
       String m = error("mode=methods,url=jdbc:x:y,methods=" + spec);
       assertTrue(m.startsWith("bad method spec"), spec + " -> " + m);
     }
@@ -103,7 +118,8 @@ class AgentConfigTest {
   @Test
   void modeSpecificKeysAreNotMixed() {
     assertTrue(error("mode=leader,url=jdbc:x:y").contains("missing lease"));
-    assertTrue(error("mode=methods,url=jdbc:x:y,lease=l,methods=a.B#c=d").contains("lease is a key"));
+    assertTrue(
+        error("mode=methods,url=jdbc:x:y,lease=l,methods=a.B#c=d").contains("lease is a key"));
     assertTrue(error("mode=methods,url=jdbc:x:y").contains("missing methods"));
   }
 
@@ -111,7 +127,8 @@ class AgentConfigTest {
   void passwordsNeverAppearInMessages() {
     String m = error("mode=leader,lease=l,url=postgresql://u:hunter2@db/app?password=hunter2");
     assertFalse(m.contains("hunter2"), m);
-    assertEquals("jdbc:postgresql://u:****@db/app?password=****&x=1",
+    assertEquals(
+        "jdbc:postgresql://u:****@db/app?password=****&x=1",
         Secrets.redactUrl("jdbc:postgresql://u:pw@db/app?password=hunter2&x=1"));
   }
 

@@ -35,12 +35,14 @@ final class AppProcess implements AutoCloseable {
   static final Duration TIMEOUT = Duration.ofSeconds(60);
 
   private static final Pattern APP_JARS =
-      Pattern.compile(".*(HikariCP|postgresql|mariadb-java-client|sqlite-jdbc|slf4j-api|"
-          + "slf4j-simple)-[0-9][^" + Pattern.quote(File.separator) + "]*\\.jar");
+      Pattern.compile(
+          ".*(HikariCP|postgresql|mariadb-java-client|sqlite-jdbc|slf4j-api|"
+              + "slf4j-simple)-[0-9][^"
+              + Pattern.quote(File.separator)
+              + "]*\\.jar");
 
   /** lease-jdbc and lease-core as the reactor hands them to the tests: jars or classes folders. */
-  private static final Pattern LEASE_JARS =
-      Pattern.compile(".*lease-(jdbc|core)([-/\\\\].*)?");
+  private static final Pattern LEASE_JARS = Pattern.compile(".*lease-(jdbc|core)([-/\\\\].*)?");
 
   private final Process process;
   private final String label;
@@ -53,26 +55,36 @@ final class AppProcess implements AutoCloseable {
     this.process = process;
     this.label = label;
     this.stdin = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
-    pumps.add(pump(process.getInputStream(), line -> {
-      synchronized (this) {
-        out.add(line);
-        notifyAll();
-      }
-    }, label + "-out"));
-    pumps.add(pump(process.getErrorStream(), line -> {
-      synchronized (this) {
-        err.append(line).append('\n');
-        notifyAll();
-      }
-    }, label + "-err"));
+    pumps.add(
+        pump(
+            process.getInputStream(),
+            line -> {
+              synchronized (this) {
+                out.add(line);
+                notifyAll();
+              }
+            },
+            label + "-out"));
+    pumps.add(
+        pump(
+            process.getErrorStream(),
+            line -> {
+              synchronized (this) {
+                err.append(line).append('\n');
+                notifyAll();
+              }
+            },
+            label + "-err"));
   }
 
   /** The agent jar built by this module (failsafe passes it; run the tests with mvn verify). */
   static String agentJar() {
     String jar = System.getProperty("lease.agent.jar", "target/lease-agent.jar");
     if (!Files.isRegularFile(Path.of(jar))) {
-      throw new IllegalStateException(jar + " does not exist; run the agent tests with `mvn verify`"
-          + " (failsafe runs them after the shaded jar is packaged)");
+      throw new IllegalStateException(
+          jar
+              + " does not exist; run the agent tests with `mvn verify`"
+              + " (failsafe runs them after the shaded jar is packaged)");
     }
     return Path.of(jar).toAbsolutePath().toString();
   }
@@ -86,8 +98,8 @@ final class AppProcess implements AutoCloseable {
     return start(label, java, agentArgs, Map.of(), appArgs);
   }
 
-  static AppProcess start(String label, String java, String agentArgs, Map<String, String> env,
-      String... appArgs) {
+  static AppProcess start(
+      String label, String java, String agentArgs, Map<String, String> env, String... appArgs) {
     return start(label, java, agentArgs, env, List.of(), false, LegacyApp.class.getName(), appArgs);
   }
 
@@ -98,8 +110,15 @@ final class AppProcess implements AutoCloseable {
    * @param withLeaseJdbc also put lease-jdbc and lease-core on the class path (an application that
    *     uses lease-jdbc itself)
    */
-  static AppProcess start(String label, String java, String agentArgs, Map<String, String> env,
-      List<String> jvmOptions, boolean withLeaseJdbc, String mainClass, String... appArgs) {
+  static AppProcess start(
+      String label,
+      String java,
+      String agentArgs,
+      Map<String, String> env,
+      List<String> jvmOptions,
+      boolean withLeaseJdbc,
+      String mainClass,
+      String... appArgs) {
     List<String> cmd = new ArrayList<>();
     cmd.add(java);
     if (agentArgs != null) {
@@ -122,34 +141,40 @@ final class AppProcess implements AutoCloseable {
   }
 
   static String classPath(boolean withLeaseJdbc) {
-    String testPath = System.getProperty("surefire.test.class.path",
-        System.getProperty("java.class.path"));
+    String testPath =
+        System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     List<String> cp = new ArrayList<>();
     try {
-      cp.add(Path.of(LegacyApp.class.getProtectionDomain().getCodeSource().getLocation().toURI())
-          .toString());
+      cp.add(
+          Path.of(LegacyApp.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+              .toString());
     } catch (URISyntaxException e) {
       throw new IllegalStateException(e);
     }
     for (String entry : testPath.split(File.pathSeparator)) {
-      if (APP_JARS.matcher(entry).matches() || (withLeaseJdbc && LEASE_JARS.matcher(entry).matches())) {
+      if (APP_JARS.matcher(entry).matches()
+          || (withLeaseJdbc && LEASE_JARS.matcher(entry).matches())) {
         cp.add(entry);
       }
     }
     return String.join(File.pathSeparator, cp);
   }
 
-  private static Thread pump(InputStream in, java.util.function.Consumer<String> sink, String name) {
-    Thread t = new Thread(() -> {
-      try (BufferedReader r = new BufferedReader(new InputStreamReader(in,
-          StandardCharsets.UTF_8))) {
-        for (String line; (line = r.readLine()) != null; ) {
-          sink.accept(line);
-        }
-      } catch (IOException e) {
-        // the process ended
-      }
-    }, name);
+  private static Thread pump(
+      InputStream in, java.util.function.Consumer<String> sink, String name) {
+    Thread t =
+        new Thread(
+            () -> {
+              try (BufferedReader r =
+                  new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+                for (String line; (line = r.readLine()) != null; ) {
+                  sink.accept(line);
+                }
+              } catch (IOException e) {
+                // the process ended
+              }
+            },
+            name);
     t.setDaemon(true);
     t.start();
     return t;
@@ -179,7 +204,8 @@ final class AppProcess implements AutoCloseable {
 
   private void signal(String sig) {
     try {
-      Process kill = new ProcessBuilder("kill", "-" + sig, Long.toString(pid())).inheritIO().start();
+      Process kill =
+          new ProcessBuilder("kill", "-" + sig, Long.toString(pid())).inheritIO().start();
       if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
         throw new IllegalStateException("kill -" + sig + " " + pid() + " failed");
       }
@@ -199,8 +225,11 @@ final class AppProcess implements AutoCloseable {
     return err.toString();
   }
 
-  /** Waits for a stdout line matching {@code p} at index {@code from} or later; returns its index. */
-  synchronized int awaitLine(int from, Predicate<String> p, String what) throws InterruptedException {
+  /**
+   * Waits for a stdout line matching {@code p} at index {@code from} or later; returns its index.
+   */
+  synchronized int awaitLine(int from, Predicate<String> p, String what)
+      throws InterruptedException {
     long deadline = System.nanoTime() + TIMEOUT.toNanos();
     while (true) {
       for (int i = from; i < out.size(); i++) {
@@ -210,15 +239,21 @@ final class AppProcess implements AutoCloseable {
       }
       long left = deadline - System.nanoTime();
       if (left <= 0) {
-        throw new AssertionError(label + ": no " + what + " within " + TIMEOUT.toSeconds() + " s; "
-            + describe());
+        throw new AssertionError(
+            label + ": no " + what + " within " + TIMEOUT.toSeconds() + " s; " + describe());
       }
       if (!process.isAlive() && from >= out.size()) {
         // give the pumps a moment to deliver the last lines, then fail
         wait(100);
         if (out.stream().skip(from).noneMatch(p)) {
-          throw new AssertionError(label + " ended (status " + process.exitValue() + ") without "
-              + what + "; " + describe());
+          throw new AssertionError(
+              label
+                  + " ended (status "
+                  + process.exitValue()
+                  + ") without "
+                  + what
+                  + "; "
+                  + describe());
         }
       }
       TimeUnit.NANOSECONDS.timedWait(this, Math.min(left, TimeUnit.MILLISECONDS.toNanos(200)));
@@ -232,8 +267,8 @@ final class AppProcess implements AutoCloseable {
     while ((at = err.indexOf(text, from)) < 0) {
       long left = deadline - System.nanoTime();
       if (left <= 0 || !process.isAlive()) {
-        throw new AssertionError(label + ": no " + what + " within " + TIMEOUT.toSeconds() + " s; "
-            + describe());
+        throw new AssertionError(
+            label + ": no " + what + " within " + TIMEOUT.toSeconds() + " s; " + describe());
       }
       TimeUnit.NANOSECONDS.timedWait(this, Math.min(left, TimeUnit.MILLISECONDS.toNanos(200)));
     }
@@ -251,8 +286,8 @@ final class AppProcess implements AutoCloseable {
   /** Waits for the process to end; returns its exit status. */
   int awaitExit() throws InterruptedException {
     if (!process.waitFor(TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
-      throw new AssertionError(label + " did not end within " + TIMEOUT.toSeconds() + " s; "
-          + describe());
+      throw new AssertionError(
+          label + " did not end within " + TIMEOUT.toSeconds() + " s; " + describe());
     }
     for (Thread pump : pumps) {
       pump.join(TimeUnit.SECONDS.toMillis(10)); // the pumps end at the end of the streams
@@ -262,8 +297,8 @@ final class AppProcess implements AutoCloseable {
 
   String describe() {
     List<String> lines = lines();
-    String tail = lines.stream().skip(Math.max(0, lines.size() - 15))
-        .collect(Collectors.joining("\n  "));
+    String tail =
+        lines.stream().skip(Math.max(0, lines.size() - 15)).collect(Collectors.joining("\n  "));
     return "\n stdout (last lines):\n  " + tail + "\n stderr:\n" + stderr();
   }
 

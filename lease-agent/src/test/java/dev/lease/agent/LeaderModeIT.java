@@ -25,15 +25,17 @@ import org.junit.jupiter.params.provider.MethodSource;
 class LeaderModeIT {
 
   private static final String LEASE = "legacy-leader";
+
   /**
-   * Short timings: lease 2 s (renew every 266 ms, local deadline 1333 ms). On SQLite every renewal is
-   * a write to the application's database file, and a write of another connection makes a WAL
+   * Short timings: lease 2 s (renew every 266 ms, local deadline 1333 ms). On SQLite every renewal
+   * is a write to the application's database file, and a write of another connection makes a WAL
    * transaction that read before it fail at its own write (SQLITE_BUSY_SNAPSHOT): renewing every
    * second leaves the legacy application's 300 ms transactions a fair chance to commit.
    */
   private static String timings(TestDatabase db) {
-    return db.isSqlite() ? "lease-duration=3s,renew-interval=1s,local-deadline=2s,"
-        + "attempt-timeout=800ms" : "lease-duration=2s";
+    return db.isSqlite()
+        ? "lease-duration=3s,renew-interval=1s,local-deadline=2s," + "attempt-timeout=800ms"
+        : "lease-duration=2s";
   }
 
   /**
@@ -41,7 +43,8 @@ class LeaderModeIT {
    * application, not the database's part; MethodsModeIT runs all three on both).
    */
   static Stream<Arguments> cases() {
-    return Stream.concat(LegacyDatabase.databases().map(db -> Arguments.of(db, "17")),
+    return Stream.concat(
+        LegacyDatabase.databases().map(db -> Arguments.of(db, "17")),
         Stream.of(Arguments.of(TestDatabase.POSTGRESQL, "25")));
   }
 
@@ -54,7 +57,8 @@ class LeaderModeIT {
 
   static String java(String version) {
     if (version.equals("25")) {
-      Assumptions.assumeTrue(Files.isExecutable(Path.of(AppProcess.JAVA_25)),
+      Assumptions.assumeTrue(
+          Files.isExecutable(Path.of(AppProcess.JAVA_25)),
           "Java 25 is not installed at " + AppProcess.JAVA_25 + "; skipping the Java 25 run");
       return AppProcess.JAVA_25;
     }
@@ -63,8 +67,14 @@ class LeaderModeIT {
 
   private static String leaderArgs(LegacyDatabase d, String instance) {
     // debug: the SQLite run stops A right after a renewal, seen in A's log
-    return d.agentArgs("mode=leader,lease=" + LEASE + "," + timings(d.db) + ",instance="
-        + instance + (d.db.isSqlite() ? ",log-level=debug" : ""));
+    return d.agentArgs(
+        "mode=leader,lease="
+            + LEASE
+            + ","
+            + timings(d.db)
+            + ",instance="
+            + instance
+            + (d.db.isSqlite() ? ",log-level=debug" : ""));
   }
 
   @ParameterizedTest(name = "{0} java {1}")
@@ -72,12 +82,14 @@ class LeaderModeIT {
   void staleLeaderCannotCommitAfterTakeover(TestDatabase db, String version) throws Exception {
     String java = java(version);
     try (LegacyDatabase d = new LegacyDatabase(db);
-        AppProcess a = AppProcess.start("A", java, leaderArgs(d, "A"),
-            "writer", d.url, d.events, "A", "hikari")) {
+        AppProcess a =
+            AppProcess.start(
+                "A", java, leaderArgs(d, "A"), "writer", d.url, d.events, "A", "hikari")) {
       a.awaitLine(l -> l.startsWith("COMMITTED"), "a commit of the leader A");
       assertEquals("A", d.holder(LEASE).orElseThrow().instance());
-      try (AppProcess b = AppProcess.start("B", java, leaderArgs(d, "B"),
-          "writer", d.url, d.events, "B", "hikari")) {
+      try (AppProcess b =
+          AppProcess.start(
+              "B", java, leaderArgs(d, "B"), "writer", d.url, d.events, "B", "hikari")) {
         int refused = b.awaitLine(l -> l.startsWith("REFUSED"), "a refusal of the replica B");
         assertTrue(b.lines().get(refused).contains("LeaseLostSQLException"), b.describe());
         assertTrue(d.committed("B").isEmpty(), "the replica B committed while A led");
@@ -85,16 +97,31 @@ class LeaderModeIT {
         Takeover t = stopLeaderInsideATransaction(d, a, b);
 
         // the stale transaction and the next one are refused, and A commits nothing any more
-        int outcome = a.awaitLine(t.resumedAt, l -> l.startsWith("REFUSED " + t.openSeq + " ")
-            || l.startsWith("COMMITTED " + t.openSeq), "the outcome of A's open transaction");
-        a.awaitLine(outcome + 1, l -> l.startsWith("REFUSED") || l.startsWith("COMMITTED"),
+        int outcome =
+            a.awaitLine(
+                t.resumedAt,
+                l ->
+                    l.startsWith("REFUSED " + t.openSeq + " ")
+                        || l.startsWith("COMMITTED " + t.openSeq),
+                "the outcome of A's open transaction");
+        a.awaitLine(
+            outcome + 1,
+            l -> l.startsWith("REFUSED") || l.startsWith("COMMITTED"),
             "the outcome of A's next transaction");
         Set<Integer> stale = t.checker.committedAfterTakeover();
-        assertEquals(Set.of(), stale, "rows of the old leader A committed after B's claim of term "
-            + t.term + a.describe());
+        assertEquals(
+            Set.of(),
+            stale,
+            "rows of the old leader A committed after B's claim of term " + t.term + a.describe());
         List<String> after = a.lines().subList(t.resumedAt, a.lines().size());
-        System.out.println(db + " java " + version + ": B claimed term " + t.term
-            + "; A after it resumed: " + after);
+        System.out.println(
+            db
+                + " java "
+                + version
+                + ": B claimed term "
+                + t.term
+                + "; A after it resumed: "
+                + after);
         assertTrue(after.stream().noneMatch(l -> l.startsWith("COMMITTED")), a.describe());
         assertTrue(after.stream().anyMatch(l -> l.contains("LeaseLostSQLException")), a.describe());
         assertEquals("B", d.holder(LEASE).orElseThrow().instance());
@@ -113,15 +140,24 @@ class LeaderModeIT {
   void withoutTheAgentTheStaleLeadersWriteIsCommittedAfterTakeover(TestDatabase db)
       throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(db);
-        AppProcess b = AppProcess.start("B", AppProcess.JAVA_17, leaderArgs(d, "B"),
-            "writer", d.url, d.events, "B", "hikari")) {
+        AppProcess b =
+            AppProcess.start(
+                "B",
+                AppProcess.JAVA_17,
+                leaderArgs(d, "B"),
+                "writer",
+                d.url,
+                d.events,
+                "B",
+                "hikari")) {
       b.awaitLine(l -> l.startsWith("COMMITTED"), "a commit of the agent's leader B");
       // SQLite: B's STRICT transactions hold the write lock from their first statement, so A's
       // deferred transactions (read, pause, write) would always find their snapshot stale; A takes
       // the write lock at BEGIN instead, as a SQLite application that writes would
       String urlOfA = d.db.isSqlite() ? d.url + "&transaction_mode=IMMEDIATE" : d.url;
-      try (AppProcess a = AppProcess.start("A", AppProcess.JAVA_17, null,
-          "writer", urlOfA, d.events, "A", "hikari")) {
+      try (AppProcess a =
+          AppProcess.start(
+              "A", AppProcess.JAVA_17, null, "writer", urlOfA, d.events, "A", "hikari")) {
         int open = a.awaitLine(l -> l.startsWith("TX-OPEN"), "an open transaction of A");
         a.pause();
         StaleWriteChecker checker = new StaleWriteChecker(d, "A");
@@ -141,10 +177,11 @@ class LeaderModeIT {
   /**
    * Stops A, waits until B holds the lease and committed twice, then resumes A. On the servers A is
    * stopped right after it opened a transaction (its first statement ran and verified, its write is
-   * yet to come): the server ends that transaction (idle-in-transaction timeout) so that B can claim.
-   * On SQLite, where the verify of a STRICT transaction takes the database's single write lock and no
-   * server can end a stopped process's transaction, no one can write (B's claim included) until A
-   * resumes (lease-jdbc's README, takeover table); A is stopped between two transactions there.
+   * yet to come): the server ends that transaction (idle-in-transaction timeout) so that B can
+   * claim. On SQLite, where the verify of a STRICT transaction takes the database's single write
+   * lock and no server can end a stopped process's transaction, no one can write (B's claim
+   * included) until A resumes (lease-jdbc's README, takeover table); A is stopped between two
+   * transactions there.
    */
   private static Takeover stopLeaderInsideATransaction(LegacyDatabase d, AppProcess a, AppProcess b)
       throws Exception {
@@ -153,15 +190,16 @@ class LeaderModeIT {
       // between two transactions, and right after a renewal of A's lease ended (the next is a renew
       // interval away): A is stopped holding no lock
       a.send("hold");
-      int held = a.awaitLine(a.lines().size(), l -> l.startsWith("HELD "), "A held between"
-          + " transactions");
+      int held =
+          a.awaitLine(
+              a.lines().size(), l -> l.startsWith("HELD "), "A held between" + " transactions");
       openSeq = Integer.toString(Integer.parseInt(a.lines().get(held).substring(5)) + 1);
       a.awaitStderr(a.stderrLength(), "renewed lease " + LEASE, "a renewal of A's lease");
       a.pause();
       a.send("go"); // read when A resumes
     } else {
-      int open = a.awaitLine(a.lines().size(), l -> l.startsWith("TX-OPEN "),
-          "an open transaction of A");
+      int open =
+          a.awaitLine(a.lines().size(), l -> l.startsWith("TX-OPEN "), "an open transaction of A");
       openSeq = a.lines().get(open).substring("TX-OPEN ".length());
       a.pause();
     }
@@ -190,8 +228,15 @@ class LeaderModeIT {
     for (AppProcess app : apps) {
       why.append(app.describe());
     }
-    throw new AssertionError(instance + " did not claim " + LEASE + " within "
-        + AppProcess.TIMEOUT.toSeconds() + " s; holder " + d.holder(LEASE) + why);
+    throw new AssertionError(
+        instance
+            + " did not claim "
+            + LEASE
+            + " within "
+            + AppProcess.TIMEOUT.toSeconds()
+            + " s; holder "
+            + d.holder(LEASE)
+            + why);
   }
 
   /**

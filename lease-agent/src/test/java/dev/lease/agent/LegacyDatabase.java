@@ -37,7 +37,8 @@ final class LegacyDatabase implements AutoCloseable {
     // busy timeout so writers queue instead of failing at once
     this.url = db.isSqlite() ? db.url() + "?journal_mode=WAL&busy_timeout=10000" : db.url();
     this.ds = new UrlDataSource(url);
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
       s.execute("CREATE TABLE " + events + " (writer VARCHAR(64) NOT NULL, seq INT NOT NULL)");
     }
   }
@@ -51,7 +52,8 @@ final class LegacyDatabase implements AutoCloseable {
   Set<Integer> committed(String writer) throws SQLException {
     Set<Integer> seqs = new TreeSet<>();
     try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement("SELECT seq FROM " + events + " WHERE writer = ?")) {
+        PreparedStatement ps =
+            c.prepareStatement("SELECT seq FROM " + events + " WHERE writer = ?")) {
       ps.setString(1, writer);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -65,8 +67,8 @@ final class LegacyDatabase implements AutoCloseable {
   /** Rows per seq: how often each trigger's job ran, across writers. */
   int runs(int seq) throws SQLException {
     try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM " + events
-            + " WHERE seq = ?")) {
+        PreparedStatement ps =
+            c.prepareStatement("SELECT COUNT(*) FROM " + events + " WHERE seq = ?")) {
       ps.setInt(1, seq);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -78,11 +80,12 @@ final class LegacyDatabase implements AutoCloseable {
   /** The lease row's holder instance and term, if the row exists. */
   Optional<Holder> holder(String leaseName) throws SQLException {
     try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement("SELECT instance, term FROM " + leases
-            + " WHERE name = ?")) {
+        PreparedStatement ps =
+            c.prepareStatement("SELECT instance, term FROM " + leases + " WHERE name = ?")) {
       ps.setString(1, leaseName);
       try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? Optional.of(new Holder(rs.getString(1), rs.getLong(2)))
+        return rs.next()
+            ? Optional.of(new Holder(rs.getString(1), rs.getLong(2)))
             : Optional.empty();
       } catch (SQLException e) {
         return Optional.empty(); // the agent has not created the table yet

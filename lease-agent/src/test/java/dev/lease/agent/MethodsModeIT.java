@@ -8,9 +8,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Methods mode with two JVMs of the legacy application, both configured with
- * {@code methods=legacy.Jobs#nightly=...}: every trigger reaches both, and the job runs once across
- * them. The run that wins keeps running (holding its lease) until the test has seen the other skip, so
+ * Methods mode with two JVMs of the legacy application, both configured with {@code
+ * methods=legacy.Jobs#nightly=...}: every trigger reaches both, and the job runs once across them.
+ * The run that wins keeps running (holding its lease) until the test has seen the other skip, so
  * the outcome never depends on timing. The negative control runs both without the agent: the same
  * count then sees the job run twice per trigger.
  */
@@ -19,8 +19,10 @@ class MethodsModeIT {
   private static final int TRIGGERS = 3;
 
   private static String methodsArgs(LegacyDatabase d, String instance) {
-    return d.agentArgs("mode=methods,methods=legacy.Jobs#nightly=nightly-job,lease-duration=2s,"
-        + "instance=" + instance);
+    return d.agentArgs(
+        "mode=methods,methods=legacy.Jobs#nightly=nightly-job,lease-duration=2s,"
+            + "instance="
+            + instance);
   }
 
   @ParameterizedTest(name = "{0} java {1}")
@@ -29,16 +31,16 @@ class MethodsModeIT {
       throws Exception {
     String java = LeaderModeIT.java(version);
     try (LegacyDatabase d = new LegacyDatabase(db);
-        AppProcess a = AppProcess.start("A", java, methodsArgs(d, "A"), "jobs", d.url, d.events,
-            "A")) {
+        AppProcess a =
+            AppProcess.start("A", java, methodsArgs(d, "A"), "jobs", d.url, d.events, "A")) {
       a.awaitLine(l -> l.equals("STARTED"), "the start of A"); // A's agent created the lease table
-      try (AppProcess b = AppProcess.start("B", java, methodsArgs(d, "B"), "jobs", d.url, d.events,
-          "B")) {
+      try (AppProcess b =
+          AppProcess.start("B", java, methodsArgs(d, "B"), "jobs", d.url, d.events, "B")) {
         b.awaitLine(l -> l.equals("STARTED"), "the start of B");
         for (int n = 1; n <= TRIGGERS; n++) {
           int runs = trigger(n, a, b);
-          assertEquals(1, runs, "trigger " + n + " ran " + runs + " times" + a.describe()
-              + b.describe());
+          assertEquals(
+              1, runs, "trigger " + n + " ran " + runs + " times" + a.describe() + b.describe());
           assertEquals(1, d.runs(n), "rows of trigger " + n);
         }
       }
@@ -50,10 +52,10 @@ class MethodsModeIT {
   @MethodSource("dev.lease.agent.LegacyDatabase#databases")
   void withoutTheAgentBothJvmsRunTheJob(TestDatabase db) throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(db);
-        AppProcess a = AppProcess.start("A", AppProcess.JAVA_17, null, "jobs", d.url, d.events,
-            "A");
-        AppProcess b = AppProcess.start("B", AppProcess.JAVA_17, null, "jobs", d.url, d.events,
-            "B")) {
+        AppProcess a =
+            AppProcess.start("A", AppProcess.JAVA_17, null, "jobs", d.url, d.events, "A");
+        AppProcess b =
+            AppProcess.start("B", AppProcess.JAVA_17, null, "jobs", d.url, d.events, "B")) {
       a.awaitLine(l -> l.equals("STARTED"), "the start of A");
       b.awaitLine(l -> l.equals("STARTED"), "the start of B");
       assertEquals(2, trigger(1, a, b), "without the agent the job should run in both JVMs");
@@ -75,8 +77,11 @@ class MethodsModeIT {
     int runs = 0;
     for (AppProcess p : List.of(a, b)) {
       int from = p == a ? fromA : fromB;
-      int i = p.awaitLine(from, l -> l.equals("JOB-STARTED " + n)
-          || l.equals("JOB-RETURNED " + n + " ran=false"), "the start or skip of trigger " + n);
+      int i =
+          p.awaitLine(
+              from,
+              l -> l.equals("JOB-STARTED " + n) || l.equals("JOB-RETURNED " + n + " ran=false"),
+              "the start or skip of trigger " + n);
       if (p.lines().get(i).startsWith("JOB-STARTED")) {
         runs++;
       }

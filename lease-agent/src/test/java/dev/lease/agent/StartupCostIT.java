@@ -14,10 +14,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * A measurement, not a timing test (nothing about the numbers is asserted): the legacy application's
- * time from JVM start to its first query (HikariCP, SELECT 1), without and with the agent in leader
- * mode, runs interleaved. Prints the medians and writes them to target/startup-cost-DB.txt; the
- * README quotes a run.
+ * A measurement, not a timing test (nothing about the numbers is asserted): the legacy
+ * application's time from JVM start to its first query (HikariCP, SELECT 1), without and with the
+ * agent in leader mode, runs interleaved. Prints the medians and writes them to
+ * target/startup-cost-DB.txt; the README quotes a run.
  */
 class StartupCostIT {
 
@@ -36,11 +36,20 @@ class StartupCostIT {
         measure(null, d, without, wallWithout);
         measure(agent, d, with, wallWith);
       }
-      String report = String.format("%s, %d runs each, medians: JVM start to first query %d ms"
-              + " without the agent, %d ms with it (+%d ms); process start to first query %d ms /"
-              + " %d ms; all runs without %s, with %s (ms, JVM uptime)", db, RUNS, median(without),
-          median(with), median(with) - median(without), median(wallWithout), median(wallWith),
-          without, with);
+      String report =
+          String.format(
+              "%s, %d runs each, medians: JVM start to first query %d ms"
+                  + " without the agent, %d ms with it (+%d ms); process start to first query %d ms /"
+                  + " %d ms; all runs without %s, with %s (ms, JVM uptime)",
+              db,
+              RUNS,
+              median(without),
+              median(with),
+              median(with) - median(without),
+              median(wallWithout),
+              median(wallWith),
+              without,
+              with);
       System.out.println("startup cost: " + report);
       write(db, report);
     }
@@ -50,11 +59,12 @@ class StartupCostIT {
     return List.of(TestDatabase.POSTGRESQL);
   }
 
-  private static void measure(String agentArgs, LegacyDatabase d, List<Long> uptimes,
-      List<Long> walls) throws Exception {
+  private static void measure(
+      String agentArgs, LegacyDatabase d, List<Long> uptimes, List<Long> walls) throws Exception {
     long start = System.nanoTime();
-    AppProcess app = AppProcess.start("startup", AppProcess.JAVA_17, agentArgs, Map.of(),
-        "first-query", d.url, "hikari");
+    AppProcess app =
+        AppProcess.start(
+            "startup", AppProcess.JAVA_17, agentArgs, Map.of(), "first-query", d.url, "hikari");
     int i = app.awaitLine(l -> l.startsWith("FIRST-QUERY "), "the first query");
     walls.add((System.nanoTime() - start) / 1_000_000);
     uptimes.add(Long.parseLong(app.lines().get(i).substring("FIRST-QUERY ".length())));

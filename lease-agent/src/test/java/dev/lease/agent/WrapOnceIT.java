@@ -20,8 +20,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * connections each way:
  *
  * <ul>
- *   <li>DriverManager: one wrap of the driver's connection (through the driver's bridge method where
- *       its connect returns its own Connection type, as MariaDB's does);
+ *   <li>DriverManager: one wrap of the driver's connection (through the driver's bridge method
+ *       where its connect returns its own Connection type, as MariaDB's does);
  *   <li>HikariCP (over its DriverDataSource over Driver.connect): one wrap of HikariCP's proxy and
  *       none of the physical connections, so the pool's validation and reset statements are never
  *       fenced;
@@ -36,14 +36,25 @@ class WrapOnceIT {
   private static final int N = 2;
   private static final Pattern HANDED_OUT =
       Pattern.compile("handing out (a fenced connection|an already fenced connection) for (\\S+)");
-  private static final String HIKARI = "a fenced connection com.zaxxer.hikari.pool.HikariProxyConnection";
+  private static final String HIKARI =
+      "a fenced connection com.zaxxer.hikari.pool.HikariProxyConnection";
 
   private static AppProcess run(LegacyDatabase d, List<String> jvmOptions) throws Exception {
-    AppProcess app = AppProcess.start("app", AppProcess.JAVA_17,
-        d.agentArgs("mode=leader,lease=wrap-once,log-level=debug"), Map.of(), jvmOptions, true,
-        ConnectionKinds.class.getName(), d.url, Integer.toString(N));
+    AppProcess app =
+        AppProcess.start(
+            "app",
+            AppProcess.JAVA_17,
+            d.agentArgs("mode=leader,lease=wrap-once,log-level=debug"),
+            Map.of(),
+            jvmOptions,
+            true,
+            ConnectionKinds.class.getName(),
+            d.url,
+            Integer.toString(N));
     assertEquals(0, app.awaitExit(), app.describe());
-    assertEquals(4 * N, app.lines().stream().filter(l -> l.startsWith("CONNECTION")).count(),
+    assertEquals(
+        4 * N,
+        app.lines().stream().filter(l -> l.startsWith("CONNECTION")).count(),
         app.describe());
     return app;
   }
@@ -69,14 +80,18 @@ class WrapOnceIT {
       for (String s : out.subList(0, N)) {
         assertTrue(s.startsWith("a fenced connection ") && !s.contains("hikari"), out.toString());
       }
-      // HikariCP, then the application's DataSource over HikariCP: HikariCP's proxy, never PgConnection
+      // HikariCP, then the application's DataSource over HikariCP: HikariCP's proxy, never
+      // PgConnection
       assertEquals(Collections.nCopies(2 * N, HIKARI), out.subList(N, 3 * N), out.toString());
       // FencedDataSource over HikariCP: already fenced
       for (String s : out.subList(3 * N, 4 * N)) {
         assertTrue(s.startsWith("an already fenced connection "), out.toString());
       }
-      assertTrue(app.lines().stream().filter(l -> l.startsWith("CONNECTION"))
-          .allMatch(l -> l.endsWith("dev.lease.jdbc.FencingConnection")), app.describe());
+      assertTrue(
+          app.lines().stream()
+              .filter(l -> l.startsWith("CONNECTION"))
+              .allMatch(l -> l.endsWith("dev.lease.jdbc.FencingConnection")),
+          app.describe());
     }
   }
 

@@ -36,13 +36,14 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Transactions per second, side by side: raw HikariCP ({@code raw}), {@link FencedDataSource} over it
- * with no lease bound ({@code no-lease}), with a lease bound in {@link FencingMode#VERIFY}
+ * Transactions per second, side by side: raw HikariCP ({@code raw}), {@link FencedDataSource} over
+ * it with no lease bound ({@code no-lease}), with a lease bound in {@link FencingMode#VERIFY}
  * ({@code verify}) and in {@link FencingMode#STRICT} ({@code strict}); transactions of 1 and 5
  * {@code UPDATE}s by primary key (ids sorted, so concurrent transactions cannot deadlock), at 1 and
  * 8 threads. The pool has {@code autoCommit=false}; each transaction borrows a connection, runs its
  * statements and commits, retrying when the database refuses it for contention (SQLite's single
- * writer); only committed transactions count. The lease is held by a keeper renewing every 2 s, as in production.
+ * writer); only committed transactions count. The lease is held by a keeper renewing every 2 s, as
+ * in production.
  *
  * <p>The physical limit of fencing is one extra round trip (the verify) per transaction. Commit
  * durability is relaxed per session on PostgreSQL ({@code synchronous_commit = off}) and SQLite
@@ -101,7 +102,8 @@ public class FencingBenchmark {
     update = "UPDATE " + table + " SET v = v + 1 WHERE id = ?";
     try (Connection c = pool.getConnection()) {
       try (Statement s = c.createStatement()) {
-        s.execute("CREATE TABLE " + table + " (id INTEGER NOT NULL PRIMARY KEY, v BIGINT NOT NULL)");
+        s.execute(
+            "CREATE TABLE " + table + " (id INTEGER NOT NULL PRIMARY KEY, v BIGINT NOT NULL)");
       }
       try (PreparedStatement ps =
           c.prepareStatement("INSERT INTO " + table + " (id, v) VALUES (?, 0)")) {
@@ -113,8 +115,13 @@ public class FencingBenchmark {
       }
       c.commit();
     }
-    leases = LeaseManager.builder(pool).table(leaseTable).instance("bench")
-        .failurePolicy(FailurePolicy.logOnly()).createTableIfMissing().build();
+    leases =
+        LeaseManager.builder(pool)
+            .table(leaseTable)
+            .instance("bench")
+            .failurePolicy(FailurePolicy.logOnly())
+            .createTableIfMissing()
+            .build();
     switch (variant) {
       case "raw":
         dataSource = pool;
@@ -125,8 +132,12 @@ public class FencingBenchmark {
       case "verify":
       case "strict":
         lease = leases.tryClaim("bench").orElseThrow().hold();
-        dataSource = FencedDataSource.wrap(pool, FencingOptions.builder()
-            .mode(variant.equals("strict") ? FencingMode.STRICT : FencingMode.VERIFY).build());
+        dataSource =
+            FencedDataSource.wrap(
+                pool,
+                FencingOptions.builder()
+                    .mode(variant.equals("strict") ? FencingMode.STRICT : FencingMode.VERIFY)
+                    .build());
         break;
       default:
         throw new IllegalArgumentException("variant " + variant);

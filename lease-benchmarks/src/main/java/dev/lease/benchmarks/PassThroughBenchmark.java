@@ -60,7 +60,8 @@ public class PassThroughBenchmark {
     cfg.setMaximumPoolSize(8);
     cfg.setMinimumIdle(8);
     pool = new HikariDataSource(cfg);
-    try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
+    try (Connection c = pool.getConnection();
+        Statement s = c.createStatement()) {
       s.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BIGINT)");
       s.execute("INSERT INTO t SELECT x, 0 FROM SYSTEM_RANGE(0, 999)");
       c.commit();

@@ -15,8 +15,8 @@ import java.util.Map;
 /**
  * The SQL of the lease protocol for one database, readable as text, with the reason for each
  * non-obvious choice beside it. Every statement reads {@code :now} from the database server's clock
- * inside the statement ({@link #clock}); no user value is ever concatenated into SQL (the table name is
- * a validated identifier, see {@link Names#table}).
+ * inside the statement ({@link #clock}); no user value is ever concatenated into SQL (the table
+ * name is a validated identifier, see {@link Names#table}).
  */
 abstract class Dialect {
 
@@ -29,6 +29,7 @@ abstract class Dialect {
   }
 
   final String table;
+
   /** SQL expression: the database server's clock, UTC epoch milliseconds, as a bigint. */
   final String clock;
 
@@ -59,9 +60,9 @@ abstract class Dialect {
       throws SQLException;
 
   /**
-   * The verify statement: selects the term when {@code holder} still holds {@code name} at
-   * {@code term} by the database clock. In strict mode it also takes the lock on the lease row that
-   * the claim of the next term must wait for.
+   * The verify statement: selects the term when {@code holder} still holds {@code name} at {@code
+   * term} by the database clock. In strict mode it also takes the lock on the lease row that the
+   * claim of the next term must wait for.
    */
   abstract String verifySql(boolean strict);
 
@@ -74,25 +75,38 @@ abstract class Dialect {
   }
 
   /** Binds the parameters of {@link #verifySql}; returns the next free index. */
-  int bindVerify(PreparedStatement ps, String name, String holder, long term, boolean strict,
-      long idleInTransactionMs) throws SQLException {
+  int bindVerify(
+      PreparedStatement ps,
+      String name,
+      String holder,
+      long term,
+      boolean strict,
+      long idleInTransactionMs)
+      throws SQLException {
     ps.setString(1, name);
     ps.setString(2, holder);
     ps.setLong(3, term);
     return 4;
   }
 
-  // ---- statements every dialect writes the same way ----------------------------------------------
+  // ---- statements every dialect writes the same way
+  // ----------------------------------------------
 
   /**
    * Renew: extends the lease only for its holder and only while the database has not yet let it
-   * expire. {@code revision} is bumped so that a match always changes the row: the MySQL drivers then
-   * report 1 whether they count found or changed rows.
+   * expire. {@code revision} is bumped so that a match always changes the row: the MySQL drivers
+   * then report 1 whether they count found or changed rows.
    */
   boolean renew(Connection c, String name, String holder, long term, long leaseMs)
       throws SQLException {
-    String sql = "UPDATE " + table + " SET expires_at_ms = " + clock + " + ?, revision = revision + 1"
-        + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > " + clock;
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+            + clock;
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setLong(1, leaseMs);
       ps.setString(2, name);
@@ -104,8 +118,11 @@ abstract class Dialect {
 
   /** Release: the row expires at once, so anyone may claim it; only its holder can release it. */
   boolean release(Connection c, String name, String holder, long term) throws SQLException {
-    String sql = "UPDATE " + table + " SET expires_at_ms = 0, revision = revision + 1"
-        + " WHERE name = ? AND holder = ? AND term = ?";
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ?";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setString(1, name);
       ps.setString(2, holder);
@@ -116,7 +133,8 @@ abstract class Dialect {
 
   /** The database clock, UTC epoch milliseconds. */
   long now(Connection c) throws SQLException {
-    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT " + clock)) {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT " + clock)) {
       rs.next();
       return rs.getLong(1);
     }
@@ -125,8 +143,12 @@ abstract class Dialect {
   /** Fails with a clear error when the lease table does not exist. */
   void checkTable(Connection c) throws SQLException {
     try (Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT name, holder, instance, term, expires_at_ms, revision"
-            + " FROM " + table + " WHERE 1 = 0")) {
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT name, holder, instance, term, expires_at_ms, revision"
+                    + " FROM "
+                    + table
+                    + " WHERE 1 = 0")) {
       rs.next();
     }
   }
@@ -140,7 +162,8 @@ abstract class Dialect {
     }
   }
 
-  // ---- detection ----------------------------------------------------------------------------------
+  // ---- detection
+  // ----------------------------------------------------------------------------------
 
   static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB and SQLite 3.42 or later";
 
@@ -171,21 +194,35 @@ abstract class Dialect {
       SqliteDialect.checkVersion(c);
       return new SqliteDialect(table, fn);
     }
-    throw new LeaseException("database " + product + " " + version + " is not supported; the"
-        + " lease table must live in " + SUPPORTED);
+    throw new LeaseException(
+        "database "
+            + product
+            + " "
+            + version
+            + " is not supported; the"
+            + " lease table must live in "
+            + SUPPORTED);
   }
 
-  // ---- scheduler slots (LeaseScheduler, issue 6) --------------------------------------------------
+  // ---- scheduler slots (LeaseScheduler, issue 6)
+  // --------------------------------------------------
   //
   // A job's name is a lease claimed per instant of its schedule. Three nullable columns of the row:
-  //   slot_ms             the last instant on record: the last one claimed, or the last one a finished
+  //   slot_ms             the last instant on record: the last one claimed, or the last one a
+  // finished
   //                       round overran (taken along by finish so that nobody runs it late);
-  //   unfinished_slot_ms  the instant claimed and not finished yet: set by a claim, cleared by finish;
-  //                       still set after the holder died or lost the lease, which is what a rerun finds;
-  //   rerun_slot_ms       the unfinished instant that was claimed again, so it is claimed again once.
-  // Every instant is compared with the database clock inside the statement, never with the process's.
+  //   unfinished_slot_ms  the instant claimed and not finished yet: set by a claim, cleared by
+  // finish;
+  //                       still set after the holder died or lost the lease, which is what a rerun
+  // finds;
+  //   rerun_slot_ms       the unfinished instant that was claimed again, so it is claimed again
+  // once.
+  // Every instant is compared with the database clock inside the statement, never with the
+  // process's.
 
-  /** A claimed instant: the new term, and what the claim replaced (to report a superseded instant). */
+  /**
+   * A claimed instant: the new term, and what the claim replaced (to report a superseded instant).
+   */
   record SlotClaimed(long term, Long previousSlotMs, Long previousUnfinishedMs) {}
 
   /** The slot columns of one job, and whether its lease is free by the database clock. */
@@ -202,33 +239,53 @@ abstract class Dialect {
    * @param requireLater false only for the negative control of the tests (a broken scheduler that
    *     ignores the last instant on record)
    */
-  abstract SlotClaimed claimSlot(Connection c, String name, String holder, String instance,
-      long leaseMs, long instantMs, boolean requireLater) throws SQLException;
+  abstract SlotClaimed claimSlot(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean requireLater)
+      throws SQLException;
 
   /**
-   * Claims the unfinished instant {@code instantMs} of job {@code name} again, once: only if the name
-   * is free, the instant is still the unfinished one, and it was not claimed again before. Term + 1.
-   * The new term, or null if not claimed.
+   * Claims the unfinished instant {@code instantMs} of job {@code name} again, once: only if the
+   * name is free, the instant is still the unfinished one, and it was not claimed again before.
+   * Term + 1. The new term, or null if not claimed.
    *
    * @param once false only for the negative control of the tests (reruns without limit)
    */
-  abstract Long claimSlotAgain(Connection c, String name, String holder, String instance,
-      long leaseMs, long instantMs, boolean once) throws SQLException;
+  abstract Long claimSlotAgain(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean once)
+      throws SQLException;
 
   /**
    * Finish: the round of {@code instantMs} ran to its end. Clears the unfinished instant, gives the
-   * name back (expires at once) and takes along {@code overrunMs}, the last instant the round overran,
-   * as the last on record, but only if the database clock has reached it. Only the holder of the claim
-   * at its term can finish, and only its own instant. {@code revision} is bumped so that a match
-   * always changes the row (MySQL drivers then report 1 whether they count found or changed rows).
-   * The same text on every database.
+   * name back (expires at once) and takes along {@code overrunMs}, the last instant the round
+   * overran, as the last on record, but only if the database clock has reached it. Only the holder
+   * of the claim at its term can finish, and only its own instant. {@code revision} is bumped so
+   * that a match always changes the row (MySQL drivers then report 1 whether they count found or
+   * changed rows). The same text on every database.
    */
-  boolean finishSlot(Connection c, String name, String holder, long term, long instantMs,
-      long overrunMs) throws SQLException {
-    String sql = "UPDATE " + table + " SET expires_at_ms = 0, revision = revision + 1,"
-        + " unfinished_slot_ms = NULL, rerun_slot_ms = NULL,"
-        + " slot_ms = CASE WHEN ? > slot_ms AND ? <= " + clock + " THEN ? ELSE slot_ms END"
-        + " WHERE name = ? AND holder = ? AND term = ? AND unfinished_slot_ms = ?";
+  boolean finishSlot(
+      Connection c, String name, String holder, long term, long instantMs, long overrunMs)
+      throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1,"
+            + " unfinished_slot_ms = NULL, rerun_slot_ms = NULL,"
+            + " slot_ms = CASE WHEN ? > slot_ms AND ? <= "
+            + clock
+            + " THEN ? ELSE slot_ms END"
+            + " WHERE name = ? AND holder = ? AND term = ? AND unfinished_slot_ms = ?";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setLong(1, overrunMs);
       ps.setLong(2, overrunMs);
@@ -259,12 +316,20 @@ abstract class Dialect {
    */
   SlotStates slotStates(Connection c, List<String> names) throws SQLException {
     if (names.isEmpty() || names.size() > MAX_NAMES_PER_STATEMENT) {
-      throw new IllegalArgumentException("slotStates takes 1 to " + MAX_NAMES_PER_STATEMENT
-          + " names, got " + names.size());
+      throw new IllegalArgumentException(
+          "slotStates takes 1 to " + MAX_NAMES_PER_STATEMENT + " names, got " + names.size());
     }
-    String sql = "SELECT name, slot_ms, unfinished_slot_ms, rerun_slot_ms,"
-        + " CASE WHEN expires_at_ms <= " + clock + " THEN 1 ELSE 0 END, " + clock
-        + " FROM " + table + " WHERE name IN (" + "?, ".repeat(names.size() - 1) + "?)";
+    String sql =
+        "SELECT name, slot_ms, unfinished_slot_ms, rerun_slot_ms,"
+            + " CASE WHEN expires_at_ms <= "
+            + clock
+            + " THEN 1 ELSE 0 END, "
+            + clock
+            + " FROM "
+            + table
+            + " WHERE name IN ("
+            + "?, ".repeat(names.size() - 1)
+            + "?)";
     Map<String, SlotState> states = new HashMap<>();
     Long databaseNow = null;
     try (PreparedStatement ps = c.prepareStatement(sql)) {
@@ -273,8 +338,13 @@ abstract class Dialect {
       }
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          states.put(rs.getString(1), new SlotState(nullableLong(rs, 2), nullableLong(rs, 3),
-              nullableLong(rs, 4), rs.getInt(5) == 1));
+          states.put(
+              rs.getString(1),
+              new SlotState(
+                  nullableLong(rs, 2),
+                  nullableLong(rs, 3),
+                  nullableLong(rs, 4),
+                  rs.getInt(5) == 1));
           databaseNow = rs.getLong(6);
         }
       }

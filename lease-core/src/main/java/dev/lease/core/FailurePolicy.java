@@ -4,8 +4,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What to do when work under a lost lease did not stop within the grace period. The default fails the
- * process, as a lost leader should: the work may still act on shared state its successor now owns.
+ * What to do when work under a lost lease did not stop within the grace period. The default fails
+ * the process, as a lost leader should: the work may still act on shared state its successor now
+ * owns.
  */
 @FunctionalInterface
 public interface FailurePolicy {
@@ -17,17 +18,26 @@ public interface FailurePolicy {
   static FailurePolicy haltProcess() {
     return (lease, worker) -> {
       Logger log = LoggerFactory.getLogger(FailurePolicy.class);
-      log.error("lease {} term {} instance {} was lost and its work thread {} did not stop within"
-              + " the grace period; halting the process", lease.name(), lease.term(),
-          lease.instance(), worker.getName());
+      log.error(
+          "lease {} term {} instance {} was lost and its work thread {} did not stop within"
+              + " the grace period; halting the process",
+          lease.name(),
+          lease.term(),
+          lease.instance(),
+          worker.getName());
       Runtime.getRuntime().halt(70);
     };
   }
 
   /** Only logs; for tests, and for applications that handle stuck work themselves. */
   static FailurePolicy logOnly() {
-    return (lease, worker) -> LoggerFactory.getLogger(FailurePolicy.class)
-        .error("lease {} term {} was lost and its work thread {} did not stop within the grace"
-            + " period", lease.name(), lease.term(), worker.getName());
+    return (lease, worker) ->
+        LoggerFactory.getLogger(FailurePolicy.class)
+            .error(
+                "lease {} term {} was lost and its work thread {} did not stop within the grace"
+                    + " period",
+                lease.name(),
+                lease.term(),
+                worker.getName());
   }
 }

@@ -15,8 +15,10 @@ final class FixedRateSchedule implements Schedule {
     Objects.requireNonNull(period, "period");
     Objects.requireNonNull(anchor, "anchor");
     if (period.isNegative() || period.toMillis() < 1) {
-      throw new IllegalArgumentException("a fixed-rate period must be at least 1 ms, got " + period
-          + "; instants are kept in milliseconds on the database clock");
+      throw new IllegalArgumentException(
+          "a fixed-rate period must be at least 1 ms, got "
+              + period
+              + "; instants are kept in milliseconds on the database clock");
     }
     this.periodMs = period.toMillis();
     this.anchorMs = anchor.toEpochMilli();

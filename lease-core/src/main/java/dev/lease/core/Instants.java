@@ -24,9 +24,14 @@ final class Instants {
     }
     long ms = next.get().toEpochMilli();
     if (ms <= afterMs) {
-      throw new IllegalStateException("schedule " + schedule + " returned " + next.get()
-          + " as the next instant after " + Instant.ofEpochMilli(afterMs)
-          + "; a schedule must return a later instant (at millisecond precision)");
+      throw new IllegalStateException(
+          "schedule "
+              + schedule
+              + " returned "
+              + next.get()
+              + " as the next instant after "
+              + Instant.ofEpochMilli(afterMs)
+              + "; a schedule must return a later instant (at millisecond precision)");
     }
     return ms;
   }

@@ -8,21 +8,23 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One job on one replica: decides from the polled slot state which instant to claim (or claim again),
- * claims it, runs the round under its lease and finishes it. At most one attempt of a job at a time
- * per replica.
+ * One job on one replica: decides from the polled slot state which instant to claim (or claim
+ * again), claims it, runs the round under its lease and finishes it. At most one attempt of a job
+ * at a time per replica.
  *
  * <p>Which instant: only ever the latest one the database clock has reached, later than the last on
- * record; so instants that nobody could run in time (all replicas down, or a long round) are skipped
- * and reported, never run late one after another. An unfinished instant (its round cut short) is
- * claimed again only while no later instant is due; once a later one is, claiming it gives the
- * unfinished one up (reported as superseded).
+ * record; so instants that nobody could run in time (all replicas down, or a long round) are
+ * skipped and reported, never run late one after another. An unfinished instant (its round cut
+ * short) is claimed again only while no later instant is due; once a later one is, claiming it
+ * gives the unfinished one up (reported as superseded).
  */
 final class JobRunner {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseScheduler.class);
 
-  /** How many skipped instants are reported one by one after a gap; the rest are counted in the log. */
+  /**
+   * How many skipped instants are reported one by one after a gap; the rest are counted in the log.
+   */
   private static final int REPORT_LIMIT = 1000;
 
   /** How a round ended. */
@@ -31,7 +33,9 @@ final class JobRunner {
     FINISHED,
     /** The work threw; it ran to its end, so it is finished too (it is not run again). */
     FAILED,
-    /** The lease was lost or the scheduler closed while it ran; not finished, so it runs again once. */
+    /**
+     * The lease was lost or the scheduler closed while it ran; not finished, so it runs again once.
+     */
     CUT_SHORT,
     /** The work ended but the finish was not recorded (the lease was no longer ours). */
     NOT_RECORDED
@@ -62,6 +66,7 @@ final class JobRunner {
   private final Dialect dialect;
   private final AtomicBoolean busy = new AtomicBoolean();
   private volatile Thread attemptThread;
+
   /**
    * Instants before this (database clock at start) are never claimed while the record says the job
    * never ran: a job deployed today does not run yesterday's instant. Null until started.
@@ -83,15 +88,20 @@ final class JobRunner {
   /** Creates the job's row and reads the last instant on record: a job that never ran has none. */
   void start() {
     String name = job.name();
-    Long[] read = manager.execute("read the last instant of job " + name, c -> {
-      dialect.createRow(c, name);
-      return new Long[] {dialect.lastSlot(c, name), dialect.now(c)};
-    });
+    Long[] read =
+        manager.execute(
+            "read the last instant of job " + name,
+            c -> {
+              dialect.createRow(c, name);
+              return new Long[] {dialect.lastSlot(c, name), dialect.now(c)};
+            });
     Long last = read[0];
     long now = scheduler.dueTime(read[1]);
     floorMs = now;
     if (last == null) {
-      log.info("job {} never ran; its first round is its first instant at or after {}", name,
+      log.info(
+          "job {} never ran; its first round is its first instant at or after {}",
+          name,
           Instant.ofEpochMilli(now));
     } else {
       log.info("job {}: last instant on record {}", name, Instant.ofEpochMilli(last));
@@ -100,7 +110,8 @@ final class JobRunner {
 
   /**
    * Looks at the polled state and starts an attempt on {@code executor} if there is an instant to
-   * claim. Returns the next instant after {@code nowMs}, so the poller can wake for it (null: none).
+   * claim. Returns the next instant after {@code nowMs}, so the poller can wake for it (null:
+   * none).
    */
   Long consider(Dialect.SlotState state, long nowMs, Executor executor) {
     Long floor = floorMs;
@@ -109,10 +120,15 @@ final class JobRunner {
     }
     if (state == null) {
       // the row is gone (deleted by hand): create it again; the job then counts as never run
-      submit(executor, () -> manager.execute("create the row of job " + job.name(), c -> {
-        dialect.createRow(c, job.name());
-        return null;
-      }));
+      submit(
+          executor,
+          () ->
+              manager.execute(
+                  "create the row of job " + job.name(),
+                  c -> {
+                    dialect.createRow(c, job.name());
+                    return null;
+                  }));
       return null;
     }
     boolean ignoreLast = scheduler.has(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
@@ -122,8 +138,9 @@ final class JobRunner {
       Long unfinished = state.unfinishedMs();
       if (due != null) {
         submit(executor, () -> claimAndRun(due));
-      } else if (unfinished != null && (!unfinished.equals(state.rerunMs())
-          || scheduler.has(LeaseScheduler.Fault.UNLIMITED_RERUNS))) {
+      } else if (unfinished != null
+          && (!unfinished.equals(state.rerunMs())
+              || scheduler.has(LeaseScheduler.Fault.UNLIMITED_RERUNS))) {
         submit(executor, () -> claimAgainAndRun(unfinished));
       }
     }
@@ -135,24 +152,29 @@ final class JobRunner {
       return;
     }
     try {
-      executor.execute(() -> {
-        attemptThread = Thread.currentThread();
-        try {
-          if (!scheduler.isClosing() && !manager.isClosed()) {
-            attempt.run();
-          }
-        } catch (LeaseException e) {
-          log.warn("job {}: attempt failed, retrying at the next poll: {}", job.name(),
-              e.getMessage());
-        } catch (RuntimeException e) {
-          log.error("job {}: attempt failed", job.name(), e);
-        } finally {
-          attemptThread = null;
-          Thread.interrupted(); // a pooled thread must not carry a close's interrupt to the next job
-          busy.set(false);
-          scheduler.wake();
-        }
-      });
+      executor.execute(
+          () -> {
+            attemptThread = Thread.currentThread();
+            try {
+              if (!scheduler.isClosing() && !manager.isClosed()) {
+                attempt.run();
+              }
+            } catch (LeaseException e) {
+              log.warn(
+                  "job {}: attempt failed, retrying at the next poll: {}",
+                  job.name(),
+                  e.getMessage());
+            } catch (RuntimeException e) {
+              log.error("job {}: attempt failed", job.name(), e);
+            } finally {
+              attemptThread = null;
+              Thread
+                  .interrupted(); // a pooled thread must not carry a close's interrupt to the next
+              // job
+              busy.set(false);
+              scheduler.wake();
+            }
+          });
     } catch (RejectedExecutionException e) {
       busy.set(false); // closing
     }
@@ -187,21 +209,29 @@ final class JobRunner {
     long start = manager.clock().nanoTime();
     long leaseMs = manager.timings().leaseDuration().toMillis();
     boolean requireLater = !scheduler.has(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
-    Dialect.SlotClaimed claimed = manager.execute(
-        "claim instant " + Instant.ofEpochMilli(instantMs) + " of job " + name,
-        c -> dialect.claimSlot(c, name, holder, manager.instance(), leaseMs, instantMs,
-            requireLater));
+    Dialect.SlotClaimed claimed =
+        manager.execute(
+            "claim instant " + Instant.ofEpochMilli(instantMs) + " of job " + name,
+            c ->
+                dialect.claimSlot(
+                    c, name, holder, manager.instance(), leaseMs, instantMs, requireLater));
     if (claimed == null) {
-      log.debug("job {} instant {}: claimed by another replica or not due", name,
+      log.debug(
+          "job {} instant {}: claimed by another replica or not due",
+          name,
           Instant.ofEpochMilli(instantMs));
       return null;
     }
     Lease lease = manager.adoptClaim(name, holder, claimed.term(), start);
     Long gaveUp = claimed.previousUnfinishedMs();
     if (gaveUp != null && gaveUp != instantMs) {
-      log.warn("job {} instant {} superseded by instant {} term {}: its round was cut short and"
-              + " not run to its end", name, Instant.ofEpochMilli(gaveUp),
-          Instant.ofEpochMilli(instantMs), claimed.term());
+      log.warn(
+          "job {} instant {} superseded by instant {} term {}: its round was cut short and"
+              + " not run to its end",
+          name,
+          Instant.ofEpochMilli(gaveUp),
+          Instant.ofEpochMilli(instantMs),
+          claimed.term());
       manager.notifyListeners(l -> l.instantSuperseded(name, gaveUp));
     }
     Long previous = claimed.previousSlotMs();
@@ -218,9 +248,12 @@ final class JobRunner {
     long start = manager.clock().nanoTime();
     long leaseMs = manager.timings().leaseDuration().toMillis();
     boolean once = !scheduler.has(LeaseScheduler.Fault.UNLIMITED_RERUNS);
-    Long term = manager.execute(
-        "claim instant " + Instant.ofEpochMilli(instantMs) + " of job " + name + " again",
-        c -> dialect.claimSlotAgain(c, name, holder, manager.instance(), leaseMs, instantMs, once));
+    Long term =
+        manager.execute(
+            "claim instant " + Instant.ofEpochMilli(instantMs) + " of job " + name + " again",
+            c ->
+                dialect.claimSlotAgain(
+                    c, name, holder, manager.instance(), leaseMs, instantMs, once));
     if (term == null) {
       return null;
     }
@@ -234,7 +267,11 @@ final class JobRunner {
     String name = job.name();
     Instant instant = Instant.ofEpochMilli(instantMs);
     ScheduledJob.Round round = new ScheduledJob.Round(name, instant, lease, rerun);
-    log.debug("job {} instant {} term {}: round started{}", name, instant, lease.term(),
+    log.debug(
+        "job {} instant {} term {}: round started{}",
+        name,
+        instant,
+        lease.term(),
         rerun ? " (rerun of a round cut short)" : "");
     Outcome outcome;
     Throwable failure = null;
@@ -242,10 +279,12 @@ final class JobRunner {
       if (scheduler.isClosing()) {
         throw new InterruptedException("the scheduler is closing");
       }
-      manager.runUnder(lease, l -> {
-        job.work().run(round);
-        return null;
-      });
+      manager.runUnder(
+          lease,
+          l -> {
+            job.work().run(round);
+            return null;
+          });
       outcome = Outcome.FINISHED;
     } catch (LeaseWorkException e) {
       failure = e.getCause();
@@ -263,21 +302,42 @@ final class JobRunner {
       try {
         lease.release(); // gives the name back at once; the instant stays unfinished
       } catch (LeaseException e) {
-        log.debug("job {}: release after a cut-short round failed; the lease expires: {}", name,
+        log.debug(
+            "job {}: release after a cut-short round failed; the lease expires: {}",
+            name,
             e.getMessage());
       }
     }
     switch (outcome) {
-      case FINISHED -> log.info("job {} instant {} term {}: {}", name, instant, lease.term(),
-          outcome);
-      case FAILED -> log.warn("job {} instant {} term {}: {} (finished; not run again)", name,
-          instant, lease.term(), outcome, failure);
-      case CUT_SHORT -> log.warn("job {} instant {} term {}: {} ({}); {}", name, instant,
-          lease.term(), outcome, failure != null ? failure.getMessage() : "scheduler closed",
-          rerun ? "it was already the rerun, so it does not run again"
-              : "another replica runs it again once");
-      case NOT_RECORDED -> log.warn("job {} instant {} term {}: {}: the lease was no longer ours when"
-          + " the round ended; the instant may run again once", name, instant, lease.term(), outcome);
+      case FINISHED ->
+          log.info("job {} instant {} term {}: {}", name, instant, lease.term(), outcome);
+      case FAILED ->
+          log.warn(
+              "job {} instant {} term {}: {} (finished; not run again)",
+              name,
+              instant,
+              lease.term(),
+              outcome,
+              failure);
+      case CUT_SHORT ->
+          log.warn(
+              "job {} instant {} term {}: {} ({}); {}",
+              name,
+              instant,
+              lease.term(),
+              outcome,
+              failure != null ? failure.getMessage() : "scheduler closed",
+              rerun
+                  ? "it was already the rerun, so it does not run again"
+                  : "another replica runs it again once");
+      case NOT_RECORDED ->
+          log.warn(
+              "job {} instant {} term {}: {}: the lease was no longer ours when"
+                  + " the round ended; the instant may run again once",
+              name,
+              instant,
+              lease.term(),
+              outcome);
       default -> throw new IllegalStateException(outcome.name());
     }
   }
@@ -293,22 +353,34 @@ final class JobRunner {
     boolean recordOverrun = !scheduler.has(LeaseScheduler.Fault.NO_OVERRUN_RECORD);
     Long[] overrun = new Long[1];
     try {
-      boolean done = lease.endWith(() -> manager.execute("finish instant "
-          + Instant.ofEpochMilli(instantMs) + " of job " + name, c -> {
-            overrun[0] = instants.latestIn(instantMs, scheduler.dueTime(dialect.now(c)));
-            long recordMs = overrun[0] != null && recordOverrun ? overrun[0] : instantMs;
-            return dialect.finishSlot(c, name, lease.holder(), lease.term(), instantMs, recordMs);
-          }));
+      boolean done =
+          lease.endWith(
+              () ->
+                  manager.execute(
+                      "finish instant " + Instant.ofEpochMilli(instantMs) + " of job " + name,
+                      c -> {
+                        overrun[0] =
+                            instants.latestIn(instantMs, scheduler.dueTime(dialect.now(c)));
+                        long recordMs =
+                            overrun[0] != null && recordOverrun ? overrun[0] : instantMs;
+                        return dialect.finishSlot(
+                            c, name, lease.holder(), lease.term(), instantMs, recordMs);
+                      }));
       if (!done) {
         return Outcome.NOT_RECORDED;
       }
       if (overrun[0] != null && recordOverrun) {
-        reportSkipped(instantMs, overrun[0] + 1, "overrun by the round of "
-            + Instant.ofEpochMilli(instantMs));
+        reportSkipped(
+            instantMs,
+            overrun[0] + 1,
+            "overrun by the round of " + Instant.ofEpochMilli(instantMs));
       }
       return Outcome.FINISHED;
     } catch (LeaseException e) {
-      log.warn("job {}: could not finish instant {}: {}", name, Instant.ofEpochMilli(instantMs),
+      log.warn(
+          "job {}: could not finish instant {}: {}",
+          name,
+          Instant.ofEpochMilli(instantMs),
           e.getMessage());
       return Outcome.NOT_RECORDED;
     }
@@ -317,10 +389,15 @@ final class JobRunner {
   /** Reports the instants in ({@code afterMs}, {@code beforeMs}) as skipped. */
   private void reportSkipped(long afterMs, long beforeMs, String why) {
     String name = job.name();
-    long more = instants.between(afterMs, beforeMs, REPORT_LIMIT, s -> {
-      log.warn("job {} instant {} skipped: {}", name, Instant.ofEpochMilli(s), why);
-      manager.notifyListeners(l -> l.instantSkipped(name, s));
-    });
+    long more =
+        instants.between(
+            afterMs,
+            beforeMs,
+            REPORT_LIMIT,
+            s -> {
+              log.warn("job {} instant {} skipped: {}", name, Instant.ofEpochMilli(s), why);
+              manager.notifyListeners(l -> l.instantSkipped(name, s));
+            });
     if (more > 0) {
       log.warn("job {}: {} more instants skipped ({})", name, more, why);
     }

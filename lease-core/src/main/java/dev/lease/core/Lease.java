@@ -16,16 +16,21 @@ import org.slf4j.LoggerFactory;
  * A claimed lease: the name, the term (the fencing token, +1 on every hand-over), the holder token
  * (random per claim, never reused) and the instance that claimed it.
  *
- * <p>A lease is held until it is released or lost. It is lost when the database says it is no longer
- * this holder's, or when no claim or renewal has succeeded within the local deadline, measured on the
- * process's monotonic clock from the <em>start</em> of the last successful one. Loss is final: a lost
- * lease is never revived; claim again for a new term. Closing a lease releases it.
+ * <p>A lease is held until it is released or lost. It is lost when the database says it is no
+ * longer this holder's, or when no claim or renewal has succeeded within the local deadline,
+ * measured on the process's monotonic clock from the <em>start</em> of the last successful one.
+ * Loss is final: a lost lease is never revived; claim again for a new term. Closing a lease
+ * releases it.
  */
 public final class Lease implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(Lease.class);
 
-  private enum State { HELD, LOST, RELEASED }
+  private enum State {
+    HELD,
+    LOST,
+    RELEASED
+  }
 
   private final LeaseManager manager;
   private final String name;
@@ -47,7 +52,12 @@ public final class Lease implements AutoCloseable {
   private volatile boolean renewing;
   private final Object renewalGate = new Object();
 
-  Lease(LeaseManager manager, String name, String holder, String instance, long term,
+  Lease(
+      LeaseManager manager,
+      String name,
+      String holder,
+      String instance,
+      long term,
       long claimStartNanos) {
     this.manager = manager;
     this.name = name;
@@ -84,8 +94,8 @@ public final class Lease implements AutoCloseable {
   }
 
   /**
-   * True while this lease is neither released nor lost and its local deadline has not passed. A true
-   * answer is local knowledge; fenced transactions still verify with the database.
+   * True while this lease is neither released nor lost and its local deadline has not passed. A
+   * true answer is local knowledge; fenced transactions still verify with the database.
    */
   public boolean isHeld() {
     if (ended) {
@@ -121,7 +131,8 @@ public final class Lease implements AutoCloseable {
   }
 
   /**
-   * Keeps this lease renewed on the manager's keeper thread until it is released or lost; idempotent.
+   * Keeps this lease renewed on the manager's keeper thread until it is released or lost;
+   * idempotent.
    *
    * @return this lease
    */
@@ -139,7 +150,8 @@ public final class Lease implements AutoCloseable {
   /**
    * Renews once, now.
    *
-   * @return true if renewed; false if the lease is no longer held (it is then lost, or was released)
+   * @return true if renewed; false if the lease is no longer held (it is then lost, or was
+   *     released)
    * @throws LeaseException if the database could not be asked; the lease stays held until its local
    *     deadline
    */
@@ -182,8 +194,8 @@ public final class Lease implements AutoCloseable {
    *
    * @return true if the database confirms this holder at this term
    */
-  public boolean verifyInTransaction(Connection connection, boolean strict,
-      Duration idleInTransaction) throws SQLException {
+  public boolean verifyInTransaction(
+      Connection connection, boolean strict, Duration idleInTransaction) throws SQLException {
     Dialect d = manager.dialect();
     try (PreparedStatement ps = connection.prepareStatement(d.verifySql(strict))) {
       d.bindVerify(ps, name, holder, term, strict, idleInTransaction.toMillis());
@@ -194,10 +206,10 @@ public final class Lease implements AutoCloseable {
   }
 
   /**
-   * Waits, at most {@code max}, while the keeper's renewal of this lease is in flight; returns at once
-   * when none is. lease-jdbc calls it before a new fenced transaction on SQLite, whose busy handler
-   * has no queue: without it, back-to-back writers under the lease can starve the renewal's write
-   * (measured: a renewal failed within 2 s under 16 threads). InnoDB and PostgreSQL queue the
+   * Waits, at most {@code max}, while the keeper's renewal of this lease is in flight; returns at
+   * once when none is. lease-jdbc calls it before a new fenced transaction on SQLite, whose busy
+   * handler has no queue: without it, back-to-back writers under the lease can starve the renewal's
+   * write (measured: a renewal failed within 2 s under 16 threads). InnoDB and PostgreSQL queue the
    * renewal themselves.
    */
   public void awaitRenewal(Duration max) throws InterruptedException {
@@ -246,7 +258,11 @@ public final class Lease implements AutoCloseable {
     lossListeners.clear();
     manager.forget(this);
     boolean released = manager.releaseInDatabase(this);
-    log.info("released lease {} term {} instance {}{}", name, term, instance,
+    log.info(
+        "released lease {} term {} instance {}{}",
+        name,
+        term,
+        instance,
         released ? "" : " (the database no longer had it)");
     manager.safely(l -> l.released(this));
   }
@@ -282,7 +298,8 @@ public final class Lease implements AutoCloseable {
     return "Lease[" + name + ", term " + term + ", instance " + instance + "]";
   }
 
-  // ---- package-private: the keeper's side --------------------------------------------------------
+  // ---- package-private: the keeper's side
+  // --------------------------------------------------------
 
   synchronized long lastRenewalStart() {
     return lastRenewalStart;
@@ -344,9 +361,9 @@ public final class Lease implements AutoCloseable {
   }
 
   /**
-   * Ends this lease with {@code end} instead of the release statement: the scheduler's finish, which
-   * gives the name back as release does and records the round in the same statement. Stops the
-   * keeper first. False, without running {@code end}, if the lease is no longer held here.
+   * Ends this lease with {@code end} instead of the release statement: the scheduler's finish,
+   * which gives the name back as release does and records the round in the same statement. Stops
+   * the keeper first. False, without running {@code end}, if the lease is no longer held here.
    */
   boolean endWith(java.util.function.BooleanSupplier end) {
     RenewalKeeper k;
@@ -383,11 +400,16 @@ public final class Lease implements AutoCloseable {
       k.stop();
     }
     manager.forget(this);
-    log.warn("lost lease {} term {} instance {}: {}", name, term, instance,
+    log.warn(
+        "lost lease {} term {} instance {}: {}",
+        name,
+        term,
+        instance,
         lossReason == LossReason.NOT_HELD
             ? "the database says it is no longer ours"
             : "no renewal succeeded within the local deadline of "
-                + manager.timings().localDeadline().toMillis() + " ms");
+                + manager.timings().localDeadline().toMillis()
+                + " ms");
     // The onLoss callbacks first: they stop what acts under the lease (runUnder interrupts its
     // work), which must not wait for a slow or failing LeaseListener (WorkUnderLeaseTest).
     for (Consumer<Lease> listener : lossListeners) {

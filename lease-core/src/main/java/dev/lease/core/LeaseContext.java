@@ -4,8 +4,9 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * The lease bound to the current thread. Fenced connections look it up on the thread that executes a
- * statement, so work handed to another thread (an executor, a virtual thread) must bind it there too.
+ * The lease bound to the current thread. Fenced connections look it up on the thread that executes
+ * a statement, so work handed to another thread (an executor, a virtual thread) must bind it there
+ * too.
  *
  * <pre>{@code
  * try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
@@ -16,15 +17,19 @@ import java.util.OptionalLong;
 public final class LeaseContext {
 
   private static final ThreadLocal<Lease> CURRENT = new ThreadLocal<>();
+
   /** The lease of threads that bound none: lease-agent's leader mode fences the whole process. */
   private static volatile Lease processWide;
 
   private LeaseContext() {}
 
-  /** Binds {@code lease} to this thread until the scope closes; the outer binding then comes back. */
+  /**
+   * Binds {@code lease} to this thread until the scope closes; the outer binding then comes back.
+   */
   public static Scope bind(Lease lease) {
     if (lease == null) {
-      throw new IllegalArgumentException("lease must not be null; to run without a lease, unbind()");
+      throw new IllegalArgumentException(
+          "lease must not be null; to run without a lease, unbind()");
     }
     Lease outer = CURRENT.get();
     CURRENT.set(lease);
@@ -39,11 +44,11 @@ public final class LeaseContext {
   }
 
   /**
-   * Makes {@code lease} the lease of every thread that has none bound itself (null clears it). For a
-   * process that is fenced as a whole, such as lease-agent's leader mode: every transaction of every
-   * thread then runs under the process's leader lease, and a lease that is not held (lost, or a
-   * {@link LeaseManager#notHeld placeholder} while another process leads) refuses them. A thread's own
-   * {@link #bind} still wins; {@link #unbind()} only removes the thread's binding.
+   * Makes {@code lease} the lease of every thread that has none bound itself (null clears it). For
+   * a process that is fenced as a whole, such as lease-agent's leader mode: every transaction of
+   * every thread then runs under the process's leader lease, and a lease that is not held (lost, or
+   * a {@link LeaseManager#notHeld placeholder} while another process leads) refuses them. A
+   * thread's own {@link #bind} still wins; {@link #unbind()} only removes the thread's binding.
    */
   public static void bindProcessWide(Lease lease) {
     processWide = lease;
@@ -88,8 +93,8 @@ public final class LeaseContext {
         return;
       }
       if (Thread.currentThread() != thread) {
-        throw new IllegalStateException("a lease scope must be closed on the thread that opened it ("
-            + thread.getName() + ")");
+        throw new IllegalStateException(
+            "a lease scope must be closed on the thread that opened it (" + thread.getName() + ")");
       }
       closed = true;
       if (outer == null) {

@@ -1,8 +1,8 @@
 package dev.lease.core;
 
 /**
- * Observes leases: every method has an empty default, so implement only what you need. Called on lease
- * threads; keep implementations quick and never throw (exceptions are logged and ignored).
+ * Observes leases: every method has an empty default, so implement only what you need. Called on
+ * lease threads; keep implementations quick and never throw (exceptions are logged and ignored).
  */
 public interface LeaseListener {
 
@@ -12,7 +12,9 @@ public interface LeaseListener {
   /** A renewal succeeded. */
   default void renewed(Lease lease) {}
 
-  /** A renewal attempt failed; the keeper retries at the renew interval until the local deadline. */
+  /**
+   * A renewal attempt failed; the keeper retries at the renew interval until the local deadline.
+   */
   default void renewalFailed(Lease lease, Exception cause) {}
 
   /** This process gave the lease up because it can no longer prove it holds it. */
@@ -24,13 +26,18 @@ public interface LeaseListener {
   /** A fenced transaction was verified under {@code lease} (lease-jdbc). */
   default void transactionVerified(Lease lease) {}
 
-  /** A fenced transaction was refused: the database says {@code lease} is no longer held (lease-jdbc). */
+  /**
+   * A fenced transaction was refused: the database says {@code lease} is no longer held
+   * (lease-jdbc).
+   */
   default void transactionRefused(Lease lease) {}
 
   /** A transaction under {@code lease} was poisoned: it must be rolled back (lease-jdbc). */
   default void transactionPoisoned(Lease lease) {}
 
-  /** The scheduler gave up the unfinished instant {@code instantMs} of {@code job} for a later one. */
+  /**
+   * The scheduler gave up the unfinished instant {@code instantMs} of {@code job} for a later one.
+   */
   default void instantSuperseded(String job, long instantMs) {}
 
   /** The scheduler skipped instant {@code instantMs} of {@code job}, overrun by a longer round. */

@@ -12,10 +12,10 @@ import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -44,9 +44,9 @@ import org.slf4j.LoggerFactory;
  * });
  * }</pre>
  *
- * <p>Every statement reads the time from the database server's clock, so the clocks of the processes
- * never decide who holds a lease. A manager is thread-safe; close it to stop its keeper threads
- * (leases it holds are released first).
+ * <p>Every statement reads the time from the database server's clock, so the clocks of the
+ * processes never decide who holds a lease. A manager is thread-safe; close it to stop its keeper
+ * threads (leases it holds are released first).
  */
 public final class LeaseManager implements AutoCloseable {
 
@@ -83,8 +83,10 @@ public final class LeaseManager implements AutoCloseable {
     this.ownsScheduler = b.scheduler == null;
     this.ownsAttemptExecutor = b.attemptExecutor == null;
     this.scheduler = b.scheduler != null ? b.scheduler : defaultScheduler();
-    this.attemptExecutor = b.attemptExecutor != null ? b.attemptExecutor
-        : Executors.newCachedThreadPool(daemon("lease-renewal-"));
+    this.attemptExecutor =
+        b.attemptExecutor != null
+            ? b.attemptExecutor
+            : Executors.newCachedThreadPool(daemon("lease-renewal-"));
     this.workThreads = daemon("lease-work-");
   }
 
@@ -138,14 +140,19 @@ public final class LeaseManager implements AutoCloseable {
   public Optional<Lease> tryClaim(String name) {
     Names.leaseName(name);
     String holder = newHolder();
-    execute("create the lease row", c -> {
-      dialect.createRow(c, name);
-      return null;
-    });
-    // the local deadline counts from before the claim is sent: the database's expiry can only be later
+    execute(
+        "create the lease row",
+        c -> {
+          dialect.createRow(c, name);
+          return null;
+        });
+    // the local deadline counts from before the claim is sent: the database's expiry can only be
+    // later
     long start = clock.nanoTime();
-    Dialect.Claimed claimed = execute("claim lease " + name,
-        c -> dialect.claim(c, name, holder, instance, timings.leaseDuration().toMillis()));
+    Dialect.Claimed claimed =
+        execute(
+            "claim lease " + name,
+            c -> dialect.claim(c, name, holder, instance, timings.leaseDuration().toMillis()));
     if (claimed == null) {
       log.debug("lease {} is held by another holder", name);
       return Optional.empty();
@@ -172,14 +179,15 @@ public final class LeaseManager implements AutoCloseable {
 
   /**
    * Runs {@code work} under {@code lease}: keeps the lease renewed, runs the work on its own thread
-   * with the lease bound to it ({@link LeaseContext}), interrupts that thread if the lease is lost, and
-   * after the grace period runs the failure policy if the work still has not stopped. The lease stays
-   * held afterwards; release it yourself.
+   * with the lease bound to it ({@link LeaseContext}), interrupts that thread if the lease is lost,
+   * and after the grace period runs the failure policy if the work still has not stopped. The lease
+   * stays held afterwards; release it yourself.
    *
    * @return what the work returned
    * @throws LeaseWorkException if the work threw (its exception is the cause)
    * @throws LeaseLostException if the lease was lost before the work ended
-   * @throws InterruptedException if the calling thread was interrupted (the work is interrupted too)
+   * @throws InterruptedException if the calling thread was interrupted (the work is interrupted
+   *     too)
    */
   public <T> T runUnder(Lease lease, LeaseWork<T> work)
       throws LeaseWorkException, InterruptedException {
@@ -193,26 +201,33 @@ public final class LeaseManager implements AutoCloseable {
     lease.hold();
     AtomicReference<T> result = new AtomicReference<>();
     AtomicReference<Throwable> failure = new AtomicReference<>();
-    Thread worker = workThreads.newThread(() -> {
-      try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-        result.set(work.run(lease));
-      } catch (Throwable t) {
-        failure.set(t);
-      }
-    });
+    Thread worker =
+        workThreads.newThread(
+            () -> {
+              try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+                result.set(work.run(lease));
+              } catch (Throwable t) {
+                failure.set(t);
+              }
+            });
     worker.setName("lease-work-" + lease.name());
     worker.start();
     // registered after start: interrupting a thread that has not started does nothing, and a loss
     // that came first is reported to a late registration at once
-    Lease.Registration onLoss = lease.onLoss(l -> {
-      worker.interrupt();
-      long graceNanos = timings.gracePeriod().toNanos();
-      scheduler.schedule(() -> {
-        if (worker.isAlive()) {
-          failurePolicy.workDidNotStop(l, worker);
-        }
-      }, graceNanos, TimeUnit.NANOSECONDS);
-    });
+    Lease.Registration onLoss =
+        lease.onLoss(
+            l -> {
+              worker.interrupt();
+              long graceNanos = timings.gracePeriod().toNanos();
+              scheduler.schedule(
+                  () -> {
+                    if (worker.isAlive()) {
+                      failurePolicy.workDidNotStop(l, worker);
+                    }
+                  },
+                  graceNanos,
+                  TimeUnit.NANOSECONDS);
+            });
     try {
       worker.join();
     } catch (InterruptedException e) {
@@ -229,8 +244,13 @@ public final class LeaseManager implements AutoCloseable {
     }
     Throwable t = failure.get();
     if (lease.isLost()) {
-      throw new LeaseLostException(lease, lease + " was lost ("
-          + lease.lossReason().map(Enum::name).orElse("?") + ") while its work ran", t);
+      throw new LeaseLostException(
+          lease,
+          lease
+              + " was lost ("
+              + lease.lossReason().map(Enum::name).orElse("?")
+              + ") while its work ran",
+          t);
     }
     if (t != null) {
       throw new LeaseWorkException("work under " + lease + " failed: " + t, t);
@@ -282,7 +302,13 @@ public final class LeaseManager implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "LeaseManager[" + dialect.product() + ", table " + table + ", instance " + instance + "]";
+    return "LeaseManager["
+        + dialect.product()
+        + ", table "
+        + table
+        + ", instance "
+        + instance
+        + "]";
   }
 
   // ---- package-private: what leases, keepers and the scheduler use ------------------------------
@@ -326,49 +352,59 @@ public final class LeaseManager implements AutoCloseable {
 
   /**
    * The statements lease-jdbc runs once on a connection before STRICT verifies, bounding how long a
-   * paused holder's open transaction can delay a takeover (MySQL/MariaDB lock wait and idle timeouts);
-   * empty on databases whose verify statement carries the bound (PostgreSQL) or that have no server
-   * (SQLite).
+   * paused holder's open transaction can delay a takeover (MySQL/MariaDB lock wait and idle
+   * timeouts); empty on databases whose verify statement carries the bound (PostgreSQL) or that
+   * have no server (SQLite).
    */
-  public List<String> strictSessionStatements(java.time.Duration idleInTransaction,
-      java.time.Duration lockWait) {
+  public List<String> strictSessionStatements(
+      java.time.Duration idleInTransaction, java.time.Duration lockWait) {
     return dialect.strictSessionBounds(idleInTransaction.toMillis(), lockWait.toMillis());
   }
 
   boolean renewInDatabase(Lease lease) {
-    return execute("renew lease " + lease.name(), c -> dialect.renew(c, lease.name(),
-        lease.holder(), lease.term(), timings.leaseDuration().toMillis()));
+    return execute(
+        "renew lease " + lease.name(),
+        c ->
+            dialect.renew(
+                c, lease.name(), lease.holder(), lease.term(), timings.leaseDuration().toMillis()));
   }
 
   boolean releaseInDatabase(Lease lease) {
-    return execute("release lease " + lease.name(),
+    return execute(
+        "release lease " + lease.name(),
         c -> dialect.release(c, lease.name(), lease.holder(), lease.term()));
   }
 
   boolean verifyInDatabase(Lease lease) {
-    return execute("verify lease " + lease.name(), c -> {
-      try (PreparedStatement ps = c.prepareStatement(dialect.verifySql(false))) {
-        dialect.bindVerify(ps, lease.name(), lease.holder(), lease.term(), false, 0);
-        try (ResultSet rs = ps.executeQuery()) {
-          return rs.next();
-        }
-      }
-    });
+    return execute(
+        "verify lease " + lease.name(),
+        c -> {
+          try (PreparedStatement ps = c.prepareStatement(dialect.verifySql(false))) {
+            dialect.bindVerify(ps, lease.name(), lease.holder(), lease.term(), false, 0);
+            try (ResultSet rs = ps.executeQuery()) {
+              return rs.next();
+            }
+          }
+        });
   }
 
-  /** True once {@link #close()} began: a scheduler on this manager stops and cuts its rounds short. */
+  /**
+   * True once {@link #close()} began: a scheduler on this manager stops and cuts its rounds short.
+   */
   boolean isClosed() {
     return closed;
   }
 
-  /** A new holder token, for claims made outside {@link #tryClaim} (the scheduler's slot claims). */
+  /**
+   * A new holder token, for claims made outside {@link #tryClaim} (the scheduler's slot claims).
+   */
   String mintHolder() {
     return newHolder();
   }
 
   /**
-   * Takes over a lease claimed by a statement of the scheduler (a slot claim): tracked for
-   * {@link #close()}, logged and announced like a claim of {@link #tryClaim}.
+   * Takes over a lease claimed by a statement of the scheduler (a slot claim): tracked for {@link
+   * #close()}, logged and announced like a claim of {@link #tryClaim}.
    */
   Lease adoptClaim(String name, String holder, long term, long claimStartNanos) {
     Lease lease = new Lease(this, name, holder, instance, term, claimStartNanos);
@@ -423,15 +459,29 @@ public final class LeaseManager implements AutoCloseable {
     if (dialect.isMissingTable(e)) {
       return new LeaseException(missingTable(dialect), e);
     }
-    return new LeaseException("could not " + what + " in lease table " + table + " on "
-        + dialect.product() + ": " + e.getMessage(), e);
+    return new LeaseException(
+        "could not "
+            + what
+            + " in lease table "
+            + table
+            + " on "
+            + dialect.product()
+            + ": "
+            + e.getMessage(),
+        e);
   }
 
   private static String missingTable(Dialect dialect) {
     String table = dialect.table;
-    return "lease table " + table + " does not exist in this " + dialect.product()
+    return "lease table "
+        + table
+        + " does not exist in this "
+        + dialect.product()
         + " database; create it with LeaseManager.builder(...).createTableIfMissing(), or apply"
-        + " LeaseManager.ddl(Database." + dialect.product().toUpperCase(Locale.ROOT) + ", \"" + table
+        + " LeaseManager.ddl(Database."
+        + dialect.product().toUpperCase(Locale.ROOT)
+        + ", \""
+        + table
         + "\") in your migrations (the DDL is also in the README)";
   }
 
@@ -510,7 +560,10 @@ public final class LeaseManager implements AutoCloseable {
       return this;
     }
 
-    /** What to do when work under a lost lease does not stop; default {@link FailurePolicy#haltProcess()}. */
+    /**
+     * What to do when work under a lost lease does not stop; default {@link
+     * FailurePolicy#haltProcess()}.
+     */
     public Builder failurePolicy(FailurePolicy policy) {
       this.failurePolicy = Objects.requireNonNull(policy, "failurePolicy");
       return this;
@@ -538,8 +591,8 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Reads the database clock from the SQL function {@code name()} instead of the server clock: for
-     * tests that control database time (for example a function registered on SQLite). Never in
+     * Reads the database clock from the SQL function {@code name()} instead of the server clock:
+     * for tests that control database time (for example a function registered on SQLite). Never in
      * production.
      */
     public Builder clockFunctionForTesting(String name) {
@@ -557,7 +610,8 @@ public final class LeaseManager implements AutoCloseable {
      * Validates the configuration, detects the database and checks the lease table.
      *
      * @throws IllegalArgumentException for a bad table name or instance
-     * @throws LeaseException when the database is unreachable or unsupported, or the table is missing
+     * @throws LeaseException when the database is unreachable or unsupported, or the table is
+     *     missing
      */
     public LeaseManager build() {
       Names.table(table);
@@ -572,11 +626,21 @@ public final class LeaseManager implements AutoCloseable {
             }
           } catch (SQLException e) {
             // reached the database, but could not create the table: not a connection problem
-            throw new LeaseException("could not create lease table " + table + " on "
-                + dialect.product() + " (" + e.getMessage() + "); check that the user may create"
-                + " tables and that the name is not a reserved word, or create it in your"
-                + " migrations with LeaseManager.ddl(Database."
-                + dialect.product().toUpperCase(Locale.ROOT) + ", \"" + table + "\")", e);
+            throw new LeaseException(
+                "could not create lease table "
+                    + table
+                    + " on "
+                    + dialect.product()
+                    + " ("
+                    + e.getMessage()
+                    + "); check that the user may create"
+                    + " tables and that the name is not a reserved word, or create it in your"
+                    + " migrations with LeaseManager.ddl(Database."
+                    + dialect.product().toUpperCase(Locale.ROOT)
+                    + ", \""
+                    + table
+                    + "\")",
+                e);
           }
           if (!c.getAutoCommit()) {
             c.commit();
@@ -589,19 +653,32 @@ public final class LeaseManager implements AutoCloseable {
             throw new LeaseException(missingTable(dialect), e);
           }
           // the table exists but is not a lease table of this shape: not a connection problem
-          throw new LeaseException("lease table " + table + " cannot be used as a lease table on "
-              + dialect.product() + " (" + e.getMessage() + "); it needs the columns of"
-              + " LeaseManager.ddl(Database." + dialect.product().toUpperCase(Locale.ROOT) + ", \""
-              + table + "\"): migrate it, or choose another table with .table(...)", e);
+          throw new LeaseException(
+              "lease table "
+                  + table
+                  + " cannot be used as a lease table on "
+                  + dialect.product()
+                  + " ("
+                  + e.getMessage()
+                  + "); it needs the columns of"
+                  + " LeaseManager.ddl(Database."
+                  + dialect.product().toUpperCase(Locale.ROOT)
+                  + ", \""
+                  + table
+                  + "\"): migrate it, or choose another table with .table(...)",
+              e);
         } finally {
           if (!c.getAutoCommit()) {
             c.rollback();
           }
         }
       } catch (SQLException e) {
-        throw new LeaseException("cannot reach the lease database (" + e.getMessage()
-            + "); check that it is running and that the DataSource's URL, user and password are"
-            + " right", e);
+        throw new LeaseException(
+            "cannot reach the lease database ("
+                + e.getMessage()
+                + "); check that it is running and that the DataSource's URL, user and password are"
+                + " right",
+            e);
       }
       return new LeaseManager(this, dialect);
     }

@@ -18,8 +18,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs jobs on a schedule across replicas: every replica runs the same scheduler, and each instant of
- * a job's schedule runs once across all of them.
+ * Runs jobs on a schedule across replicas: every replica runs the same scheduler, and each instant
+ * of a job's schedule runs once across all of them.
  *
  * <pre>{@code
  * LeaseScheduler scheduler = LeaseScheduler.builder(leases)
@@ -29,20 +29,21 @@ import org.slf4j.LoggerFactory;
  * scheduler.start();
  * }</pre>
  *
- * <p>How (the scheduler of DESIGN.md): a job's name is a lease, claimed per instant with a statement
- * that succeeds only if the name is free and the instant is later than the last one on record, which
- * the claim then records. Due instants are computed from the database clock, never the process's, so
- * replicas whose clocks disagree still agree on which instant is due. The round runs under the lease
- * ({@link LeaseManager#runUnder}: renewed, bound to the round's thread so fenced transactions are
- * verified, interrupted if lost) and is then finished. A round cut short (lease lost, process died,
- * scheduler closed) stays unfinished and runs again once, on any replica, as long as no later instant
- * is due; cut short again, or overtaken by a later instant, it is given up and reported
- * ({@link LeaseListener#instantSuperseded}). Instants a long round overran, and instants no replica
- * claimed in time, are skipped ({@link LeaseListener#instantSkipped}), never run late in a burst.
+ * <p>How (the scheduler of DESIGN.md): a job's name is a lease, claimed per instant with a
+ * statement that succeeds only if the name is free and the instant is later than the last one on
+ * record, which the claim then records. Due instants are computed from the database clock, never
+ * the process's, so replicas whose clocks disagree still agree on which instant is due. The round
+ * runs under the lease ({@link LeaseManager#runUnder}: renewed, bound to the round's thread so
+ * fenced transactions are verified, interrupted if lost) and is then finished. A round cut short
+ * (lease lost, process died, scheduler closed) stays unfinished and runs again once, on any
+ * replica, as long as no later instant is due; cut short again, or overtaken by a later instant, it
+ * is given up and reported ({@link LeaseListener#instantSuperseded}). Instants a long round
+ * overran, and instants no replica claimed in time, are skipped ({@link
+ * LeaseListener#instantSkipped}), never run late in a burst.
  *
- * <p>Every replica polls all its jobs' rows in one statement every {@link Builder#pollInterval} (and
- * wakes for the next due instant), so an instant starts within about one poll interval of coming due.
- * Close the scheduler before its {@link LeaseManager}.
+ * <p>Every replica polls all its jobs' rows in one statement every {@link Builder#pollInterval}
+ * (and wakes for the next due instant), so an instant starts within about one poll interval of
+ * coming due. Close the scheduler before its {@link LeaseManager}.
  */
 public final class LeaseScheduler implements AutoCloseable {
 
@@ -86,17 +87,21 @@ public final class LeaseScheduler implements AutoCloseable {
     this.jobs = List.copyOf(runners);
     List<List<String>> chunks = new ArrayList<>();
     for (int i = 0; i < jobs.size(); i += Dialect.MAX_NAMES_PER_STATEMENT) {
-      chunks.add(jobs.subList(i, Math.min(jobs.size(), i + Dialect.MAX_NAMES_PER_STATEMENT))
-          .stream().map(JobRunner::name).toList());
+      chunks.add(
+          jobs.subList(i, Math.min(jobs.size(), i + Dialect.MAX_NAMES_PER_STATEMENT)).stream()
+              .map(JobRunner::name)
+              .toList());
     }
     this.nameChunks = List.copyOf(chunks);
     AtomicInteger n = new AtomicInteger();
     String prefix = "lease-scheduler-" + manager.instance() + "-";
-    this.attempts = Executors.newCachedThreadPool(r -> {
-      Thread t = new Thread(r, prefix + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+    this.attempts =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, prefix + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
   }
 
   public static Builder builder(LeaseManager manager) {
@@ -104,9 +109,9 @@ public final class LeaseScheduler implements AutoCloseable {
   }
 
   /**
-   * Creates the jobs' rows, reads the last instant on record of each (a job that never ran starts at
-   * its first instant from now on; one that ran runs the latest instant it missed, once) and starts
-   * polling.
+   * Creates the jobs' rows, reads the last instant on record of each (a job that never ran starts
+   * at its first instant from now on; one that ran runs the latest instant it missed, once) and
+   * starts polling.
    *
    * @throws LeaseException if the database cannot be reached
    * @throws IllegalStateException if already started or closed
@@ -157,12 +162,13 @@ public final class LeaseScheduler implements AutoCloseable {
     }
     jobs.forEach(JobRunner::interrupt);
     attempts.shutdown();
-    long waitMs = manager.timings().gracePeriod().toMillis()
-        + 2 * manager.timings().attemptTimeout().toMillis();
+    long waitMs =
+        manager.timings().gracePeriod().toMillis()
+            + 2 * manager.timings().attemptTimeout().toMillis();
     try {
       if (!attempts.awaitTermination(waitMs, TimeUnit.MILLISECONDS)) {
-        log.warn("scheduler of {}: rounds still running {} ms after close", manager.instance(),
-            waitMs);
+        log.warn(
+            "scheduler of {}: rounds still running {} ms after close", manager.instance(), waitMs);
       }
       if (t != null && t != Thread.currentThread()) {
         t.join(waitMs);
@@ -174,11 +180,15 @@ public final class LeaseScheduler implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "LeaseScheduler[" + manager.instance() + ", jobs " + jobs.stream().map(JobRunner::name)
-        .toList() + "]";
+    return "LeaseScheduler["
+        + manager.instance()
+        + ", jobs "
+        + jobs.stream().map(JobRunner::name).toList()
+        + "]";
   }
 
-  // ---- package-private: what the job runners use -------------------------------------------------
+  // ---- package-private: what the job runners use
+  // -------------------------------------------------
 
   boolean isClosing() {
     return closing;
@@ -188,7 +198,9 @@ public final class LeaseScheduler implements AutoCloseable {
     return faults.contains(fault);
   }
 
-  /** The time that decides which instant is due: the database's (the test fault: a process clock). */
+  /**
+   * The time that decides which instant is due: the database's (the test fault: a process clock).
+   */
   long dueTime(long databaseNowMs) {
     return dueClock != null ? dueClock.getAsLong() : databaseNowMs;
   }
@@ -209,16 +221,20 @@ public final class LeaseScheduler implements AutoCloseable {
       if (manager.isClosed()) {
         // the manager released the rounds' leases without finishing them; stop claiming, and cut
         // the rounds still running short (their instants run again once on another replica)
-        log.warn("scheduler of {}: its LeaseManager was closed; closing the scheduler (close the"
-            + " scheduler first)", manager.instance());
+        log.warn(
+            "scheduler of {}: its LeaseManager was closed; closing the scheduler (close the"
+                + " scheduler first)",
+            manager.instance());
         close();
         return;
       }
       long waitNanos = pollNanos;
       try {
         for (List<String> names : nameChunks) {
-          Dialect.SlotStates states = manager.execute("read the slots of " + names.size() + " jobs",
-              c -> manager.dialect().slotStates(c, names));
+          Dialect.SlotStates states =
+              manager.execute(
+                  "read the slots of " + names.size() + " jobs",
+                  c -> manager.dialect().slotStates(c, names));
           long now = dueTime(states.databaseNowMs());
           for (JobRunner job : jobs) {
             if (!names.contains(job.name())) {
@@ -231,8 +247,11 @@ public final class LeaseScheduler implements AutoCloseable {
           }
         }
       } catch (LeaseException e) {
-        log.warn("scheduler of {}: poll failed, retrying in {} ms: {}", manager.instance(),
-            pollNanos / 1_000_000, e.getMessage());
+        log.warn(
+            "scheduler of {}: poll failed, retrying in {} ms: {}",
+            manager.instance(),
+            pollNanos / 1_000_000,
+            e.getMessage());
       } catch (RuntimeException e) {
         log.error("scheduler of {}: poll failed", manager.instance(), e);
       }
@@ -282,8 +301,11 @@ public final class LeaseScheduler implements AutoCloseable {
     public Builder job(ScheduledJob job) {
       Objects.requireNonNull(job, "job");
       if (!names.add(job.name())) {
-        throw new IllegalArgumentException("job " + job.name() + " is already registered; give"
-            + " each job of a scheduler its own name");
+        throw new IllegalArgumentException(
+            "job "
+                + job.name()
+                + " is already registered; give"
+                + " each job of a scheduler its own name");
       }
       jobs.add(job);
       return this;
@@ -320,8 +342,8 @@ public final class LeaseScheduler implements AutoCloseable {
      */
     public LeaseScheduler build() {
       if (jobs.isEmpty()) {
-        throw new IllegalArgumentException("a LeaseScheduler needs at least one job; add one with"
-            + " job(name, schedule, work)");
+        throw new IllegalArgumentException(
+            "a LeaseScheduler needs at least one job; add one with" + " job(name, schedule, work)");
       }
       return new LeaseScheduler(this);
     }

@@ -6,21 +6,23 @@ import java.util.Objects;
 /**
  * The timings of a lease, immutable and validated when built.
  *
- * <p>How they relate (defaults in brackets): the database lets another process claim a lease
- * {@code leaseDuration} [15 s] after the start of its last successful claim or renewal, judged by the
- * database's own clock. The holder renews every {@code renewInterval} [2 s], retrying a failed renewal
- * at the same cadence, each attempt bounded by {@code attemptTimeout} [5 s]. The holder gives the lease
- * up itself {@code localDeadline} [10 s] after the start of its last successful renewal, measured with
- * its own monotonic clock; the gap to {@code leaseDuration} absorbs a process clock that runs slow by
- * up to {@code maxClockRateError} [10 %]. After a loss, work under the lease has {@code gracePeriod}
- * [5 s] to stop before the failure policy runs.
+ * <p>How they relate (defaults in brackets): the database lets another process claim a lease {@code
+ * leaseDuration} [15 s] after the start of its last successful claim or renewal, judged by the
+ * database's own clock. The holder renews every {@code renewInterval} [2 s], retrying a failed
+ * renewal at the same cadence, each attempt bounded by {@code attemptTimeout} [5 s]. The holder
+ * gives the lease up itself {@code localDeadline} [10 s] after the start of its last successful
+ * renewal, measured with its own monotonic clock; the gap to {@code leaseDuration} absorbs a
+ * process clock that runs slow by up to {@code maxClockRateError} [10 %]. After a loss, work under
+ * the lease has {@code gracePeriod} [5 s] to stop before the failure policy runs.
  *
- * <p>Validated relations: {@code renewInterval < localDeadline}, {@code attemptTimeout < localDeadline},
- * {@code localDeadline < leaseDuration × (1 − maxClockRateError)}.
+ * <p>Validated relations: {@code renewInterval < localDeadline}, {@code attemptTimeout <
+ * localDeadline}, {@code localDeadline < leaseDuration × (1 − maxClockRateError)}.
  */
 public final class LeaseTimings {
 
-  /** The defaults: lease 15 s, renew every 2 s, attempt timeout 5 s, local deadline 10 s, grace 5 s. */
+  /**
+   * The defaults: lease 15 s, renew every 2 s, attempt timeout 5 s, local deadline 10 s, grace 5 s.
+   */
   public static final LeaseTimings DEFAULTS = builder().build();
 
   private final Duration leaseDuration;
@@ -81,13 +83,24 @@ public final class LeaseTimings {
 
   @Override
   public String toString() {
-    return "LeaseTimings[lease=" + leaseDuration.toMillis() + "ms, renewInterval="
-        + renewInterval.toMillis() + "ms, attemptTimeout=" + attemptTimeout.toMillis()
-        + "ms, localDeadline=" + localDeadline.toMillis() + "ms, grace=" + gracePeriod.toMillis()
-        + "ms, maxClockRateError=" + maxClockRateError + "]";
+    return "LeaseTimings[lease="
+        + leaseDuration.toMillis()
+        + "ms, renewInterval="
+        + renewInterval.toMillis()
+        + "ms, attemptTimeout="
+        + attemptTimeout.toMillis()
+        + "ms, localDeadline="
+        + localDeadline.toMillis()
+        + "ms, grace="
+        + gracePeriod.toMillis()
+        + "ms, maxClockRateError="
+        + maxClockRateError
+        + "]";
   }
 
-  /** Builds {@link LeaseTimings}; {@link #build()} checks every relation and names the broken one. */
+  /**
+   * Builds {@link LeaseTimings}; {@link #build()} checks every relation and names the broken one.
+   */
   public static final class Builder {
     private Duration leaseDuration = Duration.ofSeconds(15);
     private Duration renewInterval = Duration.ofSeconds(2);
@@ -148,22 +161,31 @@ public final class LeaseTimings {
             "maxClockRateError must be in [0, 0.5), got " + maxClockRateError);
       }
       if (renewInterval.compareTo(localDeadline) >= 0) {
-        throw new IllegalArgumentException("renewInterval (" + renewInterval.toMillis()
-            + " ms) must be shorter than localDeadline (" + localDeadline.toMillis()
-            + " ms): the holder must get at least one renewal attempt before it gives the lease up");
+        throw new IllegalArgumentException(
+            "renewInterval ("
+                + renewInterval.toMillis()
+                + " ms) must be shorter than localDeadline ("
+                + localDeadline.toMillis()
+                + " ms): the holder must get at least one renewal attempt before it gives the lease up");
       }
       if (attemptTimeout.compareTo(localDeadline) >= 0) {
-        throw new IllegalArgumentException("attemptTimeout (" + attemptTimeout.toMillis()
-            + " ms) must be shorter than localDeadline (" + localDeadline.toMillis()
-            + " ms): a renewal that may take longer than the deadline can never keep the lease");
+        throw new IllegalArgumentException(
+            "attemptTimeout ("
+                + attemptTimeout.toMillis()
+                + " ms) must be shorter than localDeadline ("
+                + localDeadline.toMillis()
+                + " ms): a renewal that may take longer than the deadline can never keep the lease");
       }
       double slowest = leaseDuration.toNanos() * (1.0 - maxClockRateError);
       if (localDeadline.toNanos() >= slowest) {
-        throw new IllegalArgumentException("localDeadline (" + localDeadline.toMillis()
-            + " ms) must be shorter than leaseDuration × (1 − maxClockRateError) = "
-            + (long) (slowest / 1_000_000) + " ms, so the holder gives the lease up before the"
-            + " database lets anyone else claim it even when its clock runs slow; shorten"
-            + " localDeadline or lengthen leaseDuration");
+        throw new IllegalArgumentException(
+            "localDeadline ("
+                + localDeadline.toMillis()
+                + " ms) must be shorter than leaseDuration × (1 − maxClockRateError) = "
+                + (long) (slowest / 1_000_000)
+                + " ms, so the holder gives the lease up before the"
+                + " database lets anyone else claim it even when its clock runs slow; shorten"
+                + " localDeadline or lengthen leaseDuration");
       }
       return new LeaseTimings(this);
     }
@@ -173,8 +195,8 @@ public final class LeaseTimings {
         throw new IllegalArgumentException(what + " must be positive, got " + d.toMillis() + " ms");
       }
       if (d.toMillis() > Integer.MAX_VALUE) {
-        throw new IllegalArgumentException(what + " must be at most " + Integer.MAX_VALUE
-            + " ms, got " + d.toMillis() + " ms");
+        throw new IllegalArgumentException(
+            what + " must be at most " + Integer.MAX_VALUE + " ms, got " + d.toMillis() + " ms");
       }
     }
   }

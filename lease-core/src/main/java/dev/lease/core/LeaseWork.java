@@ -4,8 +4,8 @@ package dev.lease.core;
 @FunctionalInterface
 public interface LeaseWork<T> {
   /**
-   * Does the work. When the lease is lost the thread is interrupted: stop promptly (check
-   * {@link Thread#isInterrupted()} in loops, let {@link InterruptedException} propagate).
+   * Does the work. When the lease is lost the thread is interrupted: stop promptly (check {@link
+   * Thread#isInterrupted()} in loops, let {@link InterruptedException} propagate).
    */
   T run(Lease lease) throws Exception;
 }

@@ -13,9 +13,9 @@ final class MySqlDialect extends Dialect {
   /**
    * {@code UTC_TIMESTAMP(6)} through {@code TIMESTAMPDIFF} is free of the session time zone, unlike
    * {@code UNIX_TIMESTAMP(NOW(3))}, which converts through the session zone and can jump around a
-   * DST change (MySQL manual, UNIX_TIMESTAMP). Lease sessions are also pinned to UTC (see
-   * {@link #inLeaseSession}); the verify runs on the user's own connection, whose zone we must not
-   * touch, so the expression itself has to be zone-free. Like NOW(), it is the statement's start.
+   * DST change (MySQL manual, UNIX_TIMESTAMP). Lease sessions are also pinned to UTC (see {@link
+   * #inLeaseSession}); the verify runs on the user's own connection, whose zone we must not touch,
+   * so the expression itself has to be zone-free. Like NOW(), it is the statement's start.
    */
   private static final String CLOCK =
       "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
@@ -35,17 +35,26 @@ final class MySqlDialect extends Dialect {
   /** utf8mb4_bin: lease names compare exactly, as on the other databases. */
   @Override
   List<String> ddl() {
-    return List.of("CREATE TABLE IF NOT EXISTS " + table + " ("
-        + "name varchar(" + Names.NAME_WIDTH + ") CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
-        + "holder varchar(" + Names.HOLDER_WIDTH + ") CHARACTER SET ascii NOT NULL DEFAULT '', "
-        + "instance varchar(" + Names.INSTANCE_WIDTH + ") CHARACTER SET utf8mb4 NOT NULL DEFAULT '', "
-        + "term bigint NOT NULL DEFAULT 0, "
-        + "expires_at_ms bigint NOT NULL DEFAULT 0, "
-        + "revision bigint NOT NULL DEFAULT 0, "
-        + "slot_ms bigint NULL, "
-        + "unfinished_slot_ms bigint NULL, "
-        + "rerun_slot_ms bigint NULL, "
-        + "PRIMARY KEY (name)) ENGINE=InnoDB");
+    return List.of(
+        "CREATE TABLE IF NOT EXISTS "
+            + table
+            + " ("
+            + "name varchar("
+            + Names.NAME_WIDTH
+            + ") CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+            + "holder varchar("
+            + Names.HOLDER_WIDTH
+            + ") CHARACTER SET ascii NOT NULL DEFAULT '', "
+            + "instance varchar("
+            + Names.INSTANCE_WIDTH
+            + ") CHARACTER SET utf8mb4 NOT NULL DEFAULT '', "
+            + "term bigint NOT NULL DEFAULT 0, "
+            + "expires_at_ms bigint NOT NULL DEFAULT 0, "
+            + "revision bigint NOT NULL DEFAULT 0, "
+            + "slot_ms bigint NULL, "
+            + "unfinished_slot_ms bigint NULL, "
+            + "rerun_slot_ms bigint NULL, "
+            + "PRIMARY KEY (name)) ENGINE=InnoDB");
   }
 
   @Override
@@ -55,11 +64,11 @@ final class MySqlDialect extends Dialect {
 
   /**
    * Lease statements run in READ COMMITTED: an UPDATE then reads the newest committed row
-   * ("semi-consistent read") and waits for a strict verify's share lock only when the row matches, so
-   * a claimer polling a live lease never queues behind the holder's transactions; REPEATABLE READ
-   * would lock the row before evaluating the WHERE. The session is pinned to UTC and its lock wait
-   * bounded for the attempt, and both are put back afterwards: the connection may be a pooled one the
-   * application also uses.
+   * ("semi-consistent read") and waits for a strict verify's share lock only when the row matches,
+   * so a claimer polling a live lease never queues behind the holder's transactions; REPEATABLE
+   * READ would lock the row before evaluating the WHERE. The session is pinned to UTC and its lock
+   * wait bounded for the attempt, and both are put back afterwards: the connection may be a pooled
+   * one the application also uses.
    */
   @Override
   <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
@@ -67,10 +76,11 @@ final class MySqlDialect extends Dialect {
     boolean autoCommit = c.getAutoCommit();
     long lockWaitSeconds = Math.max(1, (timeoutMs + 999) / 1000);
     try (Statement s = c.createStatement()) {
-      s.execute("SET @lease_saved_tz = @@session.time_zone,"
-          + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
-          + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
-          + lockWaitSeconds);
+      s.execute(
+          "SET @lease_saved_tz = @@session.time_zone,"
+              + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
+              + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
+              + lockWaitSeconds);
     }
     try {
       if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
@@ -100,8 +110,8 @@ final class MySqlDialect extends Dialect {
           }
         } finally {
           try (Statement s = c.createStatement()) {
-            s.execute("SET time_zone = @lease_saved_tz,"
-                + " innodb_lock_wait_timeout = @lease_saved_lw");
+            s.execute(
+                "SET time_zone = @lease_saved_tz," + " innodb_lock_wait_timeout = @lease_saved_lw");
           }
         }
       }
@@ -123,16 +133,22 @@ final class MySqlDialect extends Dialect {
 
   /**
    * A plain UPDATE that changes {@code term}, so 1 means claimed whether the driver counts found or
-   * changed rows (Connector/J sets CLIENT_FOUND_ROWS by default); then the new row is read back in the
-   * same transaction (MySQL has no UPDATE ... RETURNING). The UPDATE takes an exclusive lock, so it
-   * waits for every transaction whose strict verify holds a share lock on the row.
+   * changed rows (Connector/J sets CLIENT_FOUND_ROWS by default); then the new row is read back in
+   * the same transaction (MySQL has no UPDATE ... RETURNING). The UPDATE takes an exclusive lock,
+   * so it waits for every transaction whose strict verify holds a share lock on the row.
    */
   @Override
   Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
       throws SQLException {
-    String update = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
-        + " expires_at_ms = " + clock + " + ?, revision = revision + 1"
-        + " WHERE name = ? AND expires_at_ms <= " + clock;
+    String update =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock;
     try (PreparedStatement ps = c.prepareStatement(update)) {
       ps.setString(1, holder);
       ps.setString(2, instance);
@@ -142,8 +158,9 @@ final class MySqlDialect extends Dialect {
         return null;
       }
     }
-    try (PreparedStatement ps = c.prepareStatement(
-        "SELECT term, expires_at_ms FROM " + table + " WHERE name = ? AND holder = ?")) {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT term, expires_at_ms FROM " + table + " WHERE name = ? AND holder = ?")) {
       ps.setString(1, name);
       ps.setString(2, holder);
       try (ResultSet rs = ps.executeQuery()) {
@@ -158,14 +175,18 @@ final class MySqlDialect extends Dialect {
 
   /**
    * Strict: {@code LOCK IN SHARE MODE}, which MySQL 8 and MariaDB both accept (MariaDB rejects
-   * {@code FOR SHARE}). InnoDB queues new share requests behind a waiting writer, so a renewal waits
-   * only for transactions already in flight. Locking reads see the newest committed row whatever the
-   * transaction's isolation level.
+   * {@code FOR SHARE}). InnoDB queues new share requests behind a waiting writer, so a renewal
+   * waits only for transactions already in flight. Locking reads see the newest committed row
+   * whatever the transaction's isolation level.
    */
   @Override
   String verifySql(boolean strict) {
-    return "SELECT term FROM " + table + " WHERE name = ? AND holder = ? AND term = ?"
-        + " AND expires_at_ms > " + clock + (strict ? " LOCK IN SHARE MODE" : "");
+    return "SELECT term FROM "
+        + table
+        + " WHERE name = ? AND holder = ? AND term = ?"
+        + " AND expires_at_ms > "
+        + clock
+        + (strict ? " LOCK IN SHARE MODE" : "");
   }
 
   /**
@@ -180,11 +201,15 @@ final class MySqlDialect extends Dialect {
       return List.of("SET SESSION innodb_lock_wait_timeout = " + lockWait);
     }
     long idle = Math.max(1, (idleInTransactionMs + 999) / 1000);
-    return List.of("SET SESSION innodb_lock_wait_timeout = " + lockWait
-        + ", idle_transaction_timeout = " + idle);
+    return List.of(
+        "SET SESSION innodb_lock_wait_timeout = "
+            + lockWait
+            + ", idle_transaction_timeout = "
+            + idle);
   }
 
-  // ---- scheduler slots ----------------------------------------------------------------------------
+  // ---- scheduler slots
+  // ----------------------------------------------------------------------------
 
   /**
    * MySQL has no UPDATE ... RETURNING, and a locking read first would queue every polling replica
@@ -192,17 +217,25 @@ final class MySqlDialect extends Dialect {
    * that claims only if the row still is exactly what was read (term, last and unfinished instant,
    * compared null-safe with {@code <=>}); what the claim reports as superseded is then exactly what
    * it replaced. The UPDATE itself checks that the name is free, the instant later than the last on
-   * record and reached by the database clock; in READ COMMITTED it evaluates that against the newest
-   * committed row before it locks, like {@link #claim}.
+   * record and reached by the database clock; in READ COMMITTED it evaluates that against the
+   * newest committed row before it locks, like {@link #claim}.
    */
   @Override
-  SlotClaimed claimSlot(Connection c, String name, String holder, String instance, long leaseMs,
-      long instantMs, boolean requireLater) throws SQLException {
+  SlotClaimed claimSlot(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean requireLater)
+      throws SQLException {
     long term;
     Long slot;
     Long unfinished;
-    try (PreparedStatement ps = c.prepareStatement(
-        "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
       ps.setString(1, name);
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
@@ -213,13 +246,20 @@ final class MySqlDialect extends Dialect {
         unfinished = nullableLong(rs, 3);
       }
     }
-    String update = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
-        + " expires_at_ms = " + clock + " + ?, revision = revision + 1,"
-        + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
-        + " WHERE name = ? AND term = ? AND slot_ms <=> ? AND unfinished_slot_ms <=> ?"
-        + " AND expires_at_ms <= " + clock
-        + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
-        + " AND ? <= " + clock;
+    String update =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1,"
+            + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
+            + " WHERE name = ? AND term = ? AND slot_ms <=> ? AND unfinished_slot_ms <=> ?"
+            + " AND expires_at_ms <= "
+            + clock
+            + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
+            + " AND ? <= "
+            + clock;
     try (PreparedStatement ps = c.prepareStatement(update)) {
       int i = 1;
       ps.setString(i++, holder);
@@ -243,17 +283,31 @@ final class MySqlDialect extends Dialect {
   }
 
   /**
-   * One UPDATE; it changes {@code term}, so 1 means claimed whatever rows the driver counts. The new
-   * term is read back in the same transaction, as in {@link #claim}.
+   * One UPDATE; it changes {@code term}, so 1 means claimed whatever rows the driver counts. The
+   * new term is read back in the same transaction, as in {@link #claim}.
    */
   @Override
-  Long claimSlotAgain(Connection c, String name, String holder, String instance, long leaseMs,
-      long instantMs, boolean once) throws SQLException {
-    String update = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
-        + " expires_at_ms = " + clock + " + ?, revision = revision + 1,"
-        + " rerun_slot_ms = unfinished_slot_ms"
-        + " WHERE name = ? AND expires_at_ms <= " + clock + " AND unfinished_slot_ms = ?"
-        + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "");
+  Long claimSlotAgain(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean once)
+      throws SQLException {
+    String update =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1,"
+            + " rerun_slot_ms = unfinished_slot_ms"
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock
+            + " AND unfinished_slot_ms = ?"
+            + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "");
     try (PreparedStatement ps = c.prepareStatement(update)) {
       ps.setString(1, holder);
       ps.setString(2, instance);
@@ -264,8 +318,8 @@ final class MySqlDialect extends Dialect {
         return null;
       }
     }
-    try (PreparedStatement ps = c.prepareStatement(
-        "SELECT term FROM " + table + " WHERE name = ? AND holder = ?")) {
+    try (PreparedStatement ps =
+        c.prepareStatement("SELECT term FROM " + table + " WHERE name = ? AND holder = ?")) {
       ps.setString(1, name);
       ps.setString(2, holder);
       try (ResultSet rs = ps.executeQuery()) {

@@ -11,10 +11,10 @@ import org.slf4j.LoggerFactory;
  * keep the holder believing it holds the lease:
  *
  * <ul>
- *   <li>the renewal timer starts an attempt every renew interval (a failed attempt is retried at the
- *       same cadence), each on the attempt executor, bounded by the attempt timeout;
- *   <li>the deadline timer fires at the local deadline, {@code localDeadline} after the start of the
- *       last successful renewal, and declares the lease lost unless a renewal moved it.
+ *   <li>the renewal timer starts an attempt every renew interval (a failed attempt is retried at
+ *       the same cadence), each on the attempt executor, bounded by the attempt timeout;
+ *   <li>the deadline timer fires at the local deadline, {@code localDeadline} after the start of
+ *       the last successful renewal, and declares the lease lost unless a renewal moved it.
  * </ul>
  */
 final class RenewalKeeper {
@@ -74,7 +74,8 @@ final class RenewalKeeper {
       deadline.cancel(false); // one pending deadline check at a time
     }
     try {
-      deadline = manager.scheduler().schedule(this::deadlineCheck, delayNanos, TimeUnit.NANOSECONDS);
+      deadline =
+          manager.scheduler().schedule(this::deadlineCheck, delayNanos, TimeUnit.NANOSECONDS);
     } catch (RejectedExecutionException e) {
       stopped = true;
     }
@@ -103,16 +104,22 @@ final class RenewalKeeper {
         if (lease.renewed(start)) {
           log.debug("renewed lease {} term {}", lease.name(), lease.term());
           manager.safely(l -> l.renewed(lease));
-          scheduleDeadline(Math.max(0,
-              lease.lastRenewalStart() + localDeadlineNanos - manager.clock().nanoTime()));
+          scheduleDeadline(
+              Math.max(
+                  0, lease.lastRenewalStart() + localDeadlineNanos - manager.clock().nanoTime()));
         }
       } else {
         lease.lose(LossReason.NOT_HELD);
         return;
       }
     } catch (RuntimeException e) {
-      log.warn("renewal of lease {} term {} instance {} failed, retrying in {} ms: {}", lease.name(),
-          lease.term(), lease.instance(), renewIntervalNanos / 1_000_000, e.getMessage());
+      log.warn(
+          "renewal of lease {} term {} instance {} failed, retrying in {} ms: {}",
+          lease.name(),
+          lease.term(),
+          lease.instance(),
+          renewIntervalNanos / 1_000_000,
+          e.getMessage());
       manager.safely(l -> l.renewalFailed(lease, e));
     } finally {
       lease.renewalEnded();

@@ -6,8 +6,8 @@ import java.util.Optional;
 
 /**
  * When a job's rounds are due: a strictly increasing sequence of instants on the database's clock.
- * {@link LeaseScheduler} asks it for the instants after the last one on record and runs the latest one
- * that the database clock has reached, once across all replicas.
+ * {@link LeaseScheduler} asks it for the instants after the last one on record and runs the latest
+ * one that the database clock has reached, once across all replicas.
  *
  * <p>Implement it for your own schedules, for example a cron expression:
  *
@@ -15,8 +15,8 @@ import java.util.Optional;
  * Schedule nightly = after -> cron.nextExecution(after.atZone(ZoneOffset.UTC)).map(ZonedDateTime::toInstant);
  * }</pre>
  *
- * <p>Instants are used with millisecond precision (finer parts are dropped). An implementation must be
- * a pure function of its argument (every replica must compute the same instants) and must be
+ * <p>Instants are used with millisecond precision (finer parts are dropped). An implementation must
+ * be a pure function of its argument (every replica must compute the same instants) and must be
  * thread-safe.
  */
 @FunctionalInterface
@@ -30,8 +30,8 @@ public interface Schedule {
 
   /**
    * The instants {@code anchor}, {@code anchor + period}, {@code anchor + 2 × period}, ...: a fixed
-   * rate whose phase is pinned by the anchor, so every replica computes the same instants whenever it
-   * started. Nothing runs before the anchor.
+   * rate whose phase is pinned by the anchor, so every replica computes the same instants whenever
+   * it started. Nothing runs before the anchor.
    *
    * @param period at least 1 ms
    * @param anchor the first instant

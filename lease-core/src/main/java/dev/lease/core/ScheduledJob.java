@@ -20,7 +20,8 @@ public final class ScheduledJob {
   }
 
   /**
-   * A job; the name is checked here, since a name the lease table cannot hold could never be claimed.
+   * A job; the name is checked here, since a name the lease table cannot hold could never be
+   * claimed.
    *
    * @throws IllegalArgumentException if the name is empty, too long for the lease table or contains
    *     control characters
@@ -31,8 +32,8 @@ public final class ScheduledJob {
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("job name could never be claimed: " + e.getMessage(), e);
     }
-    return new ScheduledJob(name, Objects.requireNonNull(schedule, "schedule"),
-        Objects.requireNonNull(work, "work"));
+    return new ScheduledJob(
+        name, Objects.requireNonNull(schedule, "schedule"), Objects.requireNonNull(work, "work"));
   }
 
   public String name() {
@@ -56,18 +57,18 @@ public final class ScheduledJob {
   @FunctionalInterface
   public interface Work {
     /**
-     * Runs the round of {@code round.instant()} on its own thread, with the round's lease bound to it
-     * ({@link LeaseContext}), so transactions on fenced connections are verified against it. The
+     * Runs the round of {@code round.instant()} on its own thread, with the round's lease bound to
+     * it ({@link LeaseContext}), so transactions on fenced connections are verified against it. The
      * thread is interrupted when the lease is lost or the scheduler closes: stop promptly. A round
-     * that returns or throws has run to its end and is not run again; a round cut short (lease lost,
-     * scheduler closed, process died) runs again once, on any replica.
+     * that returns or throws has run to its end and is not run again; a round cut short (lease
+     * lost, scheduler closed, process died) runs again once, on any replica.
      */
     void run(Round round) throws Exception;
   }
 
   /**
-   * One round: the job, the instant it runs for (database clock), the lease it runs under, and whether
-   * it is the one rerun of a round that was cut short.
+   * One round: the job, the instant it runs for (database clock), the lease it runs under, and
+   * whether it is the one rerun of a round that was cut short.
    */
   public record Round(String job, Instant instant, Lease lease, boolean rerun) {}
 }

@@ -12,7 +12,8 @@ final class SqliteDialect extends Dialect {
 
   /**
    * 'now' is fixed within one statement step, so every use in a statement agrees. The 'subsec'
-   * modifier exists since SQLite 3.42; older versions return NULL silently, hence {@link #checkVersion}.
+   * modifier exists since SQLite 3.42; older versions return NULL silently, hence {@link
+   * #checkVersion}.
    */
   private static final String CLOCK = "CAST(unixepoch('now', 'subsec') * 1000 AS INTEGER)";
 
@@ -29,8 +30,11 @@ final class SqliteDialect extends Dialect {
       int major = Integer.parseInt(parts[0]);
       int minor = parts.length > 1 ? Integer.parseInt(parts[1]) : 0;
       if (major < 3 || (major == 3 && minor < 42)) {
-        throw new LeaseException("SQLite " + version + " is too old: the lease clock needs"
-            + " unixepoch('now','subsec'), SQLite 3.42 or later; use sqlite-jdbc 3.42.0.0 or newer");
+        throw new LeaseException(
+            "SQLite "
+                + version
+                + " is too old: the lease clock needs"
+                + " unixepoch('now','subsec'), SQLite 3.42 or later; use sqlite-jdbc 3.42.0.0 or newer");
       }
     }
   }
@@ -42,16 +46,19 @@ final class SqliteDialect extends Dialect {
 
   @Override
   List<String> ddl() {
-    return List.of("CREATE TABLE IF NOT EXISTS " + table + " ("
-        + "name TEXT NOT NULL PRIMARY KEY, "
-        + "holder TEXT NOT NULL DEFAULT '', "
-        + "instance TEXT NOT NULL DEFAULT '', "
-        + "term INTEGER NOT NULL DEFAULT 0, "
-        + "expires_at_ms INTEGER NOT NULL DEFAULT 0, "
-        + "revision INTEGER NOT NULL DEFAULT 0, "
-        + "slot_ms INTEGER, "
-        + "unfinished_slot_ms INTEGER, "
-        + "rerun_slot_ms INTEGER)");
+    return List.of(
+        "CREATE TABLE IF NOT EXISTS "
+            + table
+            + " ("
+            + "name TEXT NOT NULL PRIMARY KEY, "
+            + "holder TEXT NOT NULL DEFAULT '', "
+            + "instance TEXT NOT NULL DEFAULT '', "
+            + "term INTEGER NOT NULL DEFAULT 0, "
+            + "expires_at_ms INTEGER NOT NULL DEFAULT 0, "
+            + "revision INTEGER NOT NULL DEFAULT 0, "
+            + "slot_ms INTEGER, "
+            + "unfinished_slot_ms INTEGER, "
+            + "rerun_slot_ms INTEGER)");
   }
 
   @Override
@@ -61,10 +68,10 @@ final class SqliteDialect extends Dialect {
   }
 
   /**
-   * Each lease statement is a single autocommit statement; the busy timeout bounds how long it waits
-   * for another connection's write lock (a strict holder's transaction, another process's claim).
-   * The connection's own busy timeout is put back afterwards: the connection may be a pooled one the
-   * application also uses (PooledSessionTest).
+   * Each lease statement is a single autocommit statement; the busy timeout bounds how long it
+   * waits for another connection's write lock (a strict holder's transaction, another process's
+   * claim). The connection's own busy timeout is put back afterwards: the connection may be a
+   * pooled one the application also uses (PooledSessionTest).
    */
   @Override
   <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
@@ -93,8 +100,9 @@ final class SqliteDialect extends Dialect {
 
   @Override
   void createRow(Connection c, String name) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(
-        "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING")) {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING")) {
       ps.setString(1, name);
       ps.executeUpdate();
     }
@@ -104,9 +112,16 @@ final class SqliteDialect extends Dialect {
   @Override
   Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
       throws SQLException {
-    String sql = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
-        + " expires_at_ms = " + clock + " + ?, revision = revision + 1"
-        + " WHERE name = ? AND expires_at_ms <= " + clock + " RETURNING term, expires_at_ms";
+    String sql =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock
+            + " RETURNING term, expires_at_ms";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setString(1, holder);
       ps.setString(2, instance);
@@ -125,41 +140,57 @@ final class SqliteDialect extends Dialect {
   /**
    * SQLite has no row locks. Plain: a SELECT, run first inside the transaction, fixes its read
    * snapshot; a claim that commits after it makes the transaction's first write fail with
-   * SQLITE_BUSY_SNAPSHOT (WAL), so a stale holder's write never lands after the claim. But a deferred
-   * transaction that read first cannot wait for the write lock either: under concurrent writers its
-   * first write fails at once instead of queueing in the busy handler (measured: 8 threads of fenced
-   * transactions failed within seconds). Strict: a no-op UPDATE of the lease row, run with
-   * executeQuery for its RETURNING, takes the database's write lock as the transaction's first act,
-   * so concurrent writers queue behind it as they do behind any writer, and the next term's claim
-   * waits for the transaction like on the servers. It changes no value, and an UPDATE leaves
-   * {@code last_insert_rowid()} alone.
+   * SQLITE_BUSY_SNAPSHOT (WAL), so a stale holder's write never lands after the claim. But a
+   * deferred transaction that read first cannot wait for the write lock either: under concurrent
+   * writers its first write fails at once instead of queueing in the busy handler (measured: 8
+   * threads of fenced transactions failed within seconds). Strict: a no-op UPDATE of the lease row,
+   * run with executeQuery for its RETURNING, takes the database's write lock as the transaction's
+   * first act, so concurrent writers queue behind it as they do behind any writer, and the next
+   * term's claim waits for the transaction like on the servers. It changes no value, and an UPDATE
+   * leaves {@code last_insert_rowid()} alone.
    */
   @Override
   String verifySql(boolean strict) {
     if (strict) {
-      return "UPDATE " + table + " SET revision = revision WHERE name = ? AND holder = ?"
-          + " AND term = ? AND expires_at_ms > " + clock + " RETURNING term";
+      return "UPDATE "
+          + table
+          + " SET revision = revision WHERE name = ? AND holder = ?"
+          + " AND term = ? AND expires_at_ms > "
+          + clock
+          + " RETURNING term";
     }
-    return "SELECT term FROM " + table + " WHERE name = ? AND holder = ? AND term = ?"
-        + " AND expires_at_ms > " + clock;
+    return "SELECT term FROM "
+        + table
+        + " WHERE name = ? AND holder = ? AND term = ?"
+        + " AND expires_at_ms > "
+        + clock;
   }
 
-  // ---- scheduler slots ----------------------------------------------------------------------------
+  // ---- scheduler slots
+  // ----------------------------------------------------------------------------
 
   /**
-   * SQLite's RETURNING shows only the new row, so the claim reads the row first and then updates only
-   * if it is still exactly what was read (term, last and unfinished instant, compared null-safe with
-   * {@code IS}); what it reports as superseded is then exactly what it replaced. Writes are serialised
-   * by SQLite's single writer, so the compare-and-set is atomic.
+   * SQLite's RETURNING shows only the new row, so the claim reads the row first and then updates
+   * only if it is still exactly what was read (term, last and unfinished instant, compared
+   * null-safe with {@code IS}); what it reports as superseded is then exactly what it replaced.
+   * Writes are serialised by SQLite's single writer, so the compare-and-set is atomic.
    */
   @Override
-  SlotClaimed claimSlot(Connection c, String name, String holder, String instance, long leaseMs,
-      long instantMs, boolean requireLater) throws SQLException {
+  SlotClaimed claimSlot(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean requireLater)
+      throws SQLException {
     long term;
     Long slot;
     Long unfinished;
-    try (PreparedStatement ps = c.prepareStatement(
-        "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
       ps.setString(1, name);
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
@@ -170,13 +201,21 @@ final class SqliteDialect extends Dialect {
         unfinished = nullableLong(rs, 3);
       }
     }
-    String sql = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
-        + " expires_at_ms = " + clock + " + ?, revision = revision + 1,"
-        + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
-        + " WHERE name = ? AND term = ? AND slot_ms IS ? AND unfinished_slot_ms IS ?"
-        + " AND expires_at_ms <= " + clock
-        + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
-        + " AND ? <= " + clock + " RETURNING term";
+    String sql =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1,"
+            + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
+            + " WHERE name = ? AND term = ? AND slot_ms IS ? AND unfinished_slot_ms IS ?"
+            + " AND expires_at_ms <= "
+            + clock
+            + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
+            + " AND ? <= "
+            + clock
+            + " RETURNING term";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       int i = 1;
       ps.setString(i++, holder);
@@ -200,14 +239,28 @@ final class SqliteDialect extends Dialect {
 
   /** One UPDATE ... RETURNING, as {@link #claim}. */
   @Override
-  Long claimSlotAgain(Connection c, String name, String holder, String instance, long leaseMs,
-      long instantMs, boolean once) throws SQLException {
-    String sql = "UPDATE " + table + " SET holder = ?, instance = ?, term = term + 1,"
-        + " expires_at_ms = " + clock + " + ?, revision = revision + 1,"
-        + " rerun_slot_ms = unfinished_slot_ms"
-        + " WHERE name = ? AND expires_at_ms <= " + clock + " AND unfinished_slot_ms = ?"
-        + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "")
-        + " RETURNING term";
+  Long claimSlotAgain(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean once)
+      throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1,"
+            + " rerun_slot_ms = unfinished_slot_ms"
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock
+            + " AND unfinished_slot_ms = ?"
+            + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "")
+            + " RETURNING term";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setString(1, holder);
       ps.setString(2, instance);

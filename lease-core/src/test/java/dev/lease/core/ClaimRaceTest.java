@@ -14,8 +14,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorCompletionService;
@@ -32,8 +32,8 @@ import org.opentest4j.AssertionFailedError;
 /**
  * Invariant 1 of DESIGN.md: at most one holder per term, and terms grow by one per hand-over. 16
  * threads across two managers (distinct instances, distinct pools) race for one name, round after
- * round; in each round every thread tries once, exactly one wins, and the winner releases only after
- * everyone has tried, so the next round is a fresh race.
+ * round; in each round every thread tries once, exactly one wins, and the winner releases only
+ * after everyone has tried, so the next round is a fresh race.
  */
 class ClaimRaceTest {
 
@@ -66,16 +66,22 @@ class ClaimRaceTest {
       LeaseManager a = f.manager(f.pool(8), "instance-a", t);
       LeaseManager b = f.manager(f.pool(8), "instance-b", t);
       Lease[] held = new Lease[THREADS];
-      List<Claim> claims = race((thread, round) -> {
-        Optional<Lease> lease = (thread % 2 == 0 ? a : b).tryClaim(NAME);
-        lease.ifPresent(l -> held[thread] = l);
-        return lease.map(l -> new Claim(round, l.term(), l.holder()));
-      }, thread -> {
-        held[thread].release();
-        held[thread] = null;
-      }, ROUNDS);
+      List<Claim> claims =
+          race(
+              (thread, round) -> {
+                Optional<Lease> lease = (thread % 2 == 0 ? a : b).tryClaim(NAME);
+                lease.ifPresent(l -> held[thread] = l);
+                return lease.map(l -> new Claim(round, l.term(), l.holder()));
+              },
+              thread -> {
+                held[thread].release();
+                held[thread] = null;
+              },
+              ROUNDS);
       assertOneHolderPerTermGrowingByOne(claims);
-      assertEquals(claims.get(claims.size() - 1).term(), f.row(NAME).term(),
+      assertEquals(
+          claims.get(claims.size() - 1).term(),
+          f.row(NAME).term(),
           "the row's term is the last claim's");
     }
   }
@@ -90,75 +96,103 @@ class ClaimRaceTest {
   void raceIsTheSameWhenThePoolsDefaultToSerializable(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseTimings t = Fixture.timings(30_000, 2_000, 10_000, 5_000, 1_000);
-      LeaseManager a = f.manager(f.pool(8, c -> c.setTransactionIsolation(
-          "TRANSACTION_SERIALIZABLE")), "instance-a", t);
-      LeaseManager b = f.manager(f.pool(8, c -> c.setTransactionIsolation(
-          db.isSqlite() ? "TRANSACTION_SERIALIZABLE" : "TRANSACTION_REPEATABLE_READ")),
-          "instance-b", t);
+      LeaseManager a =
+          f.manager(
+              f.pool(8, c -> c.setTransactionIsolation("TRANSACTION_SERIALIZABLE")),
+              "instance-a",
+              t);
+      LeaseManager b =
+          f.manager(
+              f.pool(
+                  8,
+                  c ->
+                      c.setTransactionIsolation(
+                          db.isSqlite()
+                              ? "TRANSACTION_SERIALIZABLE"
+                              : "TRANSACTION_REPEATABLE_READ")),
+              "instance-b",
+              t);
       Lease[] held = new Lease[THREADS];
-      List<Claim> claims = race((thread, round) -> {
-        Optional<Lease> lease = (thread % 2 == 0 ? a : b).tryClaim(NAME);
-        lease.ifPresent(l -> held[thread] = l);
-        return lease.map(l -> new Claim(round, l.term(), l.holder()));
-      }, thread -> {
-        held[thread].release();
-        held[thread] = null;
-      }, 10);
+      List<Claim> claims =
+          race(
+              (thread, round) -> {
+                Optional<Lease> lease = (thread % 2 == 0 ? a : b).tryClaim(NAME);
+                lease.ifPresent(l -> held[thread] = l);
+                return lease.map(l -> new Claim(round, l.term(), l.holder()));
+              },
+              thread -> {
+                held[thread].release();
+                held[thread] = null;
+              },
+              10);
       assertOneHolderPerTermGrowingByOne(claims);
     }
   }
 
   /**
-   * Negative control: a check-then-act claimer (read the row, decide, then write without re-checking)
-   * under the schedule where every thread reads before anyone writes. The same check must catch it.
+   * Negative control: a check-then-act claimer (read the row, decide, then write without
+   * re-checking) under the schedule where every thread reads before anyone writes. The same check
+   * must catch it.
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void checkThenActClaimIsCaughtByTheSameCheck(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       f.manager("setup", Fixture.timings(30_000, 2_000, 10_000, 5_000, 1_000))
-          .tryClaim(NAME).orElseThrow().release(); // creates the row
+          .tryClaim(NAME)
+          .orElseThrow()
+          .release(); // creates the row
       DataSource ds = f.pool(THREADS);
       CyclicBarrier allRead = new CyclicBarrier(THREADS);
-      List<Claim> claims = race((thread, round) -> {
-        long term;
-        long expires;
-        long now;
-        try (Connection c = ds.getConnection();
-            PreparedStatement ps = c.prepareStatement("SELECT term, expires_at_ms FROM " + f.table
-                + " WHERE name = ?")) {
-          ps.setString(1, NAME);
-          try (ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            term = rs.getLong(1);
-            expires = rs.getLong(2);
-          }
-          now = System.currentTimeMillis();
-          if (!c.getAutoCommit()) {
-            c.commit();
-          }
-        }
-        allRead.await(10, TimeUnit.SECONDS); // the worst schedule: every read before any write
-        if (expires > now) {
-          return Optional.empty();
-        }
-        String holder = "broken-" + thread + "-" + round;
-        try (Connection c = ds.getConnection();
-            PreparedStatement ps = c.prepareStatement("UPDATE " + f.table
-                + " SET holder = ?, term = ?, expires_at_ms = ? WHERE name = ?")) {
-          ps.setString(1, holder);
-          ps.setLong(2, term + 1);
-          ps.setLong(3, now + 30_000);
-          ps.setString(4, NAME);
-          ps.executeUpdate();
-          if (!c.getAutoCommit()) {
-            c.commit();
-          }
-        }
-        return Optional.of(new Claim(round, term + 1, holder));
-      }, thread -> {}, 1);
-      AssertionFailedError caught = assertThrows(AssertionFailedError.class,
-          () -> assertOneHolderPerTermGrowingByOne(claims));
+      List<Claim> claims =
+          race(
+              (thread, round) -> {
+                long term;
+                long expires;
+                long now;
+                try (Connection c = ds.getConnection();
+                    PreparedStatement ps =
+                        c.prepareStatement(
+                            "SELECT term, expires_at_ms FROM " + f.table + " WHERE name = ?")) {
+                  ps.setString(1, NAME);
+                  try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    term = rs.getLong(1);
+                    expires = rs.getLong(2);
+                  }
+                  now = System.currentTimeMillis();
+                  if (!c.getAutoCommit()) {
+                    c.commit();
+                  }
+                }
+                allRead.await(
+                    10, TimeUnit.SECONDS); // the worst schedule: every read before any write
+                if (expires > now) {
+                  return Optional.empty();
+                }
+                String holder = "broken-" + thread + "-" + round;
+                try (Connection c = ds.getConnection();
+                    PreparedStatement ps =
+                        c.prepareStatement(
+                            "UPDATE "
+                                + f.table
+                                + " SET holder = ?, term = ?, expires_at_ms = ? WHERE name = ?")) {
+                  ps.setString(1, holder);
+                  ps.setLong(2, term + 1);
+                  ps.setLong(3, now + 30_000);
+                  ps.setString(4, NAME);
+                  ps.executeUpdate();
+                  if (!c.getAutoCommit()) {
+                    c.commit();
+                  }
+                }
+                return Optional.of(new Claim(round, term + 1, holder));
+              },
+              thread -> {},
+              1);
+      AssertionFailedError caught =
+          assertThrows(
+              AssertionFailedError.class, () -> assertOneHolderPerTermGrowingByOne(claims));
       assertTrue(caught.getMessage().contains("winner"), caught.getMessage());
     }
   }
@@ -167,7 +201,8 @@ class ClaimRaceTest {
    * Runs {@code rounds} rounds: all threads claim after a barrier, then after a second barrier the
    * round's winners release. Returns every successful claim.
    */
-  private static List<Claim> race(ClaimCall claim, ReleaseCall releaser, int rounds) throws Exception {
+  private static List<Claim> race(ClaimCall claim, ReleaseCall releaser, int rounds)
+      throws Exception {
     ConcurrentLinkedQueue<Claim> claims = new ConcurrentLinkedQueue<>();
     CyclicBarrier start = new CyclicBarrier(THREADS);
     CyclicBarrier tried = new CyclicBarrier(THREADS);
@@ -177,25 +212,26 @@ class ClaimRaceTest {
     try {
       for (int i = 0; i < THREADS; i++) {
         int thread = i;
-        done.submit(() -> {
-          try {
-            for (int round = 0; round < rounds; round++) {
-              start.await(30, TimeUnit.SECONDS);
-              Optional<Claim> won = claim.claim(thread, round);
-              won.ifPresent(claims::add);
-              tried.await(30, TimeUnit.SECONDS);
-              if (won.isPresent()) {
-                releaser.release(thread);
+        done.submit(
+            () -> {
+              try {
+                for (int round = 0; round < rounds; round++) {
+                  start.await(30, TimeUnit.SECONDS);
+                  Optional<Claim> won = claim.claim(thread, round);
+                  won.ifPresent(claims::add);
+                  tried.await(30, TimeUnit.SECONDS);
+                  if (won.isPresent()) {
+                    releaser.release(thread);
+                  }
+                }
+              } catch (Throwable t) {
+                if (!(t instanceof BrokenBarrierException)) {
+                  firstFailure.compareAndSet(null, t);
+                }
+                throw t;
               }
-            }
-          } catch (Throwable t) {
-            if (!(t instanceof BrokenBarrierException)) {
-              firstFailure.compareAndSet(null, t);
-            }
-            throw t;
-          }
-          return null;
-        });
+              return null;
+            });
       }
       for (int i = 0; i < THREADS; i++) {
         Future<Object> finished = done.poll(120, TimeUnit.SECONDS);
@@ -211,8 +247,8 @@ class ClaimRaceTest {
         }
       }
       if (firstFailure.get() != null) {
-        throw new AssertionError("a racing thread failed: " + firstFailure.get(),
-            firstFailure.get());
+        throw new AssertionError(
+            "a racing thread failed: " + firstFailure.get(), firstFailure.get());
       }
     } finally {
       pool.shutdownNow();
@@ -227,7 +263,9 @@ class ClaimRaceTest {
       byRound.computeIfAbsent(c.round(), r -> new ArrayList<>()).add(c);
     }
     for (var round : byRound.entrySet()) {
-      assertEquals(1, round.getValue().size(),
+      assertEquals(
+          1,
+          round.getValue().size(),
           "exactly one winner in round " + round.getKey() + ": " + round.getValue());
     }
     Set<Long> terms = new HashSet<>();

@@ -20,8 +20,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.opentest4j.AssertionFailedError;
 
 /**
- * Expiry is decided by the database's clock alone; release frees a lease at once; a holder that lost
- * or released its lease gets false from renew and verify, and cannot release its successor's lease.
+ * Expiry is decided by the database's clock alone; release frees a lease at once; a holder that
+ * lost or released its lease gets false from renew and verify, and cannot release its successor's
+ * lease.
  */
 class ExpiryAndReleaseTest {
 
@@ -46,19 +47,29 @@ class ExpiryAndReleaseTest {
       assertEquals(first.holder(), row.holder());
       assertEquals("a", row.instance());
       // expires_at_ms = the database's now inside the claim + lease
-      assertTrue(row.expiresAtMs() >= before + LEASE_MS && row.expiresAtMs() <= after + LEASE_MS,
-          "expires_at_ms " + row.expiresAtMs() + " within [" + (before + LEASE_MS) + ", "
-              + (after + LEASE_MS) + "]");
+      assertTrue(
+          row.expiresAtMs() >= before + LEASE_MS && row.expiresAtMs() <= after + LEASE_MS,
+          "expires_at_ms "
+              + row.expiresAtMs()
+              + " within ["
+              + (before + LEASE_MS)
+              + ", "
+              + (after + LEASE_MS)
+              + "]");
 
-      Optional<Lease> second = claimOnlyAfterExpiry(() -> b.tryClaim("expiry"),
-          b::databaseTimeMillis, row.expiresAtMs());
+      Optional<Lease> second =
+          claimOnlyAfterExpiry(
+              () -> b.tryClaim("expiry"), b::databaseTimeMillis, row.expiresAtMs());
       Fixture.Row taken = f.row("expiry");
       assertEquals(first.term() + 1, second.get().term());
       assertEquals(second.get().holder(), taken.holder());
       assertNotEquals(first.holder(), second.get().holder());
-      assertTrue(taken.expiresAtMs() - LEASE_MS >= row.expiresAtMs(),
-          "the claim's database time " + (taken.expiresAtMs() - LEASE_MS)
-              + " is at or after the expiry " + row.expiresAtMs());
+      assertTrue(
+          taken.expiresAtMs() - LEASE_MS >= row.expiresAtMs(),
+          "the claim's database time "
+              + (taken.expiresAtMs() - LEASE_MS)
+              + " is at or after the expiry "
+              + row.expiresAtMs());
     }
   }
 
@@ -73,27 +84,36 @@ class ExpiryAndReleaseTest {
       LeaseManager a = f.manager("a", TIMINGS);
       a.tryClaim("expiry").orElseThrow();
       long expires = f.row("expiry").expiresAtMs();
-      AssertionFailedError caught = assertThrows(AssertionFailedError.class,
-          () -> claimOnlyAfterExpiry(() -> {
-            try (Connection c = f.admin.getConnection();
-                PreparedStatement ps = c.prepareStatement("UPDATE " + f.table
-                    + " SET term = term + 1, holder = 'broken' WHERE name = ?")) {
-              ps.setString(1, "expiry");
-              return Optional.of(ps.executeUpdate());
-            } catch (SQLException e) {
-              throw new AssertionError(e);
-            }
-          }, a::databaseTimeMillis, expires));
+      AssertionFailedError caught =
+          assertThrows(
+              AssertionFailedError.class,
+              () ->
+                  claimOnlyAfterExpiry(
+                      () -> {
+                        try (Connection c = f.admin.getConnection();
+                            PreparedStatement ps =
+                                c.prepareStatement(
+                                    "UPDATE "
+                                        + f.table
+                                        + " SET term = term + 1, holder = 'broken' WHERE name = ?")) {
+                          ps.setString(1, "expiry");
+                          return Optional.of(ps.executeUpdate());
+                        } catch (SQLException e) {
+                          throw new AssertionError(e);
+                        }
+                      },
+                      a::databaseTimeMillis,
+                      expires));
       assertTrue(caught.getMessage().contains("before the expiry"), caught.getMessage());
     }
   }
 
   /**
-   * Claims with {@code claim} until it succeeds; every attempt that the database's clock, read right
-   * after it, places before {@code expiresAtMs} must have been refused.
+   * Claims with {@code claim} until it succeeds; every attempt that the database's clock, read
+   * right after it, places before {@code expiresAtMs} must have been refused.
    */
-  private static <T> Optional<T> claimOnlyAfterExpiry(Supplier<Optional<T>> claim,
-      LongSupplier dbNow, long expiresAtMs) {
+  private static <T> Optional<T> claimOnlyAfterExpiry(
+      Supplier<Optional<T>> claim, LongSupplier dbNow, long expiresAtMs) {
     Optional<T> claimed = Optional.empty();
     int refused = 0;
     long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
@@ -103,8 +123,12 @@ class ExpiryAndReleaseTest {
       long dbNowAfterAttempt = dbNow.getAsLong();
       if (dbNowAfterAttempt < expiresAtMs) {
         // the claim statement ran before this clock read, so before the expiry
-        assertTrue(claimed.isEmpty(), "claimed at database time <= " + dbNowAfterAttempt
-            + ", before the expiry " + expiresAtMs);
+        assertTrue(
+            claimed.isEmpty(),
+            "claimed at database time <= "
+                + dbNowAfterAttempt
+                + ", before the expiry "
+                + expiresAtMs);
         refused++;
       }
     }
@@ -125,8 +149,9 @@ class ExpiryAndReleaseTest {
       assertTrue(first.isReleased());
       assertFalse(first.isHeld());
       assertFalse(first.isLost(), "released is not lost");
-      Lease second = b.tryClaim("release").orElseThrow(() -> new AssertionError(
-          "b could not claim right after the release"));
+      Lease second =
+          b.tryClaim("release")
+              .orElseThrow(() -> new AssertionError("b could not claim right after the release"));
       assertEquals(first.term() + 1, second.term());
       assertFalse(first.renew(), "renew after release");
       assertFalse(first.verify(), "verify after release");
@@ -147,9 +172,15 @@ class ExpiryAndReleaseTest {
       assertTrue(lease.renew());
       long after = a.databaseTimeMillis();
       Fixture.Row renewed = f.row("renew");
-      assertTrue(renewed.expiresAtMs() >= before + 10_000 && renewed.expiresAtMs() <= after + 10_000,
-          "renewed expiry " + renewed.expiresAtMs() + " within [" + (before + 10_000) + ", "
-              + (after + 10_000) + "]");
+      assertTrue(
+          renewed.expiresAtMs() >= before + 10_000 && renewed.expiresAtMs() <= after + 10_000,
+          "renewed expiry "
+              + renewed.expiresAtMs()
+              + " within ["
+              + (before + 10_000)
+              + ", "
+              + (after + 10_000)
+              + "]");
       assertTrue(renewed.revision() > claimed.revision(), "a renewal always changes the row");
       assertEquals(claimed.term(), renewed.term(), "renewal keeps the term");
       assertTrue(lease.verify());
@@ -165,14 +196,16 @@ class ExpiryAndReleaseTest {
   void holderThatOversleptItsLeaseIsToldByTheDatabase(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       AtomicLong frozen = new AtomicLong(System.nanoTime());
-      LeaseManager paused = f.track(f.builder(f.pool(2), "paused").timings(TIMINGS)
-          .clock(frozen::get).build());
+      LeaseManager paused =
+          f.track(f.builder(f.pool(2), "paused").timings(TIMINGS).clock(frozen::get).build());
       LeaseManager other = f.manager("other", TIMINGS);
       Lease stale = paused.tryClaim("stale").orElseThrow();
       Lease stale2 = paused.tryClaim("stale2").orElseThrow();
       Lease stale3 = paused.tryClaim("stale3").orElseThrow();
       long expires = f.row("stale3").expiresAtMs(); // claimed last, expires last
-      Fixture.await("the database clock to pass the expiry", Duration.ofSeconds(10),
+      Fixture.await(
+          "the database clock to pass the expiry",
+          Duration.ofSeconds(10),
           () -> other.databaseTimeMillis() >= expires);
 
       Lease successor = other.tryClaim("stale").orElseThrow();
@@ -199,8 +232,8 @@ class ExpiryAndReleaseTest {
   void localDeadlineEndsTheHoldWithoutAskingTheDatabase(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       AtomicLong clock = new AtomicLong(System.nanoTime());
-      LeaseManager a = f.track(f.builder(f.pool(2), "a").timings(TIMINGS).clock(clock::get)
-          .build());
+      LeaseManager a =
+          f.track(f.builder(f.pool(2), "a").timings(TIMINGS).clock(clock::get).build());
       Lease lease = a.tryClaim("deadline").orElseThrow();
       assertTrue(lease.isHeld());
       clock.addAndGet(TIMINGS.localDeadline().minusMillis(1).toNanos());

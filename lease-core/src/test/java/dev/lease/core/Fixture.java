@@ -29,8 +29,10 @@ final class Fixture implements AutoCloseable {
 
   final TestDatabase db;
   final String table;
+
   /** For reading and writing the lease table directly (assertions, setup); never fails. */
   final HikariDataSource admin;
+
   /** Works that a failure policy was called for, in order. */
   final List<String> failurePolicyCalls = new CopyOnWriteArrayList<>();
 
@@ -42,7 +44,8 @@ final class Fixture implements AutoCloseable {
     this.table = TestDatabase.uniqueTable("lease");
     this.sqliteFile = db.isSqlite() ? db.url().substring("jdbc:sqlite:".length()) : null;
     this.admin = pool(2);
-    try (Connection c = admin.getConnection(); var s = c.createStatement()) {
+    try (Connection c = admin.getConnection();
+        var s = c.createStatement()) {
       for (String ddl : LeaseManager.ddl(database(db), table)) {
         s.execute(ddl);
       }
@@ -106,8 +109,8 @@ final class Fixture implements AutoCloseable {
     return closeable;
   }
 
-  static LeaseTimings timings(long leaseMs, long renewMs, long localDeadlineMs, long attemptMs,
-      long graceMs) {
+  static LeaseTimings timings(
+      long leaseMs, long renewMs, long localDeadlineMs, long attemptMs, long graceMs) {
     return LeaseTimings.builder()
         .leaseDuration(Duration.ofMillis(leaseMs))
         .renewInterval(Duration.ofMillis(renewMs))
@@ -120,15 +123,19 @@ final class Fixture implements AutoCloseable {
   /** The lease row of {@code name} as the database has it now. */
   Row row(String name) {
     try (Connection c = admin.getConnection();
-        PreparedStatement ps = c.prepareStatement("SELECT holder, instance, term, expires_at_ms,"
-            + " revision FROM " + table + " WHERE name = ?")) {
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT holder, instance, term, expires_at_ms,"
+                    + " revision FROM "
+                    + table
+                    + " WHERE name = ?")) {
       ps.setString(1, name);
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
           return null;
         }
-        Row row = new Row(rs.getString(1), rs.getString(2), rs.getLong(3), rs.getLong(4),
-            rs.getLong(5));
+        Row row =
+            new Row(rs.getString(1), rs.getString(2), rs.getLong(3), rs.getLong(4), rs.getLong(5));
         if (!c.getAutoCommit()) {
           c.commit();
         }
@@ -146,7 +153,8 @@ final class Fixture implements AutoCloseable {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() - deadline > 0) {
-        throw new AssertionError("timed out after " + timeout.toMillis() + " ms waiting for " + what);
+        throw new AssertionError(
+            "timed out after " + timeout.toMillis() + " ms waiting for " + what);
       }
       Thread.onSpinWait();
       try {

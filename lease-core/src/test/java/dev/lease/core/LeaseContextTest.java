@@ -74,8 +74,8 @@ class LeaseContextTest {
   @Test
   void bindingIsPerThread() throws Exception {
     try (LeaseContext.Scope a = LeaseContext.bind(outer)) {
-      Lease seen = CompletableFuture.supplyAsync(LeaseContext::currentOrNull)
-          .get(5, TimeUnit.SECONDS);
+      Lease seen =
+          CompletableFuture.supplyAsync(LeaseContext::currentOrNull).get(5, TimeUnit.SECONDS);
       assertNull(seen, "another thread sees no lease");
       LeaseContext.Scope[] opened = new LeaseContext.Scope[1];
       Thread t = new Thread(() -> opened[0] = LeaseContext.bind(inner));
@@ -89,8 +89,8 @@ class LeaseContextTest {
 
   @Test
   void bindingNullSaysWhatToDoInstead() {
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> LeaseContext.bind(null));
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> LeaseContext.bind(null));
     assertTrue(e.getMessage().contains("unbind()"), e.getMessage());
   }
 }

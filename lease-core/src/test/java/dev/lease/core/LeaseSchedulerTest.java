@@ -26,20 +26,22 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The scheduler across replicas, on every database: each instant once, a round cut short runs again
- * once, overrun instants skipped, process clocks that disagree by minutes change nothing. Each safety
- * test has a negative control: the same scenario with a deliberately broken scheduler, which the same
- * checker must catch.
+ * once, overrun instants skipped, process clocks that disagree by minutes change nothing. Each
+ * safety test has a negative control: the same scenario with a deliberately broken scheduler, which
+ * the same checker must catch.
  */
 class LeaseSchedulerTest {
 
   private static final Duration PERIOD = Duration.ofMillis(250);
+
   /**
    * How late a round may start by the database clock: generous, the machine is shared; a replica
    * that trusted a process clock minutes off would still be caught.
    */
   private static final long MAX_LATE_MS = 15_000;
 
-  // ---- every instant runs exactly once across three replicas -------------------------------------
+  // ---- every instant runs exactly once across three replicas
+  // -------------------------------------
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
@@ -54,40 +56,52 @@ class LeaseSchedulerTest {
   void checkerCatchesReplicasThatIgnoreTheLastInstant(TestDatabase db) {
     // a longer period leaves time after each round for a broken replica to run the instant again,
     // even on a loaded machine
-    Outcome o = threeReplicas(db, 6, LeaseScheduler.Fault.IGNORE_LAST_INSTANT,
-        Duration.ofSeconds(1));
-    AssertionError caught = assertThrows(AssertionError.class,
-        () -> assertEachInstantOnce(o.runs, o.skipped, o.schedule, 6, MAX_LATE_MS));
-    assertTrue(java.util.regex.Pattern.compile("ran ([2-9]|[1-9][0-9]+) times")
-        .matcher(caught.getMessage()).find(), caught.getMessage());
+    Outcome o =
+        threeReplicas(db, 6, LeaseScheduler.Fault.IGNORE_LAST_INSTANT, Duration.ofSeconds(1));
+    AssertionError caught =
+        assertThrows(
+            AssertionError.class,
+            () -> assertEachInstantOnce(o.runs, o.skipped, o.schedule, 6, MAX_LATE_MS));
+    assertTrue(
+        java.util.regex.Pattern.compile("ran ([2-9]|[1-9][0-9]+) times")
+            .matcher(caught.getMessage())
+            .find(),
+        caught.getMessage());
   }
 
-  private record Outcome(Map<Long, List<SchedulerReplicas.Run>> runs,
-      Map<Long, List<String>> skipped, Schedule schedule) {}
+  private record Outcome(
+      Map<Long, List<SchedulerReplicas.Run>> runs,
+      Map<Long, List<String>> skipped,
+      Schedule schedule) {}
 
-  private static Outcome threeReplicas(TestDatabase db, int instants, LeaseScheduler.Fault fault,
-      Duration period) {
+  private static Outcome threeReplicas(
+      TestDatabase db, int instants, LeaseScheduler.Fault fault, Duration period) {
     try (SchedulerReplicas r = new SchedulerReplicas(db)) {
       LeaseManager a = r.manager("a");
       Schedule schedule = Schedule.fixedRate(period, Instant.ofEpochMilli(a.databaseTimeMillis()));
       for (LeaseManager m : List.of(a, r.manager("b"), r.manager("c"))) {
-        r.start(m, "report", schedule, round -> { },
-            b -> fault == null ? b : b.faultForTesting(fault));
+        r.start(
+            m, "report", schedule, round -> {}, b -> fault == null ? b : b.faultForTesting(fault));
       }
-      awaitUntil(Duration.ofSeconds(40), () -> r.runs.size() >= instants
-          || (fault != null && r.runs.values().stream().anyMatch(v -> v.size() > 1)),
+      awaitUntil(
+          Duration.ofSeconds(40),
+          () ->
+              r.runs.size() >= instants
+                  || (fault != null && r.runs.values().stream().anyMatch(v -> v.size() > 1)),
           instants + " instants ran");
       return new Outcome(r.runsSnapshot(), r.skippedSnapshot(), schedule);
     }
   }
 
-  // ---- process clocks that disagree by minutes ---------------------------------------------------
+  // ---- process clocks that disagree by minutes
+  // ---------------------------------------------------
 
   private static final long[] OFFSETS_MS = {-5 * 60_000, 0, 7 * 60_000};
 
   /**
    * The replicas' process clocks are minutes apart (their monotonic clocks are offset, and the
-   * scheduler never reads a wall clock): the database clock decides, each instant runs once, on time.
+   * scheduler never reads a wall clock): the database clock decides, each instant runs once, on
+   * time.
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
@@ -104,10 +118,14 @@ class LeaseSchedulerTest {
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void checkerCatchesReplicasThatTrustTheirProcessClocks(TestDatabase db) {
     Outcome o = skewedReplicas(db, 6, true);
-    AssertionError caught = assertThrows(AssertionError.class,
-        () -> assertEachInstantOnce(o.runs, o.skipped, o.schedule, 6, MAX_LATE_MS));
-    assertTrue(caught.getMessage().contains("ms after it by the database clock")
-        || caught.getMessage().contains("ran 0 times"), caught.getMessage());
+    AssertionError caught =
+        assertThrows(
+            AssertionError.class,
+            () -> assertEachInstantOnce(o.runs, o.skipped, o.schedule, 6, MAX_LATE_MS));
+    assertTrue(
+        caught.getMessage().contains("ms after it by the database clock")
+            || caught.getMessage().contains("ran 0 times"),
+        caught.getMessage());
   }
 
   private static Outcome skewedReplicas(TestDatabase db, int instants, boolean trustProcessClock) {
@@ -119,21 +137,29 @@ class LeaseSchedulerTest {
         long offsetMs = OFFSETS_MS[i];
         long offsetNanos = offsetMs * 1_000_000L;
         LeaseManager m = r.manager("skew" + offsetMs, () -> System.nanoTime() + offsetNanos);
-        r.start(m, "report", schedule, round -> { }, b -> trustProcessClock
-            ? b.dueClockForTesting(() -> System.currentTimeMillis() + offsetMs) : b);
+        r.start(
+            m,
+            "report",
+            schedule,
+            round -> {},
+            b ->
+                trustProcessClock
+                    ? b.dueClockForTesting(() -> System.currentTimeMillis() + offsetMs)
+                    : b);
         if (i == 0) {
           // the replica whose clock is furthest behind runs first on its own, so that the broken
           // variant deterministically runs an instant minutes old before the others claim anything
           awaitUntil(Duration.ofSeconds(20), () -> !r.runs.isEmpty(), "the first replica ran");
         }
       }
-      awaitUntil(Duration.ofSeconds(40), () -> r.runs.size() >= instants,
-          instants + " instants ran");
+      awaitUntil(
+          Duration.ofSeconds(40), () -> r.runs.size() >= instants, instants + " instants ran");
       return new Outcome(r.runsSnapshot(), r.skippedSnapshot(), schedule);
     }
   }
 
-  // ---- a round longer than the period ------------------------------------------------------------
+  // ---- a round longer than the period
+  // ------------------------------------------------------------
 
   /**
    * The first round runs for about 3.5 periods: the three instants it overran are skipped, reported
@@ -157,7 +183,10 @@ class LeaseSchedulerTest {
     assertTrue(caught.getMessage().contains("overrun instant"), caught.getMessage());
   }
 
-  private record Overrun(long first, long periodMs, Map<Long, List<SchedulerReplicas.Run>> runs,
+  private record Overrun(
+      long first,
+      long periodMs,
+      Map<Long, List<SchedulerReplicas.Run>> runs,
       Map<Long, List<String>> skipped) {}
 
   private static void assertOverrunSkipped(Overrun o) {
@@ -166,42 +195,52 @@ class LeaseSchedulerTest {
       if (o.runs.containsKey(s)) {
         throw new AssertionError("overrun instant " + s + " ran late: " + o.runs.get(s));
       }
-      assertEquals(1, o.skipped.getOrDefault(s, List.of()).size(),
+      assertEquals(
+          1,
+          o.skipped.getOrDefault(s, List.of()).size(),
           "overrun instant " + s + " reported skipped once: " + o.skipped);
     }
-    assertTrue(o.runs.containsKey(o.first + 4 * o.periodMs) || o.skipped.containsKey(
-        o.first + 4 * o.periodMs), "the instant after the overrun ran or was reported");
+    assertTrue(
+        o.runs.containsKey(o.first + 4 * o.periodMs)
+            || o.skipped.containsKey(o.first + 4 * o.periodMs),
+        "the instant after the overrun ran or was reported");
   }
 
   /** The first round ends {@code endAfterMs} after the third instant it overran. */
-  private static Overrun overrun(TestDatabase db, LeaseScheduler.Fault fault, long periodMs,
-      long endAfterMs) {
+  private static Overrun overrun(
+      TestDatabase db, LeaseScheduler.Fault fault, long periodMs, long endAfterMs) {
     try (SchedulerReplicas r = new SchedulerReplicas(db)) {
       LeaseManager a = r.manager("a");
       long anchor = a.databaseTimeMillis() + 600;
-      Schedule schedule = Schedule.fixedRate(Duration.ofMillis(periodMs), Instant.ofEpochMilli(anchor));
+      Schedule schedule =
+          Schedule.fixedRate(Duration.ofMillis(periodMs), Instant.ofEpochMilli(anchor));
       ConcurrentSkipListSet<Long> longRound = new ConcurrentSkipListSet<>();
-      ScheduledJob.Work work = round -> {
-        long instant = round.instant().toEpochMilli();
-        if (longRound.isEmpty() && longRound.add(instant)) {
-          // the round itself is long: it ends after three more instants, by the database clock
-          LeaseManager m = round.lease().manager();
-          while (m.databaseTimeMillis() < instant + 3 * periodMs + endAfterMs) {
-            Thread.sleep(20);
-          }
-        }
-      };
+      ScheduledJob.Work work =
+          round -> {
+            long instant = round.instant().toEpochMilli();
+            if (longRound.isEmpty() && longRound.add(instant)) {
+              // the round itself is long: it ends after three more instants, by the database clock
+              LeaseManager m = round.lease().manager();
+              while (m.databaseTimeMillis() < instant + 3 * periodMs + endAfterMs) {
+                Thread.sleep(20);
+              }
+            }
+          };
       for (LeaseManager m : List.of(a, r.manager("b"))) {
         r.start(m, "report", schedule, work, b -> fault == null ? b : b.faultForTesting(fault));
       }
-      awaitUntil(Duration.ofSeconds(40), () -> !longRound.isEmpty()
-          && r.runs.keySet().stream().anyMatch(s -> s >= longRound.first() + 4 * periodMs),
+      awaitUntil(
+          Duration.ofSeconds(40),
+          () ->
+              !longRound.isEmpty()
+                  && r.runs.keySet().stream().anyMatch(s -> s >= longRound.first() + 4 * periodMs),
           "the long round and the next ran");
       return new Overrun(longRound.first(), periodMs, r.runsSnapshot(), r.skippedSnapshot());
     }
   }
 
-  // ---- a round cut short -------------------------------------------------------------------------
+  // ---- a round cut short
+  // -------------------------------------------------------------------------
 
   /** How the second cut stops the replica running the rerun in the middle of its round. */
   private enum Stop {
@@ -240,42 +279,45 @@ class LeaseSchedulerTest {
   void checkerCatchesAThirdRunOfAnInstantCutShortTwice(TestDatabase db) throws Exception {
     // the later instant comes late enough for the broken third run to happen first, even on a
     // loaded machine
-    CutShort o = cutShortTwice(db, LeaseScheduler.Fault.UNLIMITED_RERUNS, Stop.SCHEDULER_CLOSED,
-        2_500);
+    CutShort o =
+        cutShortTwice(db, LeaseScheduler.Fault.UNLIMITED_RERUNS, Stop.SCHEDULER_CLOSED, 2_500);
     assertThrows(AssertionError.class, () -> assertEquals(2, o.runsOfX));
   }
 
   private record CutShort(long x, int runsOfX, List<Long> supersededInstants) {}
 
   /** Cuts X short twice, then adds instant Y {@code laterMs} after the second cut. */
-  private static CutShort cutShortTwice(TestDatabase db, LeaseScheduler.Fault fault, Stop stop,
-      long laterMs) throws Exception {
+  private static CutShort cutShortTwice(
+      TestDatabase db, LeaseScheduler.Fault fault, Stop stop, long laterMs) throws Exception {
     try (SchedulerReplicas r = new SchedulerReplicas(db)) {
       LeaseManager a = r.manager("a");
       long x = a.databaseTimeMillis() + 700;
       ListSchedule schedule = new ListSchedule(x);
       CountDownLatch firstStarted = new CountDownLatch(1);
       CountDownLatch secondStarted = new CountDownLatch(1);
-      ScheduledJob.Work work = round -> {
-        if (round.instant().toEpochMilli() != x) {
-          return;
-        }
-        int n = r.runCount(x);
-        if (n == 1) {
-          firstStarted.countDown();
-        } else if (n == 2) {
-          secondStarted.countDown();
-        } else {
-          return; // a third run (only the broken variant gets here) ends at once
-        }
-        new CountDownLatch(1).await(); // runs until it is interrupted
-      };
+      ScheduledJob.Work work =
+          round -> {
+            if (round.instant().toEpochMilli() != x) {
+              return;
+            }
+            int n = r.runCount(x);
+            if (n == 1) {
+              firstStarted.countDown();
+            } else if (n == 2) {
+              secondStarted.countDown();
+            } else {
+              return; // a third run (only the broken variant gets here) ends at once
+            }
+            new CountDownLatch(1).await(); // runs until it is interrupted
+          };
       Map<String, LeaseManager> managers = new ConcurrentHashMap<>();
       Map<String, LeaseScheduler> schedulers = new ConcurrentHashMap<>();
       for (LeaseManager m : List.of(a, r.manager("b"), r.manager("c"))) {
         managers.put(m.instance(), m);
-        schedulers.put(m.instance(), r.start(m, "nightly", schedule, work,
-            b -> fault == null ? b : b.faultForTesting(fault)));
+        schedulers.put(
+            m.instance(),
+            r.start(
+                m, "nightly", schedule, work, b -> fault == null ? b : b.faultForTesting(fault)));
       }
       assertTrue(firstStarted.await(30, TimeUnit.SECONDS), "X started");
       // cut 1: the replica loses its lease (the row expires in the database, as after a long pause)
@@ -292,15 +334,20 @@ class LeaseSchedulerTest {
       long y = r.databaseNow() + laterMs;
       schedule.add(y);
       awaitUntil(Duration.ofSeconds(30), () -> r.runCount(y) == 1, "Y ran");
-      return new CutShort(x, r.runCount(x), List.copyOf(r.superseded.keySet().stream()
-          .flatMap(k -> r.superseded.get(k).stream().map(v -> k)).toList()));
+      return new CutShort(
+          x,
+          r.runCount(x),
+          List.copyOf(
+              r.superseded.keySet().stream()
+                  .flatMap(k -> r.superseded.get(k).stream().map(v -> k))
+                  .toList()));
     }
   }
 
   private static void expire(DataSource ds, String table, String name) throws SQLException {
     try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement(
-            "UPDATE " + table + " SET expires_at_ms = 0 WHERE name = ?")) {
+        PreparedStatement ps =
+            c.prepareStatement("UPDATE " + table + " SET expires_at_ms = 0 WHERE name = ?")) {
       ps.setString(1, name);
       assertEquals(1, ps.executeUpdate());
       if (!c.getAutoCommit()) {
@@ -331,13 +378,19 @@ class LeaseSchedulerTest {
       long nextHour = t0 + 3_600_000;
       Schedule schedule = new ListSchedule(before, x1, x2, x3, x4, nextHour);
       LeaseScheduler first = r.start(a, "report", schedule);
-      awaitUntil(Duration.ofSeconds(20), () -> {
-        Dialect.SlotState st = a.execute("state",
-            c -> a.dialect().slotStates(c, List.of("report"))).byName().get("report");
-        return st != null && Long.valueOf(x1).equals(st.lastMs()) && st.unfinishedMs() == null;
-      }, "the new job ran its first instant to its end");
+      awaitUntil(
+          Duration.ofSeconds(20),
+          () -> {
+            Dialect.SlotState st =
+                a.execute("state", c -> a.dialect().slotStates(c, List.of("report")))
+                    .byName()
+                    .get("report");
+            return st != null && Long.valueOf(x1).equals(st.lastMs()) && st.unfinishedMs() == null;
+          },
+          "the new job ran its first instant to its end");
       first.close();
-      assertEquals(0, r.runCount(before), "a new job does not run an instant from before it started");
+      assertEquals(
+          0, r.runCount(before), "a new job does not run an instant from before it started");
       assertEquals(1, r.runCount(x1));
 
       // every replica is down while x2, x3 and x4 come due
@@ -353,23 +406,27 @@ class LeaseSchedulerTest {
     }
   }
 
-  // ---- registration ------------------------------------------------------------------------------
+  // ---- registration
+  // ------------------------------------------------------------------------------
 
   @Test
   void aJobNameThatCouldNeverBeClaimedFailsAtRegistration() {
     Schedule s = Schedule.fixedRate(Duration.ofMinutes(1), Instant.EPOCH);
-    IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
-        () -> ScheduledJob.of("j".repeat(Names.NAME_WIDTH + 1), s, round -> { }));
+    IllegalArgumentException tooLong =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> ScheduledJob.of("j".repeat(Names.NAME_WIDTH + 1), s, round -> {}));
     assertTrue(tooLong.getMessage().contains("could never be claimed"), tooLong.getMessage());
-    assertThrows(IllegalArgumentException.class, () -> ScheduledJob.of("", s, round -> { }));
-    assertThrows(IllegalArgumentException.class, () -> ScheduledJob.of("a\nb", s, round -> { }));
-    assertThrows(IllegalArgumentException.class,
-        () -> Schedule.fixedRate(Duration.ZERO, Instant.EPOCH));
+    assertThrows(IllegalArgumentException.class, () -> ScheduledJob.of("", s, round -> {}));
+    assertThrows(IllegalArgumentException.class, () -> ScheduledJob.of("a\nb", s, round -> {}));
+    assertThrows(
+        IllegalArgumentException.class, () -> Schedule.fixedRate(Duration.ZERO, Instant.EPOCH));
   }
 
   @Test
   void fixedRateInstantsArePinnedToTheAnchor() {
-    FixedRateSchedule s = new FixedRateSchedule(Duration.ofMillis(100), Instant.ofEpochMilli(1_000));
+    FixedRateSchedule s =
+        new FixedRateSchedule(Duration.ofMillis(100), Instant.ofEpochMilli(1_000));
     assertEquals(1_000, s.nextAfterMs(0));
     assertEquals(1_100, s.nextAfterMs(1_000));
     assertEquals(1_100, s.nextAfterMs(1_099));
@@ -380,11 +437,12 @@ class LeaseSchedulerTest {
     // the general path (any Schedule) agrees with the arithmetic one
     Instants general = new Instants(after -> s.nextAfter(after));
     assertEquals(s.latestIn(1_000, 1_550), general.latestIn(1_000, 1_550));
-    assertEquals(Optional.of(Instant.ofEpochMilli(1_200)), s.nextAfter(Instant.ofEpochMilli(1_100)));
+    assertEquals(
+        Optional.of(Instant.ofEpochMilli(1_200)), s.nextAfter(Instant.ofEpochMilli(1_100)));
     // skipped instants after a long outage: the first few reported one by one, the rest counted
     List<Long> reported = new java.util.ArrayList<>();
     assertEquals(87, new Instants(s).between(0, 10_000, 3, reported::add));
     assertEquals(List.of(1_000L, 1_100L, 1_200L), reported);
-    assertEquals(87, general.between(0, 10_000, 3, x -> { }));
+    assertEquals(87, general.between(0, 10_000, 3, x -> {}));
   }
 }

@@ -51,17 +51,23 @@ class ManagerLifecycleTest {
     ExecutorService attempts = Executors.newCachedThreadPool();
     try (Fixture f = new Fixture(db)) {
       AtomicInteger renewals = new AtomicInteger();
-      LeaseManager m = f.track(f.builder(f.pool(2), "given").timings(TIMINGS)
-          .scheduler(scheduler).attemptExecutor(attempts)
-          .listener(new LeaseListener() {
-            @Override
-            public void renewed(Lease lease) {
-              renewals.incrementAndGet();
-            }
-          }).build());
+      LeaseManager m =
+          f.track(
+              f.builder(f.pool(2), "given")
+                  .timings(TIMINGS)
+                  .scheduler(scheduler)
+                  .attemptExecutor(attempts)
+                  .listener(
+                      new LeaseListener() {
+                        @Override
+                        public void renewed(Lease lease) {
+                          renewals.incrementAndGet();
+                        }
+                      })
+                  .build());
       m.tryClaim("given").orElseThrow().hold();
-      Fixture.await("renewals on the given executors", Duration.ofSeconds(5),
-          () -> renewals.get() >= 2);
+      Fixture.await(
+          "renewals on the given executors", Duration.ofSeconds(5), () -> renewals.get() >= 2);
       m.close();
       assertFalse(scheduler.isShutdown(), "the caller's scheduler");
       assertFalse(attempts.isShutdown(), "the caller's attempt executor");
@@ -77,14 +83,19 @@ class ManagerLifecycleTest {
   void closeWorksWithAPlainAttemptExecutor(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       AtomicInteger renewals = new AtomicInteger();
-      LeaseManager m = f.track(f.builder(f.pool(2), "plain-executor").timings(TIMINGS)
-          .attemptExecutor(Runnable::run)
-          .listener(new LeaseListener() {
-            @Override
-            public void renewed(Lease lease) {
-              renewals.incrementAndGet();
-            }
-          }).build());
+      LeaseManager m =
+          f.track(
+              f.builder(f.pool(2), "plain-executor")
+                  .timings(TIMINGS)
+                  .attemptExecutor(Runnable::run)
+                  .listener(
+                      new LeaseListener() {
+                        @Override
+                        public void renewed(Lease lease) {
+                          renewals.incrementAndGet();
+                        }
+                      })
+                  .build());
       Lease lease = m.tryClaim("plain-executor").orElseThrow().hold();
       Fixture.await("renewals", Duration.ofSeconds(5), () -> renewals.get() >= 2);
       assertDoesNotThrow(m::close);

@@ -23,16 +23,16 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Lease statements borrow the application's pooled connections, and not every pool resets what a
- * borrower changed (HikariCP does; a plain or hand-made pool does not). So every lease statement must
- * leave the session as it found it: auto-commit, isolation, network timeout, time zone, lock and
- * statement timeouts, SQLite's busy timeout. Here one physical connection serves every call, as a
- * pool that never resets anything would.
+ * borrower changed (HikariCP does; a plain or hand-made pool does not). So every lease statement
+ * must leave the session as it found it: auto-commit, isolation, network timeout, time zone, lock
+ * and statement timeouts, SQLite's busy timeout. Here one physical connection serves every call, as
+ * a pool that never resets anything would.
  */
 class PooledSessionTest {
 
   static Stream<Arguments> databasesAndAutoCommit() {
-    return TestDatabase.all().flatMap(db -> Stream.of(Arguments.of(db, true),
-        Arguments.of(db, false)));
+    return TestDatabase.all()
+        .flatMap(db -> Stream.of(Arguments.of(db, true), Arguments.of(db, false)));
   }
 
   @ParameterizedTest(name = "{0} autoCommit={1}")
@@ -50,8 +50,13 @@ class PooledSessionTest {
       physical.setAutoCommit(autoCommit);
       List<String> before = snapshot(db, physical);
 
-      LeaseManager m = LeaseManager.builder(single).table(table).instance("session")
-          .failurePolicy(FailurePolicy.logOnly()).createTableIfMissing().build();
+      LeaseManager m =
+          LeaseManager.builder(single)
+              .table(table)
+              .instance("session")
+              .failurePolicy(FailurePolicy.logOnly())
+              .createTableIfMissing()
+              .build();
       try {
         assertEquals(before, snapshot(db, physical), "after build()");
         Lease lease = m.tryClaim("session").orElseThrow();
@@ -81,8 +86,7 @@ class PooledSessionTest {
           s.execute("SET statement_timeout = '8s'");
           s.execute("SET TIME ZONE 'Asia/Kolkata'");
         }
-        case MYSQL, MARIADB -> s.execute(
-            "SET time_zone = '+05:30', innodb_lock_wait_timeout = 7");
+        case MYSQL, MARIADB -> s.execute("SET time_zone = '+05:30', innodb_lock_wait_timeout = 7");
         case SQLITE -> s.execute("PRAGMA busy_timeout = 7000");
       }
     }
@@ -96,18 +100,22 @@ class PooledSessionTest {
     } catch (SQLFeatureNotSupportedException e) {
       state.add("networkTimeout=unsupported");
     }
-    String query = switch (db) {
-      case POSTGRESQL -> "SELECT current_setting('lock_timeout'),"
-          + " current_setting('statement_timeout'), current_setting('TimeZone'),"
-          + " current_setting('transaction_isolation')";
-      case MYSQL, MARIADB -> "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout,"
-          + " @@session.tx_isolation, @@session.timestamp = UNIX_TIMESTAMP(NOW(6))";
-      case SQLITE -> "PRAGMA busy_timeout";
-    };
+    String query =
+        switch (db) {
+          case POSTGRESQL ->
+              "SELECT current_setting('lock_timeout'),"
+                  + " current_setting('statement_timeout'), current_setting('TimeZone'),"
+                  + " current_setting('transaction_isolation')";
+          case MYSQL, MARIADB ->
+              "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout,"
+                  + " @@session.tx_isolation, @@session.timestamp = UNIX_TIMESTAMP(NOW(6))";
+          case SQLITE -> "PRAGMA busy_timeout";
+        };
     if (db.isSqlite()) {
       state.add("isolation=" + c.getTransactionIsolation());
     }
-    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(query)) {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(query)) {
       rs.next();
       for (int i = 1; i <= rs.getMetaData().getColumnCount(); i++) {
         state.add(rs.getMetaData().getColumnLabel(i) + "=" + rs.getString(i));
@@ -124,23 +132,26 @@ class PooledSessionTest {
     private final Connection connection;
 
     SingleConnectionDataSource(Connection physical) {
-      this.connection = (Connection) Proxy.newProxyInstance(getClass().getClassLoader(),
-          new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-            if (method.getName().equals("close")) {
-              return null;
-            }
-            try {
-              return method.invoke(physical, args);
-            } catch (InvocationTargetException e) {
-              throw e.getCause();
-            }
-          });
+      this.connection =
+          (Connection)
+              Proxy.newProxyInstance(
+                  getClass().getClassLoader(),
+                  new Class<?>[] {Connection.class},
+                  (proxy, method, args) -> {
+                    if (method.getName().equals("close")) {
+                      return null;
+                    }
+                    try {
+                      return method.invoke(physical, args);
+                    } catch (InvocationTargetException e) {
+                      throw e.getCause();
+                    }
+                  });
     }
 
     @Override
     public Connection getConnection() {
       return connection;
     }
-
   }
 }

@@ -37,6 +37,7 @@ class ReadmeExampleTest {
 
   /** The README's snippet; the failure policy is a parameter so tests never halt the JVM. */
   static boolean example(DataSource dataSource, FailurePolicy onStuckWork) throws Exception {
+    // spotless:off
     // README-BEGIN
     LeaseManager leases = LeaseManager.builder(dataSource) // the database that holds the leases
         .table("leases")
@@ -62,6 +63,7 @@ class ReadmeExampleTest {
     }
     leases.close();
     // README-END
+    // spotless:on
     return ran;
   }
 
@@ -73,8 +75,10 @@ class ReadmeExampleTest {
     assertTrue(example(sqlite, (lease, worker) -> stuck.add(lease.name())));
     assertEquals(List.of("billing ran", "partition 17 under term 1"), events);
     assertTrue(stuck.isEmpty());
-    try (Connection c = sqlite.getConnection(); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT name, term, expires_at_ms FROM leases ORDER BY name")) {
+    try (Connection c = sqlite.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery("SELECT name, term, expires_at_ms FROM leases ORDER BY name")) {
       assertTrue(rs.next());
       assertEquals("nightly-billing", rs.getString(1));
       assertEquals(0, rs.getLong(3), "released");
@@ -87,14 +91,19 @@ class ReadmeExampleTest {
 
   @Test
   void readmeShowsExactlyTheSnippet() throws IOException {
-    String source = Files.readString(Path.of("src/test/java/dev/lease/core/ReadmeExampleTest.java"));
+    String source =
+        Files.readString(Path.of("src/test/java/dev/lease/core/ReadmeExampleTest.java"));
     int begin = source.indexOf("// README-BEGIN\n") + "// README-BEGIN\n".length();
     int end = source.indexOf("    // README-END", begin);
-    String snippet = source.substring(begin, end).lines()
-        .map(l -> l.length() >= 4 ? l.substring(4) : l.strip())
-        .collect(Collectors.joining("\n", "", "\n"));
+    String snippet =
+        source
+            .substring(begin, end)
+            .lines()
+            .map(l -> l.length() >= 4 ? l.substring(4) : l.strip())
+            .collect(Collectors.joining("\n", "", "\n"));
     String readme = readme();
-    assertTrue(readme.contains("```java\n" + snippet + "```"),
+    assertTrue(
+        readme.contains("```java\n" + snippet + "```"),
         "README.md must show the snippet of ReadmeExampleTest exactly:\n" + snippet);
   }
 
@@ -103,7 +112,8 @@ class ReadmeExampleTest {
     String readme = withoutWhitespace(readme());
     for (Database db : Database.values()) {
       for (String ddl : LeaseManager.ddl(db, "leases")) {
-        assertTrue(readme.contains(withoutWhitespace(ddl) + ";"),
+        assertTrue(
+            readme.contains(withoutWhitespace(ddl) + ";"),
             "README.md shows the DDL of " + db + ": " + ddl);
       }
     }

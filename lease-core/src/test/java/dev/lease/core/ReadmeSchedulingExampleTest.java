@@ -33,6 +33,7 @@ class ReadmeSchedulingExampleTest {
   record Started(LeaseManager leases, LeaseScheduler scheduler) {}
 
   static Started example(DataSource dataSource, Invoices invoices) {
+    // spotless:off
     // README:begin
     LeaseManager leases = LeaseManager.builder(dataSource)
         .instance("billing-1")               // this replica, for humans
@@ -58,13 +59,14 @@ class ReadmeSchedulingExampleTest {
     scheduler.start();
     // on shutdown: scheduler.close(), then leases.close()
     // README:end
+    // spotless:on
     return new Started(leases, scheduler);
   }
 
   @Test
   void theReadmeExampleStartsAndStops() {
     try (HikariDataSource ds = TestDatabase.SQLITE.pooled(2)) {
-      Started started = example(ds, hour -> { });
+      Started started = example(ds, hour -> {});
       assertTrue(started.scheduler().toString().contains("hourly-invoices"));
       started.scheduler().close();
       started.leases().close();
@@ -92,21 +94,28 @@ class ReadmeSchedulingExampleTest {
     }
     assertTrue(block.size() > 10, "found the example in " + source);
     String readmeText = Files.readString(readme);
-    assertTrue(readmeText.contains(String.join("\n", block)),
-        "README.md must contain the example of " + source.getFileName() + " verbatim:\n"
+    assertTrue(
+        readmeText.contains(String.join("\n", block)),
+        "README.md must contain the example of "
+            + source.getFileName()
+            + " verbatim:\n"
             + String.join("\n", block));
   }
 
   @Test
   void theNightlyScheduleOfTheExampleIsTwoOClockUtc() {
-    Schedule nightly = after -> {
-      ZonedDateTime today = after.atZone(ZoneOffset.UTC).truncatedTo(ChronoUnit.DAYS).plusHours(2);
-      return Optional.of(today.toInstant().isAfter(after) ? today.toInstant()
-          : today.plusDays(1).toInstant());
-    };
-    assertEquals(Optional.of(Instant.parse("2026-03-01T02:00:00Z")),
+    Schedule nightly =
+        after -> {
+          ZonedDateTime today =
+              after.atZone(ZoneOffset.UTC).truncatedTo(ChronoUnit.DAYS).plusHours(2);
+          return Optional.of(
+              today.toInstant().isAfter(after) ? today.toInstant() : today.plusDays(1).toInstant());
+        };
+    assertEquals(
+        Optional.of(Instant.parse("2026-03-01T02:00:00Z")),
         nightly.nextAfter(Instant.parse("2026-03-01T01:00:00Z")));
-    assertEquals(Optional.of(Instant.parse("2026-03-02T02:00:00Z")),
+    assertEquals(
+        Optional.of(Instant.parse("2026-03-02T02:00:00Z")),
         nightly.nextAfter(Instant.parse("2026-03-01T02:00:00Z")));
   }
 }

@@ -21,8 +21,8 @@ import org.opentest4j.AssertionFailedError;
 
 /**
  * The keeper holds a lease for as long as renewals succeed, and when they stop it declares the loss
- * before the database lets anyone else claim (invariant 2 of DESIGN.md), judged by the database's own
- * clock: the database time read right after the loss was declared is still before the row's
+ * before the database lets anyone else claim (invariant 2 of DESIGN.md), judged by the database's
+ * own clock: the database time read right after the loss was declared is still before the row's
  * {@code expires_at_ms}.
  */
 class RenewalKeeperTest {
@@ -81,8 +81,8 @@ class RenewalKeeperTest {
       LeaseManager observer = f.manager(f.admin, "observer", TIMINGS);
       LossWitness witness = new LossWitness(observer);
       FailingDataSource failing = new FailingDataSource(f.pool(2));
-      LeaseManager holder = f.track(f.builder(failing, "holder").timings(TIMINGS)
-          .listener(witness).build());
+      LeaseManager holder =
+          f.track(f.builder(failing, "holder").timings(TIMINGS).listener(witness).build());
       LeaseManager rival = f.manager("rival", TIMINGS);
 
       Lease lease = holder.tryClaim("kept").orElseThrow().hold();
@@ -98,7 +98,8 @@ class RenewalKeeperTest {
       Fixture.Row row = f.row("kept");
       assertEquals(lease.term(), row.term());
       assertEquals(lease.holder(), row.holder());
-      assertTrue(row.expiresAtMs() >= firstExpiry + 9 * LEASE_MS,
+      assertTrue(
+          row.expiresAtMs() >= firstExpiry + 9 * LEASE_MS,
           "renewals moved the expiry on: " + firstExpiry + " -> " + row.expiresAtMs());
       assertTrue(lease.verify());
       assertTrue(witness.renewals.get() >= 20, "renewals: " + witness.renewals.get());
@@ -111,14 +112,20 @@ class RenewalKeeperTest {
       long expiresAtMs = f.row("kept").expiresAtMs();
       assertEquals(LossReason.LOCAL_DEADLINE, witness.reason.get());
       long lostAfterMs = Duration.ofNanos(witness.declaredAtNanos.get() - droppedAt).toMillis();
-      assertTrue(lostAfterMs <= LOCAL_DEADLINE_MS + 1_000,
-          "gave up " + lostAfterMs + " ms after renewals stopped (local deadline "
-              + LOCAL_DEADLINE_MS + " ms)");
+      assertTrue(
+          lostAfterMs <= LOCAL_DEADLINE_MS + 1_000,
+          "gave up "
+              + lostAfterMs
+              + " ms after renewals stopped (local deadline "
+              + LOCAL_DEADLINE_MS
+              + " ms)");
       assertLossDeclaredBeforeDatabaseExpiry(witness.declaredAtDbMs.get(), expiresAtMs);
       assertFalse(lease.isHeld());
       assertTrue(witness.failedRenewals.get() > 0);
 
-      Fixture.await("the rival's claim after the expiry", Duration.ofSeconds(5),
+      Fixture.await(
+          "the rival's claim after the expiry",
+          Duration.ofSeconds(5),
           () -> rival.tryClaim("kept").isPresent());
       assertEquals(lease.term() + 1, f.row("kept").term());
       failing.failing(false);
@@ -139,25 +146,37 @@ class RenewalKeeperTest {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       long origin = System.nanoTime();
       MonotonicClock slow = () -> origin + (System.nanoTime() - origin) / 3;
-      LeaseManager holder = f.track(f.builder(failing, "slow").timings(TIMINGS).clock(slow)
-          .listener(witness).build());
+      LeaseManager holder =
+          f.track(
+              f.builder(failing, "slow").timings(TIMINGS).clock(slow).listener(witness).build());
       Lease lease = holder.tryClaim("slow").orElseThrow().hold();
       Fixture.await("a renewal", Duration.ofSeconds(5), () -> witness.renewals.get() >= 2);
       failing.failing(true);
       assertTrue(witness.lost.await(5, TimeUnit.SECONDS), "loss declared");
       long expiresAtMs = f.row("slow").expiresAtMs();
-      AssertionFailedError caught = assertThrows(AssertionFailedError.class,
-          () -> assertLossDeclaredBeforeDatabaseExpiry(witness.declaredAtDbMs.get(), expiresAtMs));
-      assertTrue(caught.getMessage().contains("after the database let others claim"),
-          caught.getMessage());
+      AssertionFailedError caught =
+          assertThrows(
+              AssertionFailedError.class,
+              () ->
+                  assertLossDeclaredBeforeDatabaseExpiry(
+                      witness.declaredAtDbMs.get(), expiresAtMs));
+      assertTrue(
+          caught.getMessage().contains("after the database let others claim"), caught.getMessage());
       assertFalse(lease.isHeld());
     }
   }
 
   /** The safety check: the holder gave the lease up while the database still counted it as live. */
   static void assertLossDeclaredBeforeDatabaseExpiry(long declaredAtDbMs, long expiresAtMs) {
-    assertTrue(declaredAtDbMs < expiresAtMs, "loss declared at database time " + declaredAtDbMs
-        + ", " + (declaredAtDbMs - expiresAtMs) + " ms after the database let others claim ("
-        + "expires_at_ms " + expiresAtMs + ")");
+    assertTrue(
+        declaredAtDbMs < expiresAtMs,
+        "loss declared at database time "
+            + declaredAtDbMs
+            + ", "
+            + (declaredAtDbMs - expiresAtMs)
+            + " ms after the database let others claim ("
+            + "expires_at_ms "
+            + expiresAtMs
+            + ")");
   }
 }

@@ -43,20 +43,34 @@ public final class SchedulerReplicaMain {
     String instance = args[6];
     boolean broken = args.length > 7 && "broken".equals(args[7]);
 
-    try (LeaseManager manager = LeaseManager.builder(ds).table(table).instance(instance)
-        .timings(SchedulerReplicas.TIMINGS).failurePolicy(FailurePolicy.logOnly())
-        .listener(new LeaseListener() {
-          @Override
-          public void instantSkipped(String job, long instantMs) {
-            record(ds, runs, instantMs, instance, "skipped", "-1");
-          }
-        })
-        .build()) {
-      LeaseScheduler.Builder b = LeaseScheduler.builder(manager)
-          .pollInterval(SchedulerReplicas.POLL)
-          .job("report", Schedule.fixedRate(Duration.ofMillis(periodMs),
-              Instant.ofEpochMilli(anchorMs)), round -> record(ds, runs,
-              round.instant().toEpochMilli(), instance, "run", manager.dialect().clock));
+    try (LeaseManager manager =
+        LeaseManager.builder(ds)
+            .table(table)
+            .instance(instance)
+            .timings(SchedulerReplicas.TIMINGS)
+            .failurePolicy(FailurePolicy.logOnly())
+            .listener(
+                new LeaseListener() {
+                  @Override
+                  public void instantSkipped(String job, long instantMs) {
+                    record(ds, runs, instantMs, instance, "skipped", "-1");
+                  }
+                })
+            .build()) {
+      LeaseScheduler.Builder b =
+          LeaseScheduler.builder(manager)
+              .pollInterval(SchedulerReplicas.POLL)
+              .job(
+                  "report",
+                  Schedule.fixedRate(Duration.ofMillis(periodMs), Instant.ofEpochMilli(anchorMs)),
+                  round ->
+                      record(
+                          ds,
+                          runs,
+                          round.instant().toEpochMilli(),
+                          instance,
+                          "run",
+                          manager.dialect().clock));
       if (broken) {
         b.faultForTesting(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
       }
@@ -76,12 +90,19 @@ public final class SchedulerReplicaMain {
     }
   }
 
-  /** Records a run with the database clock as {@code atSql} (a SQL expression of the test's own). */
-  private static void record(DataSource ds, String runs, long instantMs, String instance,
-      String kind, String atSql) {
+  /**
+   * Records a run with the database clock as {@code atSql} (a SQL expression of the test's own).
+   */
+  private static void record(
+      DataSource ds, String runs, long instantMs, String instance, String kind, String atSql) {
     try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement("INSERT INTO " + runs
-            + " (instant_ms, replica, kind, at_ms) VALUES (?, ?, ?, " + atSql + ")")) {
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO "
+                    + runs
+                    + " (instant_ms, replica, kind, at_ms) VALUES (?, ?, ?, "
+                    + atSql
+                    + ")")) {
       ps.setLong(1, instantMs);
       ps.setString(2, instance);
       ps.setString(3, kind);

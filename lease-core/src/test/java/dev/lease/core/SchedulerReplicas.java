@@ -26,13 +26,14 @@ import javax.sql.DataSource;
 final class SchedulerReplicas implements AutoCloseable {
 
   /** Short lease timings with generous margins: the machine is small and shared. */
-  static final LeaseTimings TIMINGS = LeaseTimings.builder()
-      .leaseDuration(Duration.ofSeconds(3))
-      .renewInterval(Duration.ofMillis(200))
-      .attemptTimeout(Duration.ofMillis(1500))
-      .localDeadline(Duration.ofMillis(2500))
-      .gracePeriod(Duration.ofSeconds(2))
-      .build();
+  static final LeaseTimings TIMINGS =
+      LeaseTimings.builder()
+          .leaseDuration(Duration.ofSeconds(3))
+          .renewInterval(Duration.ofMillis(200))
+          .attemptTimeout(Duration.ofMillis(1500))
+          .localDeadline(Duration.ofMillis(2500))
+          .gracePeriod(Duration.ofSeconds(2))
+          .build();
 
   static final Duration POLL = Duration.ofMillis(100);
 
@@ -75,15 +76,16 @@ final class SchedulerReplicas implements AutoCloseable {
 
   /** A lease manager for replica {@code instance} whose process clock is {@code clock}. */
   LeaseManager manager(String instance, MonotonicClock clock) {
-    LeaseManager m = LeaseManager.builder(dataSource())
-        .table(table)
-        .instance(instance)
-        .timings(TIMINGS)
-        .failurePolicy(FailurePolicy.logOnly())
-        .clock(clock)
-        .listener(listener(instance))
-        .createTableIfMissing()
-        .build();
+    LeaseManager m =
+        LeaseManager.builder(dataSource())
+            .table(table)
+            .instance(instance)
+            .timings(TIMINGS)
+            .failurePolicy(FailurePolicy.logOnly())
+            .clock(clock)
+            .listener(listener(instance))
+            .createTableIfMissing()
+            .build();
     managers.add(m);
     return m;
   }
@@ -93,25 +95,38 @@ final class SchedulerReplicas implements AutoCloseable {
   }
 
   /** Starts a scheduler replica running {@code job} with {@code work} recorded first. */
-  LeaseScheduler start(LeaseManager manager, String job, Schedule schedule, ScheduledJob.Work work,
+  LeaseScheduler start(
+      LeaseManager manager,
+      String job,
+      Schedule schedule,
+      ScheduledJob.Work work,
       UnaryOperator<LeaseScheduler.Builder> configure) {
     String replica = manager.instance();
-    LeaseScheduler s = configure.apply(LeaseScheduler.builder(manager)
-        .pollInterval(POLL)
-        .job(job, schedule, round -> {
-          long at = databaseNow(round.lease().manager().dialect());
-          runs.computeIfAbsent(round.instant().toEpochMilli(), k -> new CopyOnWriteArrayList<>())
-              .add(new Run(replica, round.instant().toEpochMilli(), at, round.rerun()));
-          work.run(round);
-        }))
-        .build();
+    LeaseScheduler s =
+        configure
+            .apply(
+                LeaseScheduler.builder(manager)
+                    .pollInterval(POLL)
+                    .job(
+                        job,
+                        schedule,
+                        round -> {
+                          long at = databaseNow(round.lease().manager().dialect());
+                          runs.computeIfAbsent(
+                                  round.instant().toEpochMilli(), k -> new CopyOnWriteArrayList<>())
+                              .add(
+                                  new Run(
+                                      replica, round.instant().toEpochMilli(), at, round.rerun()));
+                          work.run(round);
+                        }))
+            .build();
     schedulers.add(s);
     s.start();
     return s;
   }
 
   LeaseScheduler start(LeaseManager manager, String job, Schedule schedule) {
-    return start(manager, job, schedule, round -> { }, b -> b);
+    return start(manager, job, schedule, round -> {}, b -> b);
   }
 
   int runCount(long instant) {
@@ -149,15 +164,19 @@ final class SchedulerReplicas implements AutoCloseable {
   }
 
   /**
-   * The checker: over the instants of {@code schedule} from the first to the last one that ran, each
-   * ran exactly once or was reported skipped exactly once (never both), no instant off the schedule
-   * ran, no round started before its instant or later than {@code maxLateMs} after it (database
-   * clock), and at least {@code minRuns} ran.
+   * The checker: over the instants of {@code schedule} from the first to the last one that ran,
+   * each ran exactly once or was reported skipped exactly once (never both), no instant off the
+   * schedule ran, no round started before its instant or later than {@code maxLateMs} after it
+   * (database clock), and at least {@code minRuns} ran.
    *
    * @throws AssertionError describing every violation
    */
-  static void assertEachInstantOnce(Map<Long, List<Run>> runs, Map<Long, List<String>> skipped,
-      Schedule schedule, int minRuns, long maxLateMs) {
+  static void assertEachInstantOnce(
+      Map<Long, List<Run>> runs,
+      Map<Long, List<String>> skipped,
+      Schedule schedule,
+      int minRuns,
+      long maxLateMs) {
     TreeMap<Long, List<Run>> ran = new TreeMap<>(runs);
     List<String> problems = new ArrayList<>();
     if (ran.size() < minRuns) {
@@ -173,8 +192,16 @@ final class SchedulerReplicas implements AutoCloseable {
         int r = ran.getOrDefault(s, List.of()).size();
         int k = skipped.getOrDefault(s, List.of()).size();
         if (r + k != 1) {
-          problems.add("instant " + s + " ran " + r + " times " + ran.getOrDefault(s, List.of())
-              + " and was reported skipped " + k + " times");
+          problems.add(
+              "instant "
+                  + s
+                  + " ran "
+                  + r
+                  + " times "
+                  + ran.getOrDefault(s, List.of())
+                  + " and was reported skipped "
+                  + k
+                  + " times");
         }
       }
       for (Map.Entry<Long, List<Run>> e : ran.entrySet()) {
@@ -184,8 +211,14 @@ final class SchedulerReplicas implements AutoCloseable {
         for (Run run : e.getValue()) {
           long late = run.startedAtDatabaseMs() - run.instantMs();
           if (late < 0 || late > maxLateMs) {
-            problems.add("instant " + run.instantMs() + " started " + late + " ms after it by the"
-                + " database clock: " + run);
+            problems.add(
+                "instant "
+                    + run.instantMs()
+                    + " started "
+                    + late
+                    + " ms after it by the"
+                    + " database clock: "
+                    + run);
           }
         }
       }

@@ -14,9 +14,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The scheduler's slot statements, one by one, on every database: what each may and may not claim or
- * finish. Every matching UPDATE changes a column (term or revision), so the row counts asserted here
- * are right whether a MySQL driver counts found or changed rows.
+ * The scheduler's slot statements, one by one, on every database: what each may and may not claim
+ * or finish. Every matching UPDATE changes a column (term or revision), so the row counts asserted
+ * here are right whether a MySQL driver counts found or changed rows.
  */
 class SlotStatementsTest {
 
@@ -30,8 +30,8 @@ class SlotStatementsTest {
   private void open(TestDatabase db) {
     ds = db.pooled(2);
     table = TestDatabase.uniqueTable("slots");
-    manager = LeaseManager.builder(ds).table(table).instance("slots-test").createTableIfMissing()
-        .build();
+    manager =
+        LeaseManager.builder(ds).table(table).instance("slots-test").createTableIfMissing().build();
     dialect = manager.dialect();
   }
 
@@ -45,29 +45,32 @@ class SlotStatementsTest {
   }
 
   private void createRow(String name) {
-    manager.execute("create", c -> {
-      dialect.createRow(c, name);
-      return null;
-    });
+    manager.execute(
+        "create",
+        c -> {
+          dialect.createRow(c, name);
+          return null;
+        });
   }
 
   private Dialect.SlotClaimed claim(String name, String holder, long instant) {
     return claim(name, holder, instant, true);
   }
 
-  private Dialect.SlotClaimed claim(String name, String holder, long instant, boolean requireLater) {
-    return manager.execute("claim", c -> dialect.claimSlot(c, name, holder, "i", LEASE_MS, instant,
-        requireLater));
+  private Dialect.SlotClaimed claim(
+      String name, String holder, long instant, boolean requireLater) {
+    return manager.execute(
+        "claim", c -> dialect.claimSlot(c, name, holder, "i", LEASE_MS, instant, requireLater));
   }
 
   private Long claimAgain(String name, String holder, long instant, boolean once) {
-    return manager.execute("claim again", c -> dialect.claimSlotAgain(c, name, holder, "i",
-        LEASE_MS, instant, once));
+    return manager.execute(
+        "claim again", c -> dialect.claimSlotAgain(c, name, holder, "i", LEASE_MS, instant, once));
   }
 
   private boolean finish(String name, String holder, long term, long instant, long overrun) {
-    return manager.execute("finish", c -> dialect.finishSlot(c, name, holder, term, instant,
-        overrun));
+    return manager.execute(
+        "finish", c -> dialect.finishSlot(c, name, holder, term, instant, overrun));
   }
 
   private boolean release(String name, String holder, long term) {
@@ -138,7 +141,8 @@ class SlotStatementsTest {
     long t = manager.databaseTimeMillis() - 10_000;
     assertNotNull(claim("job", "h1", t));
     assertNull(claimAgain("job", "h2", t, true), "not while its holder holds the name");
-    assertTrue(release("job", "h1", 1), "the holder dies: the name is free, the instant unfinished");
+    assertTrue(
+        release("job", "h1", 1), "the holder dies: the name is free, the instant unfinished");
     assertEquals(t, state("job").unfinishedMs());
     assertNull(state("job").rerunMs());
 
@@ -206,8 +210,8 @@ class SlotStatementsTest {
     assertNotNull(claim("a", "ha", t));
     assertNotNull(claim("b", "hb", t + 1));
     release("b", "hb", 1);
-    Dialect.SlotStates states = manager.execute("states",
-        c -> dialect.slotStates(c, List.of("a", "b", "c", "missing")));
+    Dialect.SlotStates states =
+        manager.execute("states", c -> dialect.slotStates(c, List.of("a", "b", "c", "missing")));
     long now = manager.databaseTimeMillis();
     assertTrue(Math.abs(now - states.databaseNowMs()) < 60_000, "the database clock came along");
     assertEquals(3, states.byName().size(), "a name without a row is absent");

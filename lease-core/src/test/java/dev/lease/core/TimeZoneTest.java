@@ -18,10 +18,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * A JVM default time zone and a database session time zone far from UTC (Pacific/Kiritimati, UTC+14,
- * no DST) change nothing: the lease clock is UTC epoch milliseconds, expiry follows the real clock.
- * MariaDB here has no time zone tables and accepts offsets only up to '+13:00' (MariaDB manual,
- * "Time Zones": the range is -12:59 to +13:00), so its sessions get '+13:00'.
+ * A JVM default time zone and a database session time zone far from UTC (Pacific/Kiritimati,
+ * UTC+14, no DST) change nothing: the lease clock is UTC epoch milliseconds, expiry follows the
+ * real clock. MariaDB here has no time zone tables and accepts offsets only up to '+13:00' (MariaDB
+ * manual, "Time Zones": the range is -12:59 to +13:00), so its sessions get '+13:00'.
  */
 class TimeZoneTest {
 
@@ -59,8 +59,11 @@ class TimeZoneTest {
       LeaseManager a = f.manager(zonedA, "a", TIMINGS);
       LeaseManager b = f.manager(zonedB, "b", TIMINGS);
       long dbNow = a.databaseTimeMillis();
-      assertTrue(Math.abs(dbNow - System.currentTimeMillis()) < 5_000,
-          "database time " + dbNow + " is within 5 s of System.currentTimeMillis() "
+      assertTrue(
+          Math.abs(dbNow - System.currentTimeMillis()) < 5_000,
+          "database time "
+              + dbNow
+              + " is within 5 s of System.currentTimeMillis() "
               + System.currentTimeMillis());
 
       long start = System.nanoTime();
@@ -68,16 +71,25 @@ class TimeZoneTest {
       Lease lease = a.tryClaim("zoned").orElseThrow();
       long after = a.databaseTimeMillis();
       long expires = f.row("zoned").expiresAtMs();
-      assertTrue(expires >= before + 1_500 && expires <= after + 1_500,
-          "expiry " + expires + " is the database's UTC now + 1500 ms, within [" + (before + 1_500)
-              + ", " + (after + 1_500) + "]");
+      assertTrue(
+          expires >= before + 1_500 && expires <= after + 1_500,
+          "expiry "
+              + expires
+              + " is the database's UTC now + 1500 ms, within ["
+              + (before + 1_500)
+              + ", "
+              + (after + 1_500)
+              + "]");
       assertTrue(b.tryClaim("zoned").isEmpty(), "live lease");
       assertTrue(lease.verify());
 
-      Fixture.await("b's claim after the expiry", Duration.ofSeconds(10),
+      Fixture.await(
+          "b's claim after the expiry",
+          Duration.ofSeconds(10),
           () -> b.tryClaim("zoned").isPresent());
       long elapsedMs = Duration.ofNanos(System.nanoTime() - start).toMillis();
-      assertTrue(elapsedMs >= 1_490 && elapsedMs < 10_000,
+      assertTrue(
+          elapsedMs >= 1_490 && elapsedMs < 10_000,
           "the lease expired after " + elapsedMs + " ms of real time (lease 1500 ms)");
 
       // the lease statements left the pooled session as it was
@@ -100,21 +112,24 @@ class TimeZoneTest {
    */
   private static void assertSessionIsFarFromUtc(TestDatabase db, HikariDataSource ds)
       throws SQLException {
-    String naiveClock = switch (db) {
-      case POSTGRESQL -> "SELECT (extract(epoch from localtimestamp) * 1000)::bigint";
-      case MYSQL, MARIADB ->
-          "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', NOW(6)) DIV 1000";
-      case SQLITE -> null;
-    };
+    String naiveClock =
+        switch (db) {
+          case POSTGRESQL -> "SELECT (extract(epoch from localtimestamp) * 1000)::bigint";
+          case MYSQL, MARIADB ->
+              "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', NOW(6)) DIV 1000";
+          case SQLITE -> null;
+        };
     if (naiveClock == null) {
       return;
     }
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
         ResultSet rs = s.executeQuery(naiveClock)) {
       rs.next();
       long skew = rs.getLong(1) - System.currentTimeMillis();
       long expected = db.isMySqlFamily() ? Duration.ofHours(13).toMillis() : OFFSET_MS;
-      assertTrue(Math.abs(skew - expected) < 5_000,
+      assertTrue(
+          Math.abs(skew - expected) < 5_000,
           "a session-zone clock reads " + skew + " ms ahead, " + expected + " ms expected");
       if (!c.getAutoCommit()) {
         c.rollback();

@@ -26,15 +26,16 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.opentest4j.AssertionFailedError;
 
 /**
- * The database unreachable at start (a clear LeaseException) and in the middle of a hold: the holder
- * gives the lease up within its local deadline whether connections are refused, hang, or wait on a
- * row lock, and no call hangs.
+ * The database unreachable at start (a clear LeaseException) and in the middle of a hold: the
+ * holder gives the lease up within its local deadline whether connections are refused, hang, or
+ * wait on a row lock, and no call hangs.
  */
 class UnreachableDatabaseTest {
 
   private static final long LOCAL_DEADLINE_MS = 500;
   private static final LeaseTimings TIMINGS =
       Fixture.timings(1_000, 100, LOCAL_DEADLINE_MS, 200, 200);
+
   /** Scheduling slack on an overloaded 2-core machine shared with other test runs. */
   private static final long SLACK_MS = 700;
 
@@ -45,22 +46,34 @@ class UnreachableDatabaseTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void unreachableAtStartFailsWithAClearError(TestDatabase db) {
-    DataSource closed = switch (db) {
-      case POSTGRESQL -> new UrlDataSource("jdbc:postgresql://127.0.0.1:1/test?user=postgres"
-          + "&connectTimeout=5");
-      case MYSQL -> new UrlDataSource("jdbc:mysql://127.0.0.1:1/test?user=root&password="
-          + "&connectTimeout=5000");
-      case MARIADB -> new UrlDataSource("jdbc:mariadb://127.0.0.1:1/test?user=root&password="
-          + "&connectTimeout=5000");
-      case SQLITE -> TestDatabase.sqliteDataSource("/nonexistent-dir-" + System.nanoTime()
-          + "/leases.db");
-    };
-    LeaseException e = assertTimeoutPreemptively(Duration.ofSeconds(15),
-        () -> assertThrows(LeaseException.class,
-            () -> LeaseManager.builder(closed).instance("start").build()));
+    DataSource closed =
+        switch (db) {
+          case POSTGRESQL ->
+              new UrlDataSource(
+                  "jdbc:postgresql://127.0.0.1:1/test?user=postgres" + "&connectTimeout=5");
+          case MYSQL ->
+              new UrlDataSource(
+                  "jdbc:mysql://127.0.0.1:1/test?user=root&password=" + "&connectTimeout=5000");
+          case MARIADB ->
+              new UrlDataSource(
+                  "jdbc:mariadb://127.0.0.1:1/test?user=root&password=" + "&connectTimeout=5000");
+          case SQLITE ->
+              TestDatabase.sqliteDataSource("/nonexistent-dir-" + System.nanoTime() + "/leases.db");
+        };
+    LeaseException e =
+        assertTimeoutPreemptively(
+            Duration.ofSeconds(15),
+            () ->
+                assertThrows(
+                    LeaseException.class,
+                    () -> LeaseManager.builder(closed).instance("start").build()));
     assertTrue(e.getMessage().startsWith("cannot reach the lease database ("), e.getMessage());
-    assertTrue(e.getMessage().contains("check that it is running and that the DataSource's URL,"
-        + " user and password are right"), e.getMessage());
+    assertTrue(
+        e.getMessage()
+            .contains(
+                "check that it is running and that the DataSource's URL,"
+                    + " user and password are right"),
+        e.getMessage());
     assertTrue(e.getCause() instanceof SQLException, "the driver's error is the cause");
   }
 
@@ -95,21 +108,23 @@ class UnreachableDatabaseTest {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       Losses losses = new Losses();
-      LeaseManager m = f.track(f.builder(failing, "holder").timings(TIMINGS).listener(losses)
-          .build());
+      LeaseManager m =
+          f.track(f.builder(failing, "holder").timings(TIMINGS).listener(losses).build());
       Lease lease = m.tryClaim("outage").orElseThrow().hold();
       assertTrue(lease.renew());
       long outage = System.nanoTime();
       failing.failing(true);
-      assertTimeoutPreemptively(Duration.ofSeconds(5), () -> {
-        // every call fails fast with a LeaseException while the lease winds down
-        assertThrows(LeaseException.class, () -> m.tryClaim("other"));
-        assertThrows(LeaseException.class, m::databaseTimeMillis);
-        if (lease.isHeld()) {
-          assertThrows(LeaseException.class, lease::renew, "renew while unreachable");
-        }
-        assertTrue(losses.lost.await(3, TimeUnit.SECONDS), "lease given up");
-      });
+      assertTimeoutPreemptively(
+          Duration.ofSeconds(5),
+          () -> {
+            // every call fails fast with a LeaseException while the lease winds down
+            assertThrows(LeaseException.class, () -> m.tryClaim("other"));
+            assertThrows(LeaseException.class, m::databaseTimeMillis);
+            if (lease.isHeld()) {
+              assertThrows(LeaseException.class, lease::renew, "renew while unreachable");
+            }
+            assertTrue(losses.lost.await(3, TimeUnit.SECONDS), "lease given up");
+          });
       assertEquals(LossReason.LOCAL_DEADLINE, losses.reason);
       assertGaveUpWithinTheLocalDeadline(losses, outage);
       assertTrue(losses.failedRenewals.get() >= 1);
@@ -121,7 +136,9 @@ class UnreachableDatabaseTest {
 
       failing.failing(false);
       LeaseManager next = f.manager("next", TIMINGS);
-      Fixture.await("a claim once the database let the lease expire", Duration.ofSeconds(5),
+      Fixture.await(
+          "a claim once the database let the lease expire",
+          Duration.ofSeconds(5),
           () -> next.tryClaim("outage").isPresent());
       assertEquals(lease.term() + 1, f.row("outage").term());
     }
@@ -138,23 +155,30 @@ class UnreachableDatabaseTest {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       Losses losses = new Losses();
       long origin = System.nanoTime();
-      LeaseManager m = f.track(f.builder(failing, "slow").timings(TIMINGS).listener(losses)
-          .clock(() -> origin + (System.nanoTime() - origin) / 5).build());
+      LeaseManager m =
+          f.track(
+              f.builder(failing, "slow")
+                  .timings(TIMINGS)
+                  .listener(losses)
+                  .clock(() -> origin + (System.nanoTime() - origin) / 5)
+                  .build());
       Lease lease = m.tryClaim("outage").orElseThrow().hold();
       assertTrue(lease.renew());
       long outage = System.nanoTime();
       failing.failing(true);
       assertTrue(losses.lost.await(5, TimeUnit.SECONDS), "lease given up");
-      AssertionFailedError caught = assertThrows(AssertionFailedError.class,
-          () -> assertGaveUpWithinTheLocalDeadline(losses, outage));
+      AssertionFailedError caught =
+          assertThrows(
+              AssertionFailedError.class, () -> assertGaveUpWithinTheLocalDeadline(losses, outage));
       assertTrue(caught.getMessage().contains("into the outage"), caught.getMessage());
     }
   }
 
   private static void assertGaveUpWithinTheLocalDeadline(Losses losses, long outageNanos) {
     long after = losses.lostAfterMs(outageNanos);
-    assertTrue(after <= LOCAL_DEADLINE_MS + SLACK_MS, "given up " + after
-        + " ms into the outage (local deadline " + LOCAL_DEADLINE_MS + " ms)");
+    assertTrue(
+        after <= LOCAL_DEADLINE_MS + SLACK_MS,
+        "given up " + after + " ms into the outage (local deadline " + LOCAL_DEADLINE_MS + " ms)");
   }
 
   /** Connections that hang (a database behind a black hole) must not delay the loss. */
@@ -165,8 +189,8 @@ class UnreachableDatabaseTest {
     try (Fixture f = new Fixture(db)) {
       HangingDataSource hanging = new HangingDataSource(f.pool(2));
       Losses losses = new Losses();
-      LeaseManager m = f.track(f.builder(hanging, "holder").timings(TIMINGS).listener(losses)
-          .build());
+      LeaseManager m =
+          f.track(f.builder(hanging, "holder").timings(TIMINGS).listener(losses).build());
       try {
         Lease lease = m.tryClaim("hang").orElseThrow().hold();
         assertTrue(lease.renew());
@@ -189,12 +213,11 @@ class UnreachableDatabaseTest {
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
-  void renewalsBlockedByARowLockAreBoundedAndTheLeaseEndsInTime(TestDatabase db)
-      throws Exception {
+  void renewalsBlockedByARowLockAreBoundedAndTheLeaseEndsInTime(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Losses losses = new Losses();
-      LeaseManager m = f.track(f.builder(f.pool(4), "holder").timings(TIMINGS).listener(losses)
-          .build());
+      LeaseManager m =
+          f.track(f.builder(f.pool(4), "holder").timings(TIMINGS).listener(losses).build());
       Lease lease = m.tryClaim("locked").orElseThrow().hold();
       assertTrue(lease.renew());
       try (Connection locker = f.admin.getConnection()) {
@@ -206,8 +229,9 @@ class UnreachableDatabaseTest {
           lockedAt = System.nanoTime();
         } else {
           locker.setAutoCommit(false);
-          try (PreparedStatement ps = locker.prepareStatement(
-              "SELECT term FROM " + f.table + " WHERE name = ? FOR UPDATE")) {
+          try (PreparedStatement ps =
+              locker.prepareStatement(
+                  "SELECT term FROM " + f.table + " WHERE name = ? FOR UPDATE")) {
             ps.setString(1, "locked");
             ps.executeQuery().close();
           }
@@ -216,10 +240,13 @@ class UnreachableDatabaseTest {
         try {
           assertTrue(losses.lost.await(5, TimeUnit.SECONDS), "lease given up");
           long after = losses.lostAfterMs(lockedAt);
-          assertTrue(after <= LOCAL_DEADLINE_MS + SLACK_MS,
+          assertTrue(
+              after <= LOCAL_DEADLINE_MS + SLACK_MS,
               "given up " + after + " ms after the row was locked");
           assertEquals(LossReason.LOCAL_DEADLINE, losses.reason);
-          Fixture.await("a bounded renewal attempt to fail", Duration.ofSeconds(3),
+          Fixture.await(
+              "a bounded renewal attempt to fail",
+              Duration.ofSeconds(3),
               () -> losses.failedRenewals.get() >= 1);
         } finally {
           if (db.isSqlite()) {
@@ -235,7 +262,9 @@ class UnreachableDatabaseTest {
       assertFalse(lease.isHeld());
       assertTimeoutPreemptively(Duration.ofSeconds(5), m::close);
       LeaseManager next = f.manager("next", TIMINGS);
-      Fixture.await("a claim once the database let the lease expire", Duration.ofSeconds(5),
+      Fixture.await(
+          "a claim once the database let the lease expire",
+          Duration.ofSeconds(5),
           () -> next.tryClaim("locked").isPresent());
     }
   }
@@ -262,6 +291,5 @@ class UnreachableDatabaseTest {
       }
       return delegate.getConnection();
     }
-
   }
 }

@@ -17,33 +17,35 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The building block of lease-jdbc: the verify statement run inside the caller's own transaction, on
- * a session far from UTC, plain and strict. It confirms the current holder and term only.
+ * The building block of lease-jdbc: the verify statement run inside the caller's own transaction,
+ * on a session far from UTC, plain and strict. It confirms the current holder and term only.
  */
 class VerifyInTransactionTest {
 
   static Stream<Arguments> databasesAndModes() {
-    return TestDatabase.all().flatMap(db -> Stream.of(Arguments.of(db, "plain"),
-        Arguments.of(db, "strict")));
+    return TestDatabase.all()
+        .flatMap(db -> Stream.of(Arguments.of(db, "plain"), Arguments.of(db, "strict")));
   }
 
   @ParameterizedTest(name = "{0} {1}")
   @MethodSource("databasesAndModes")
-  void verifyConfirmsOnlyTheCurrentHolderAndTerm(TestDatabase db, String mode)
-      throws SQLException {
+  void verifyConfirmsOnlyTheCurrentHolderAndTerm(TestDatabase db, String mode) throws SQLException {
     boolean strict = mode.equals("strict");
     try (Fixture f = new Fixture(db)) {
       LeaseTimings t = Fixture.timings(60_000, 2_000, 10_000, 5_000, 1_000);
       LeaseManager a = f.manager("a", t);
       LeaseManager b = f.manager("b", t);
-      HikariDataSource business = f.pool(1, cfg -> {
-        cfg.setAutoCommit(false);
-        if (db.isMySqlFamily()) {
-          cfg.setConnectionInitSql("SET time_zone = '-11:00'");
-        } else if (db == TestDatabase.POSTGRESQL) {
-          cfg.setConnectionInitSql("SET TIME ZONE 'Pacific/Pago_Pago'");
-        }
-      });
+      HikariDataSource business =
+          f.pool(
+              1,
+              cfg -> {
+                cfg.setAutoCommit(false);
+                if (db.isMySqlFamily()) {
+                  cfg.setConnectionInitSql("SET time_zone = '-11:00'");
+                } else if (db == TestDatabase.POSTGRESQL) {
+                  cfg.setConnectionInitSql("SET TIME ZONE 'Pacific/Pago_Pago'");
+                }
+              });
       Lease first = a.tryClaim("fenced").orElseThrow();
       assertTrue(verifyAndCommit(business, first, strict), "the holder, live");
       first.release();
@@ -76,7 +78,8 @@ class VerifyInTransactionTest {
   }
 
   private static String show(Connection c, String setting) throws SQLException {
-    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW " + setting)) {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SHOW " + setting)) {
       rs.next();
       return rs.getString(1);
     }

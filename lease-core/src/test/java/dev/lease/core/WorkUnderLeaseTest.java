@@ -29,16 +29,20 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Work under a lease: interrupted on loss, the failure policy after the grace period when it will not
- * stop (never the halting default here), its exception back with its stack, and the one-call runner.
+ * Work under a lease: interrupted on loss, the failure policy after the grace period when it will
+ * not stop (never the halting default here), its exception back with its stack, and the one-call
+ * runner.
  */
 class WorkUnderLeaseTest {
 
   private static final long GRACE_MS = 300;
+
   /** For the work that will not stop: the failure policy is expected after this grace. */
   private static final LeaseTimings TIMINGS = Fixture.timings(1_000, 100, 500, 300, GRACE_MS);
+
   /** For work that stops: a grace no scheduling stall on a loaded machine exceeds. */
   private static final LeaseTimings STOPS = Fixture.timings(1_000, 100, 500, 300, 3_000);
+
   /** Where the loss is not the subject: a stall of a few seconds must not end the lease. */
   private static final LeaseTimings RELAXED = Fixture.timings(10_000, 100, 5_000, 2_000, 3_000);
 
@@ -47,24 +51,27 @@ class WorkUnderLeaseTest {
   }
 
   /** Runs runUnder on another thread, so the test can act while the work runs. */
-  private static CompletableFuture<Object> runUnderAsync(LeaseManager m, Lease lease,
-      LeaseWork<Object> work) {
+  private static CompletableFuture<Object> runUnderAsync(
+      LeaseManager m, Lease lease, LeaseWork<Object> work) {
     CompletableFuture<Object> done = new CompletableFuture<>();
-    Thread t = new Thread(() -> {
-      try {
-        done.complete(m.runUnder(lease, work));
-      } catch (Throwable e) {
-        done.completeExceptionally(e);
-      }
-    }, "run-under");
+    Thread t =
+        new Thread(
+            () -> {
+              try {
+                done.complete(m.runUnder(lease, work));
+              } catch (Throwable e) {
+                done.completeExceptionally(e);
+              }
+            },
+            "run-under");
     t.setDaemon(true);
     t.start();
     return done;
   }
 
   private static Throwable failureOf(CompletableFuture<Object> done) throws Exception {
-    ExecutionException e = assertThrows(ExecutionException.class,
-        () -> done.get(10, TimeUnit.SECONDS));
+    ExecutionException e =
+        assertThrows(ExecutionException.class, () -> done.get(10, TimeUnit.SECONDS));
     return e.getCause();
   }
 
@@ -74,25 +81,34 @@ class WorkUnderLeaseTest {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       AtomicLong lostAt = new AtomicLong();
-      LeaseManager m = f.track(f.builder(failing, "worker").timings(STOPS)
-          .listener(new LeaseListener() {
-            @Override
-            public void lost(Lease lease, LossReason reason) {
-              lostAt.set(System.nanoTime());
-            }
-          }).build());
+      LeaseManager m =
+          f.track(
+              f.builder(failing, "worker")
+                  .timings(STOPS)
+                  .listener(
+                      new LeaseListener() {
+                        @Override
+                        public void lost(Lease lease, LossReason reason) {
+                          lostAt.set(System.nanoTime());
+                        }
+                      })
+                  .build());
       Lease lease = m.tryClaim("work").orElseThrow();
       CountDownLatch started = new CountDownLatch(1);
       AtomicLong interruptedAt = new AtomicLong();
-      CompletableFuture<Object> done = runUnderAsync(m, lease, l -> {
-        started.countDown();
-        try {
-          new CountDownLatch(1).await(); // blocks until interrupted
-        } finally {
-          interruptedAt.set(System.nanoTime());
-        }
-        return "finished";
-      });
+      CompletableFuture<Object> done =
+          runUnderAsync(
+              m,
+              lease,
+              l -> {
+                started.countDown();
+                try {
+                  new CountDownLatch(1).await(); // blocks until interrupted
+                } finally {
+                  interruptedAt.set(System.nanoTime());
+                }
+                return "finished";
+              });
       assertTrue(started.await(5, TimeUnit.SECONDS));
       long outage = System.nanoTime();
       failing.failing(true);
@@ -102,8 +118,9 @@ class WorkUnderLeaseTest {
       assertInstanceOf(InterruptedException.class, failure.getCause(), "the work's own exception");
       assertEquals(Optional.of(LossReason.LOCAL_DEADLINE), lease.lossReason());
       long reactionMs = Duration.ofNanos(interruptedAt.get() - outage).toMillis();
-      assertTrue(reactionMs <= 500 + 1_000, "interrupted " + reactionMs
-          + " ms into the outage (local deadline 500 ms)");
+      assertTrue(
+          reactionMs <= 500 + 1_000,
+          "interrupted " + reactionMs + " ms into the outage (local deadline 500 ms)");
       Fixture.await("the lost() listener", Duration.ofSeconds(2), () -> lostAt.get() != 0);
       assertTrue(f.failurePolicyCalls.isEmpty(), "work that stopped: " + f.failurePolicyCalls);
       failing.failing(false);
@@ -120,14 +137,18 @@ class WorkUnderLeaseTest {
       Lease lease = m.tryClaim("work").orElseThrow();
       CountDownLatch started = new CountDownLatch(1);
       AtomicInteger loops = new AtomicInteger();
-      CompletableFuture<Object> done = runUnderAsync(m, lease, l -> {
-        started.countDown();
-        while (!Thread.currentThread().isInterrupted()) {
-          loops.incrementAndGet();
-          Thread.onSpinWait();
-        }
-        return "stopped";
-      });
+      CompletableFuture<Object> done =
+          runUnderAsync(
+              m,
+              lease,
+              l -> {
+                started.countDown();
+                while (!Thread.currentThread().isInterrupted()) {
+                  loops.incrementAndGet();
+                  Thread.onSpinWait();
+                }
+                return "stopped";
+              });
       assertTrue(started.await(5, TimeUnit.SECONDS));
       expireNow(f, "work");
       Lease stolen = thief.tryClaim("work").orElseThrow();
@@ -149,33 +170,43 @@ class WorkUnderLeaseTest {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       CountDownLatch listenerMayReturn = new CountDownLatch(1);
-      LeaseManager m = f.track(f.builder(failing, "slow-listener").timings(STOPS)
-          .listener(new LeaseListener() {
-            @Override
-            public void lost(Lease lease, LossReason reason) {
-              try {
-                listenerMayReturn.await(5, TimeUnit.SECONDS);
-              } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-              }
-            }
-          }).build());
+      LeaseManager m =
+          f.track(
+              f.builder(failing, "slow-listener")
+                  .timings(STOPS)
+                  .listener(
+                      new LeaseListener() {
+                        @Override
+                        public void lost(Lease lease, LossReason reason) {
+                          try {
+                            listenerMayReturn.await(5, TimeUnit.SECONDS);
+                          } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                          }
+                        }
+                      })
+                  .build());
       Lease lease = m.tryClaim("slow-listener").orElseThrow();
       CountDownLatch started = new CountDownLatch(1);
       CountDownLatch interrupted = new CountDownLatch(1);
-      CompletableFuture<Object> done = runUnderAsync(m, lease, l -> {
-        started.countDown();
-        try {
-          new CountDownLatch(1).await();
-        } finally {
-          interrupted.countDown();
-        }
-        return null;
-      });
+      CompletableFuture<Object> done =
+          runUnderAsync(
+              m,
+              lease,
+              l -> {
+                started.countDown();
+                try {
+                  new CountDownLatch(1).await();
+                } finally {
+                  interrupted.countDown();
+                }
+                return null;
+              });
       assertTrue(started.await(5, TimeUnit.SECONDS));
       failing.failing(true);
       try {
-        assertTrue(interrupted.await(3, TimeUnit.SECONDS),
+        assertTrue(
+            interrupted.await(3, TimeUnit.SECONDS),
             "the work was interrupted while the listener was still busy");
       } finally {
         listenerMayReturn.countDown();
@@ -187,8 +218,7 @@ class WorkUnderLeaseTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
-  void workThatWillNotStopTriggersTheFailurePolicyAfterTheGrace(TestDatabase db)
-      throws Exception {
+  void workThatWillNotStopTriggersTheFailurePolicyAfterTheGrace(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       AtomicLong lostAt = new AtomicLong();
@@ -196,42 +226,53 @@ class WorkUnderLeaseTest {
       AtomicReference<Thread> policyWorker = new AtomicReference<>();
       AtomicBoolean release = new AtomicBoolean();
       CountDownLatch policyRan = new CountDownLatch(1);
-      LeaseManager m = f.track(f.builder(failing, "stubborn").timings(TIMINGS)
-          .listener(new LeaseListener() {
-            @Override
-            public void lost(Lease lease, LossReason reason) {
-              lostAt.set(System.nanoTime());
-            }
-          })
-          .failurePolicy((lease, worker) -> {
-            policyAt.set(System.nanoTime());
-            policyWorker.set(worker);
-            policyRan.countDown();
-            release.set(true); // let the stubborn work end, so the test can finish
-            worker.interrupt();
-          }).build());
+      LeaseManager m =
+          f.track(
+              f.builder(failing, "stubborn")
+                  .timings(TIMINGS)
+                  .listener(
+                      new LeaseListener() {
+                        @Override
+                        public void lost(Lease lease, LossReason reason) {
+                          lostAt.set(System.nanoTime());
+                        }
+                      })
+                  .failurePolicy(
+                      (lease, worker) -> {
+                        policyAt.set(System.nanoTime());
+                        policyWorker.set(worker);
+                        policyRan.countDown();
+                        release.set(true); // let the stubborn work end, so the test can finish
+                        worker.interrupt();
+                      })
+                  .build());
       Lease lease = m.tryClaim("stubborn").orElseThrow();
       CountDownLatch started = new CountDownLatch(1);
       AtomicInteger ignored = new AtomicInteger();
       AtomicReference<Thread> workThread = new AtomicReference<>();
-      CompletableFuture<Object> done = runUnderAsync(m, lease, l -> {
-        workThread.set(Thread.currentThread());
-        started.countDown();
-        CountDownLatch never = new CountDownLatch(1);
-        while (!release.get()) {
-          try {
-            never.await();
-          } catch (InterruptedException e) {
-            ignored.incrementAndGet(); // will not stop
-          }
-        }
-        return "ended";
-      });
+      CompletableFuture<Object> done =
+          runUnderAsync(
+              m,
+              lease,
+              l -> {
+                workThread.set(Thread.currentThread());
+                started.countDown();
+                CountDownLatch never = new CountDownLatch(1);
+                while (!release.get()) {
+                  try {
+                    never.await();
+                  } catch (InterruptedException e) {
+                    ignored.incrementAndGet(); // will not stop
+                  }
+                }
+                return "ended";
+              });
       assertTrue(started.await(5, TimeUnit.SECONDS));
       failing.failing(true);
       assertTrue(policyRan.await(5, TimeUnit.SECONDS), "the failure policy ran");
       long afterLossMs = Duration.ofNanos(policyAt.get() - lostAt.get()).toMillis();
-      assertTrue(afterLossMs >= GRACE_MS - 5 && afterLossMs < GRACE_MS + 2_000,
+      assertTrue(
+          afterLossMs >= GRACE_MS - 5 && afterLossMs < GRACE_MS + 2_000,
           "policy ran " + afterLossMs + " ms after the loss (grace " + GRACE_MS + " ms)");
       assertSame(workThread.get(), policyWorker.get());
       assertTrue(ignored.get() >= 1, "the work was interrupted and ignored it");
@@ -241,8 +282,8 @@ class WorkUnderLeaseTest {
   }
 
   /**
-   * The caller of runUnder is interrupted (a scheduler closing, a shutdown) and gives up on work that
-   * ignores the interrupt: the failure policy runs, as after a loss, since the caller usually
+   * The caller of runUnder is interrupted (a scheduler closing, a shutdown) and gives up on work
+   * that ignores the interrupt: the failure policy runs, as after a loss, since the caller usually
    * releases the lease next and a successor may start while the work still runs. Negative control:
    * work that does stop never triggers the policy.
    */
@@ -253,45 +294,57 @@ class WorkUnderLeaseTest {
     try (Fixture f = new Fixture(db)) {
       AtomicBoolean release = new AtomicBoolean();
       AtomicInteger policies = new AtomicInteger();
-      LeaseManager m = f.track(f.builder(f.pool(2), "caller").timings(RELAXED)
-          .failurePolicy((lease, worker) -> {
-            policies.incrementAndGet();
-            release.set(true);
-            worker.interrupt();
-          }).build());
+      LeaseManager m =
+          f.track(
+              f.builder(f.pool(2), "caller")
+                  .timings(RELAXED)
+                  .failurePolicy(
+                      (lease, worker) -> {
+                        policies.incrementAndGet();
+                        release.set(true);
+                        worker.interrupt();
+                      })
+                  .build());
       for (boolean stubborn : new boolean[] {true, false}) {
         Lease lease = m.tryClaim("caller-" + stubborn).orElseThrow();
         CountDownLatch started = new CountDownLatch(1);
         release.set(false);
         AtomicReference<Throwable> callerSaw = new AtomicReference<>();
-        Thread caller = new Thread(() -> {
-          try {
-            m.runUnder(lease, l -> {
-              started.countDown();
-              CountDownLatch never = new CountDownLatch(1);
-              while (!release.get()) {
-                try {
-                  never.await();
-                } catch (InterruptedException e) {
-                  if (!stubborn) {
-                    throw e;
+        Thread caller =
+            new Thread(
+                () -> {
+                  try {
+                    m.runUnder(
+                        lease,
+                        l -> {
+                          started.countDown();
+                          CountDownLatch never = new CountDownLatch(1);
+                          while (!release.get()) {
+                            try {
+                              never.await();
+                            } catch (InterruptedException e) {
+                              if (!stubborn) {
+                                throw e;
+                              }
+                            }
+                          }
+                          return null;
+                        });
+                  } catch (Throwable t) {
+                    callerSaw.set(t);
                   }
-                }
-              }
-              return null;
-            });
-          } catch (Throwable t) {
-            callerSaw.set(t);
-          }
-        });
+                });
         caller.start();
         assertTrue(started.await(5, TimeUnit.SECONDS));
         caller.interrupt();
         caller.join(10_000);
         assertFalse(caller.isAlive());
         assertInstanceOf(InterruptedException.class, callerSaw.get());
-        assertEquals(stubborn ? 1 : 0, policies.getAndSet(0),
-            stubborn ? "the failure policy ran for work that would not stop"
+        assertEquals(
+            stubborn ? 1 : 0,
+            policies.getAndSet(0),
+            stubborn
+                ? "the failure policy ran for work that would not stop"
                 : "negative control: work that stopped triggers no policy");
         release.set(true);
         lease.release();
@@ -305,15 +358,17 @@ class WorkUnderLeaseTest {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("thrower", RELAXED);
       Lease lease = m.tryClaim("throws").orElseThrow();
-      LeaseWorkException e = assertThrows(LeaseWorkException.class,
-          () -> m.runUnder(lease, l -> failingStep()));
+      LeaseWorkException e =
+          assertThrows(LeaseWorkException.class, () -> m.runUnder(lease, l -> failingStep()));
       IOException cause = assertInstanceOf(IOException.class, e.getCause());
       assertEquals("disk on fire", cause.getMessage());
-      assertTrue(Arrays.stream(cause.getStackTrace())
+      assertTrue(
+          Arrays.stream(cause.getStackTrace())
               .anyMatch(s -> s.getMethodName().equals("failingStep")),
           "the work's own stack: " + Arrays.toString(cause.getStackTrace()));
       assertTrue(lease.isHeld(), "the lease stays held after its work failed");
-      assertEquals(Integer.valueOf(42), m.runUnder(lease, l -> 42), "runUnder returns the work's value");
+      assertEquals(
+          Integer.valueOf(42), m.runUnder(lease, l -> 42), "runUnder returns the work's value");
       lease.release();
     }
   }
@@ -337,14 +392,18 @@ class WorkUnderLeaseTest {
 
       AtomicReference<Lease> bound = new AtomicReference<>();
       AtomicLong boundTerm = new AtomicLong();
-      assertTrue(a.runIfFree("job", l -> {
-        ran.incrementAndGet();
-        bound.set(LeaseContext.current().orElseThrow());
-        boundTerm.set(LeaseContext.currentTerm().orElseThrow());
-        assertSame(l, bound.get());
-        assertTrue(l.isHeld());
-        return null;
-      }), "free");
+      assertTrue(
+          a.runIfFree(
+              "job",
+              l -> {
+                ran.incrementAndGet();
+                bound.set(LeaseContext.current().orElseThrow());
+                boundTerm.set(LeaseContext.currentTerm().orElseThrow());
+                assertSame(l, bound.get());
+                assertTrue(l.isHeld());
+                return null;
+              }),
+          "free");
       assertEquals(1, ran.get());
       assertEquals(held.term() + 1, boundTerm.get());
       assertTrue(bound.get().isReleased(), "released after the work");
@@ -360,8 +419,8 @@ class WorkUnderLeaseTest {
   /** Makes the row expire now, as if its holder had stopped renewing long ago. */
   private static void expireNow(Fixture f, String name) throws SQLException {
     try (Connection c = f.admin.getConnection();
-        PreparedStatement ps = c.prepareStatement(
-            "UPDATE " + f.table + " SET expires_at_ms = 0 WHERE name = ?")) {
+        PreparedStatement ps =
+            c.prepareStatement("UPDATE " + f.table + " SET expires_at_ms = 0 WHERE name = ?")) {
       ps.setString(1, name);
       assertEquals(1, ps.executeUpdate());
     }

@@ -8,8 +8,8 @@ public enum AutoCommitPolicy {
    */
   VERIFIED_TRANSACTION,
   /**
-   * Runs the verify as a statement of its own just before; the two are not atomic (a claim can commit
-   * between them), so this only narrows the window. One round trip cheaper than the default.
+   * Runs the verify as a statement of its own just before; the two are not atomic (a claim can
+   * commit between them), so this only narrows the window. One round trip cheaper than the default.
    */
   VERIFY_ONLY,
   /** Fails the statement with SQLState {@value LeaseLostSQLException#AUTOCOMMIT_REFUSED}. */

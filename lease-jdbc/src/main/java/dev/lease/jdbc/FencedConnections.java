@@ -5,16 +5,16 @@ import java.sql.SQLException;
 import java.util.Objects;
 
 /**
- * Wraps single connections: the entry point of the {@code -javaagent} and of code that builds its own
- * connections.
+ * Wraps single connections: the entry point of the {@code -javaagent} and of code that builds its
+ * own connections.
  */
 public final class FencedConnections {
 
   private FencedConnections() {}
 
   /**
-   * Returns a fenced view of {@code connection}, or {@code connection} itself when it already is fenced
-   * (at any depth of pool proxies), so wrapping twice is harmless.
+   * Returns a fenced view of {@code connection}, or {@code connection} itself when it already is
+   * fenced (at any depth of pool proxies), so wrapping twice is harmless.
    *
    * @param connection a physical or pooled connection; null gives null
    */

@@ -14,9 +14,9 @@ import javax.sql.DataSource;
 /**
  * A DataSource whose connections fence every transaction opened while a lease is bound to the
  * executing thread ({@link dev.lease.core.LeaseContext}): the first statement of the transaction
- * verifies with the database that this holder still holds the lease at its term, and in
- * {@link FencingMode#STRICT} (the default) makes the next holder's claim wait until the transaction
- * ends. With no lease bound the connections pass every call through.
+ * verifies with the database that this holder still holds the lease at its term, and in {@link
+ * FencingMode#STRICT} (the default) makes the next holder's claim wait until the transaction ends.
+ * With no lease bound the connections pass every call through.
  *
  * <pre>{@code
  * DataSource fenced = FencedDataSource.wrap(hikariDataSource);
@@ -28,10 +28,10 @@ import javax.sql.DataSource;
  * }
  * }</pre>
  *
- * <p>The lease table must live in the database this DataSource connects to: the verify runs inside the
- * application's own transaction. {@code unwrap}/{@code isWrapperFor} reach the wrapped DataSource for
- * types this class does not implement, so Spring Boot's {@code DataSourceUnwrapper} and pool metrics
- * still find a {@code HikariDataSource} underneath.
+ * <p>The lease table must live in the database this DataSource connects to: the verify runs inside
+ * the application's own transaction. {@code unwrap}/{@code isWrapperFor} reach the wrapped
+ * DataSource for types this class does not implement, so Spring Boot's {@code DataSourceUnwrapper}
+ * and pool metrics still find a {@code HikariDataSource} underneath.
  */
 public final class FencedDataSource implements DataSource {
 

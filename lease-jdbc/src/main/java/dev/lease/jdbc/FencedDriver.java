@@ -14,16 +14,16 @@ import java.util.logging.Logger;
 
 /**
  * The {@code jdbc:fenced:} driver: {@code jdbc:fenced:postgresql://host/db} (or, equivalently,
- * {@code jdbc:fenced:jdbc:postgresql://host/db}) connects through the driver of
- * {@code jdbc:postgresql://host/db} and fences the connection like {@link FencedDataSource}. Usable
- * from {@link DriverManager} and as HikariCP's {@code jdbcUrl} (then set {@code driverClassName} to
+ * {@code jdbc:fenced:jdbc:postgresql://host/db}) connects through the driver of {@code
+ * jdbc:postgresql://host/db} and fences the connection like {@link FencedDataSource}. Usable from
+ * {@link DriverManager} and as HikariCP's {@code jdbcUrl} (then set {@code driverClassName} to
  * {@code dev.lease.jdbc.FencedDriver} or leave it unset: Hikari checks {@code acceptsURL}).
  *
- * <p>Registered with {@link DriverManager} when the class loads and through
- * {@code META-INF/services/java.sql.Driver}. The real driver is found among
- * {@link #addDriverCandidate candidates} first, then {@link DriverManager#getDrivers()}, which only
- * lists drivers visible to this class's class loader (p6spy #388); this driver never picks itself.
- * Connections use {@link #defaultOptions()}.
+ * <p>Registered with {@link DriverManager} when the class loads and through {@code
+ * META-INF/services/java.sql.Driver}. The real driver is found among {@link #addDriverCandidate
+ * candidates} first, then {@link DriverManager#getDrivers()}, which only lists drivers visible to
+ * this class's class loader (p6spy #388); this driver never picks itself. Connections use {@link
+ * #defaultOptions()}.
  */
 public final class FencedDriver implements Driver {
 
@@ -79,8 +79,8 @@ public final class FencedDriver implements Driver {
   }
 
   /**
-   * Tries {@code driver} before the drivers {@link DriverManager} lists: for class loaders that hide
-   * the real driver from this class (application servers, native images).
+   * Tries {@code driver} before the drivers {@link DriverManager} lists: for class loaders that
+   * hide the real driver from this class (application servers, native images).
    */
   public static void addDriverCandidate(Driver driver) {
     if (!(driver instanceof FencedDriver)) {
@@ -137,9 +137,13 @@ public final class FencedDriver implements Driver {
         return d;
       }
     }
-    throw new SQLException("no JDBC driver accepts " + realUrl + " (from a jdbc:fenced: URL); put"
-        + " the database's driver on the class path, or register it with"
-        + " FencedDriver.addDriverCandidate(driver)", "08001");
+    throw new SQLException(
+        "no JDBC driver accepts "
+            + realUrl
+            + " (from a jdbc:fenced: URL); put"
+            + " the database's driver on the class path, or register it with"
+            + " FencedDriver.addDriverCandidate(driver)",
+        "08001");
   }
 
   @Override
@@ -152,7 +156,9 @@ public final class FencedDriver implements Driver {
     return 1;
   }
 
-  /** A wrapper is only as compliant as the driver under it, which this class cannot know up front. */
+  /**
+   * A wrapper is only as compliant as the driver under it, which this class cannot know up front.
+   */
   @Override
   public boolean jdbcCompliant() {
     return false;

@@ -5,9 +5,9 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * How fenced connections verify transactions; immutable. {@link #defaults()}: {@link FencingMode#STRICT},
- * autocommit statements as their own verified transactions, read-only transactions verified, session
- * timeouts of one lease duration.
+ * How fenced connections verify transactions; immutable. {@link #defaults()}: {@link
+ * FencingMode#STRICT}, autocommit statements as their own verified transactions, read-only
+ * transactions verified, session timeouts of one lease duration.
  *
  * <pre>{@code
  * FencingOptions options = FencingOptions.builder()
@@ -87,9 +87,17 @@ public final class FencingOptions {
 
   @Override
   public String toString() {
-    return "FencingOptions[mode=" + mode + ", autoCommit=" + autoCommit + ", readOnly=" + readOnly
-        + ", idleInTransactionTimeout=" + idleInTransactionTimeout + ", lockWaitTimeout="
-        + lockWaitTimeout + "]";
+    return "FencingOptions[mode="
+        + mode
+        + ", autoCommit="
+        + autoCommit
+        + ", readOnly="
+        + readOnly
+        + ", idleInTransactionTimeout="
+        + idleInTransactionTimeout
+        + ", lockWaitTimeout="
+        + lockWaitTimeout
+        + "]";
   }
 
   /** Builds {@link FencingOptions}. */
@@ -119,8 +127,8 @@ public final class FencingOptions {
     }
 
     /**
-     * Also tells {@code listener} of verified, refused and poisoned transactions (the lease manager's
-     * own listeners are always told).
+     * Also tells {@code listener} of verified, refused and poisoned transactions (the lease
+     * manager's own listeners are always told).
      */
     public Builder listener(LeaseListener listener) {
       this.listener = Objects.requireNonNull(listener, "listener");
@@ -129,10 +137,11 @@ public final class FencingOptions {
 
     /**
      * STRICT: how long a transaction may sit idle between statements after its verify before the
-     * database ends the session (PostgreSQL {@code idle_in_transaction_session_timeout}, set for the
-     * transaction only; MariaDB {@code idle_transaction_timeout}, set for the session, whole seconds).
-     * It bounds how long a paused holder can delay the next holder's claim beyond the lease's expiry.
-     * Default: the lease's duration. MySQL has no such setting; SQLite has no server.
+     * database ends the session (PostgreSQL {@code idle_in_transaction_session_timeout}, set for
+     * the transaction only; MariaDB {@code idle_transaction_timeout}, set for the session, whole
+     * seconds). It bounds how long a paused holder can delay the next holder's claim beyond the
+     * lease's expiry. Default: the lease's duration. MySQL has no such setting; SQLite has no
+     * server.
      */
     public Builder idleInTransactionTimeout(Duration timeout) {
       this.idleInTransactionTimeout = positive("idleInTransactionTimeout", timeout);
@@ -140,8 +149,8 @@ public final class FencingOptions {
     }
 
     /**
-     * STRICT on MySQL/MariaDB: {@code innodb_lock_wait_timeout} of the session (whole seconds), which
-     * bounds how long the verify waits behind a claim. Default: the lease's duration.
+     * STRICT on MySQL/MariaDB: {@code innodb_lock_wait_timeout} of the session (whole seconds),
+     * which bounds how long the verify waits behind a claim. Default: the lease's duration.
      */
     public Builder lockWaitTimeout(Duration timeout) {
       this.lockWaitTimeout = positive("lockWaitTimeout", timeout);
@@ -155,8 +164,13 @@ public final class FencingOptions {
     private static Duration positive(String what, Duration d) {
       Objects.requireNonNull(d, what);
       if (d.isZero() || d.isNegative() || d.toMillis() > Integer.MAX_VALUE) {
-        throw new IllegalArgumentException(what + " must be between 1 ms and " + Integer.MAX_VALUE
-            + " ms, got " + d.toMillis() + " ms");
+        throw new IllegalArgumentException(
+            what
+                + " must be between 1 ms and "
+                + Integer.MAX_VALUE
+                + " ms, got "
+                + d.toMillis()
+                + " ms");
       }
       return d;
     }

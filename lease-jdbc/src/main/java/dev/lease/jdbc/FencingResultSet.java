@@ -5,8 +5,8 @@ import java.sql.SQLException;
 import java.sql.Statement;
 
 /**
- * A result set whose {@link #getStatement()} returns the fenced statement (HikariCP #221, OTel #10550)
- * and whose row changes on an updatable result set ({@code insertRow}, {@code updateRow},
+ * A result set whose {@link #getStatement()} returns the fenced statement (HikariCP #221, OTel
+ * #10550) and whose row changes on an updatable result set ({@code insertRow}, {@code updateRow},
  * {@code deleteRow}) are fenced like statements.
  */
 final class FencingResultSet extends ResultSetDelegate {
@@ -14,7 +14,9 @@ final class FencingResultSet extends ResultSetDelegate {
   private final FencingConnection connection;
   private Statement statement;
 
-  /** @param statement the fenced statement, or null for metadata result sets (wrapped on demand) */
+  /**
+   * @param statement the fenced statement, or null for metadata result sets (wrapped on demand)
+   */
   FencingResultSet(FencingConnection connection, FencingStatement statement, ResultSet delegate) {
     super(delegate);
     this.connection = connection;

@@ -14,8 +14,10 @@ import java.sql.Statement;
 class FencingStatement extends StatementDelegate {
 
   final FencingConnection connection;
+
   /** The {@link SqlKind} of a prepared statement's SQL, classified once at prepare time. */
   private final int kind;
+
   private volatile boolean closed;
 
   FencingStatement(FencingConnection connection, Statement delegate, int kind) {

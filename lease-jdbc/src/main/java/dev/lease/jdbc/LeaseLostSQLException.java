@@ -4,18 +4,18 @@ import dev.lease.core.Lease;
 import java.sql.SQLException;
 
 /**
- * A fenced transaction was refused or poisoned because its lease is not (or no longer) held. Roll the
- * transaction back; nothing of it commits.
+ * A fenced transaction was refused or poisoned because its lease is not (or no longer) held. Roll
+ * the transaction back; nothing of it commits.
  *
- * <p>SQLStates, in the implementation-defined class {@code LF} (SQL standard: classes starting with a
- * letter I–Z are implementation-defined), chosen so that:
+ * <p>SQLStates, in the implementation-defined class {@code LF} (SQL standard: classes starting with
+ * a letter I–Z are implementation-defined), chosen so that:
  *
  * <ul>
- *   <li>HikariCP does not evict the connection: it treats {@code 08xxx}, {@code 57P01-03},
- *       {@code 0A000} and a few vendor codes as broken, nothing else;
- *   <li>Spring does not translate it into a transient, retryable or concurrency failure (its SQLState
- *       translator maps classes {@code 40}/{@code 61} to pessimistic locking and {@code 08}, {@code 53},
- *       {@code 54}, {@code 57}, {@code 58} to resource failures); it arrives as an
+ *   <li>HikariCP does not evict the connection: it treats {@code 08xxx}, {@code 57P01-03}, {@code
+ *       0A000} and a few vendor codes as broken, nothing else;
+ *   <li>Spring does not translate it into a transient, retryable or concurrency failure (its
+ *       SQLState translator maps classes {@code 40}/{@code 61} to pessimistic locking and {@code
+ *       08}, {@code 53}, {@code 54}, {@code 57}, {@code 58} to resource failures); it arrives as an
  *       {@code UncategorizedSQLException} with this exception as its cause.
  * </ul>
  *
@@ -37,10 +37,13 @@ public class LeaseLostSQLException extends SQLException {
 
   /** The verify refused the transaction: the lease is not held by this holder at this term. */
   public static final String REFUSED = "LF001";
+
   /** The transaction is poisoned (refused earlier, or its lease was lost while it was open). */
   public static final String POISONED = "LF002";
+
   /** The lease bound to the thread changed (or was unbound) inside a verified transaction. */
   public static final String LEASE_CHANGED = "LF003";
+
   /** An autocommit statement under a lease was refused by {@link AutoCommitPolicy#REFUSE}. */
   public static final String AUTOCOMMIT_REFUSED = "LF004";
 

@@ -9,10 +9,10 @@ import java.util.Map;
 import java.util.WeakHashMap;
 
 /**
- * Applies STRICT's session bounds (MySQL/MariaDB lock wait and idle-in-transaction timeouts) once per
- * physical connection. A wrapper outside a pool lives for one borrow, so the physical connection
- * (reached through the pool's {@code unwrap(Connection.class)}) is remembered in a weak map: no
- * strong reference keeps a closed connection alive (checklist 28).
+ * Applies STRICT's session bounds (MySQL/MariaDB lock wait and idle-in-transaction timeouts) once
+ * per physical connection. A wrapper outside a pool lives for one borrow, so the physical
+ * connection (reached through the pool's {@code unwrap(Connection.class)}) is remembered in a weak
+ * map: no strong reference keeps a closed connection alive (checklist 28).
  */
 final class SessionBounds {
 

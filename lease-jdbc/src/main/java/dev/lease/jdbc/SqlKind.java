@@ -10,17 +10,22 @@ final class SqlKind {
 
   /** Anything else, including SAVEPOINT, RELEASE and ROLLBACK TO (they stay in the transaction). */
   static final int OTHER = 0;
+
   /** BEGIN, START TRANSACTION: a transaction starts (MySQL also commits the open one first). */
   static final int BEGIN = 1;
+
   /** COMMIT, END (PostgreSQL): the transaction ends. */
   static final int COMMIT = 2;
+
   /** ROLLBACK, ABORT (PostgreSQL), but not ROLLBACK TO [SAVEPOINT]: the transaction ends. */
   static final int ROLLBACK = 3;
+
   /**
    * CREATE, ALTER, DROP, TRUNCATE, RENAME, LOCK, UNLOCK, GRANT, REVOKE, ANALYZE, OPTIMIZE, REPAIR,
-   * FLUSH and SET autocommit: MySQL and MariaDB commit the open transaction around them (MySQL manual,
-   * "Statements That Cause an Implicit Commit"), so the next statement runs in a new one that must be
-   * verified again. On PostgreSQL and SQLite most are transactional; re-verifying there is harmless.
+   * FLUSH and SET autocommit: MySQL and MariaDB commit the open transaction around them (MySQL
+   * manual, "Statements That Cause an Implicit Commit"), so the next statement runs in a new one
+   * that must be verified again. On PostgreSQL and SQLite most are transactional; re-verifying
+   * there is harmless.
    */
   static final int DDL = 4;
 
@@ -50,7 +55,9 @@ final class SqlKind {
         return OTHER;
       case 'P':
         // PostgreSQL PREPARE TRANSACTION ends the transaction in the session (two-phase commit)
-        return word(sql, i, len, "PREPARE") && nextWord(sql, end, n, "TRANSACTION") ? COMMIT : OTHER;
+        return word(sql, i, len, "PREPARE") && nextWord(sql, end, n, "TRANSACTION")
+            ? COMMIT
+            : OTHER;
       case 'L':
         return word(sql, i, len, "LOCK") ? DDL : OTHER;
       case 'U':
@@ -78,8 +85,11 @@ final class SqlKind {
           }
           return word(sql, j, k - j, "TO") ? OTHER : ROLLBACK;
         }
-        return word(sql, i, len, "RENAME") || word(sql, i, len, "REVOKE")
-            || word(sql, i, len, "REPAIR") ? DDL : OTHER;
+        return word(sql, i, len, "RENAME")
+                || word(sql, i, len, "REVOKE")
+                || word(sql, i, len, "REPAIR")
+            ? DDL
+            : OTHER;
       case 'A':
         if (word(sql, i, len, "ABORT")) {
           return ROLLBACK;
@@ -110,7 +120,9 @@ final class SqlKind {
     return i;
   }
 
-  /** Skips white space, {@code -- line} and {@code /* block *}{@code /} comments, and semicolons. */
+  /**
+   * Skips white space, {@code -- line} and {@code /* block *}{@code /} comments, and semicolons.
+   */
   private static int skip(String sql, int i, int n) {
     while (i < n) {
       char c = sql.charAt(i);

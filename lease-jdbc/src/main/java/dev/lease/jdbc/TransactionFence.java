@@ -14,21 +14,21 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The fencing state of one connection wrapper and the rules that move it: where the verify runs, when
- * a transaction counts as verified, poisoning, and the reset at every transaction boundary.
+ * The fencing state of one connection wrapper and the rules that move it: where the verify runs,
+ * when a transaction counts as verified, poisoning, and the reset at every transaction boundary.
  *
  * <ul>
- *   <li>The verify runs lazily, at the first statement of a transaction while a lease is bound to the
- *       executing thread (also before {@code setSavepoint} and vendor {@code unwrap}), never at
- *       {@code setAutoCommit(false)}: pools and Spring often never call it, and an eager verify would
- *       force {@code LazyConnectionDataSourceProxy} to fetch and break a later
- *       {@code setReadOnly}/{@code setTransactionIsolation} on pgjdbc (anchors checklist 7, 17).
- *   <li>Exactly once per transaction: {@link #verified} holds the lease it ran under; later statements
- *       compare the bound lease by reference and fail if it changed (checklist 24).
- *   <li>Reset on commit, rollback, {@code setAutoCommit(true)}, close and transaction control written
- *       as SQL; not on {@code rollback(Savepoint)} (checklist 10, HikariCP #2142).
- *   <li>A refusal poisons the transaction: every statement and {@code commit()} fail until a rollback;
- *       rollback and close never fail because of a lease (checklist 19, 20).
+ *   <li>The verify runs lazily, at the first statement of a transaction while a lease is bound to
+ *       the executing thread (also before {@code setSavepoint} and vendor {@code unwrap}), never at
+ *       {@code setAutoCommit(false)}: pools and Spring often never call it, and an eager verify
+ *       would force {@code LazyConnectionDataSourceProxy} to fetch and break a later {@code
+ *       setReadOnly}/{@code setTransactionIsolation} on pgjdbc (anchors checklist 7, 17).
+ *   <li>Exactly once per transaction: {@link #verified} holds the lease it ran under; later
+ *       statements compare the bound lease by reference and fail if it changed (checklist 24).
+ *   <li>Reset on commit, rollback, {@code setAutoCommit(true)}, close and transaction control
+ *       written as SQL; not on {@code rollback(Savepoint)} (checklist 10, HikariCP #2142).
+ *   <li>A refusal poisons the transaction: every statement and {@code commit()} fail until a
+ *       rollback; rollback and close never fail because of a lease (checklist 19, 20).
  *   <li>Loss ends work: the verified lease's loss poisons the transaction and cancels the statement
  *       running on it.
  * </ul>
@@ -46,15 +46,22 @@ final class TransactionFence {
 
   /** The lease the open transaction was verified under; null when none was. */
   private volatile Lease verified;
+
   private volatile boolean poisoned;
   private volatile Lease poisonedLease;
   private volatile String poisonReason;
+
   /** The driver statement executing under {@link #verified}, cancelled if the lease is lost. */
   private volatile Statement running;
+
   /** BEGIN / START TRANSACTION was executed as SQL while the connection was in autocommit mode. */
   private boolean explicitTransaction;
+
   private Lease.Registration lossRegistration;
-  /** The session bounds applied to this connection (STRICT on MySQL/MariaDB), to apply them once. */
+
+  /**
+   * The session bounds applied to this connection (STRICT on MySQL/MariaDB), to apply them once.
+   */
   private List<String> appliedBounds;
 
   TransactionFence(Connection delegate, FencingOptions options) {
@@ -68,7 +75,10 @@ final class TransactionFence {
    * work at all. No allocation: a thread-local read and field reads.
    */
   boolean idle(int kind) {
-    return kind == SqlKind.OTHER && verified == null && !poisoned && !explicitTransaction
+    return kind == SqlKind.OTHER
+        && verified == null
+        && !poisoned
+        && !explicitTransaction
         && LeaseContext.currentOrNull() == null;
   }
 
@@ -117,8 +127,9 @@ final class TransactionFence {
   }
 
   /**
-   * Before a call that may reach the database outside the wrapper's statements ({@code setSavepoint},
-   * vendor {@code unwrap}): verifies now if a lease is bound and a transaction is open.
+   * Before a call that may reach the database outside the wrapper's statements ({@code
+   * setSavepoint}, vendor {@code unwrap}): verifies now if a lease is bound and a transaction is
+   * open.
    */
   void verifyIfInTransaction() throws SQLException {
     Lease lease = LeaseContext.currentOrNull();
@@ -158,8 +169,8 @@ final class TransactionFence {
   }
 
   /**
-   * {@code setAutoCommit(true)} with a transaction open commits it (JDBC spec), so a poisoned one is
-   * rolled back instead and the caller told; a redundant call changes nothing (checklist 8, 9).
+   * {@code setAutoCommit(true)} with a transaction open commits it (JDBC spec), so a poisoned one
+   * is rolled back instead and the caller told; a redundant call changes nothing (checklist 8, 9).
    */
   void setAutoCommit(boolean autoCommit) throws SQLException {
     boolean was = delegate.getAutoCommit();
@@ -168,8 +179,8 @@ final class TransactionFence {
       return;
     }
     if (autoCommit && poisoned) {
-      LeaseLostSQLException refused = poisonedException("setAutoCommit(true) would commit it;"
-          + " it was rolled back instead");
+      LeaseLostSQLException refused =
+          poisonedException("setAutoCommit(true) would commit it;" + " it was rolled back instead");
       try {
         delegate.rollback();
       } catch (SQLException e) {
@@ -189,10 +200,10 @@ final class TransactionFence {
   }
 
   /**
-   * The connection is closed or handed back. A verified or poisoned transaction still open is rolled
-   * back here rather than left to the pool: not every pool rolls back on return (Tomcat JDBC's
-   * {@code rollbackOnReturn} is off by default), and the next borrower's commit would then commit a
-   * stale holder's writes. Never fails because of a lease.
+   * The connection is closed or handed back. A verified or poisoned transaction still open is
+   * rolled back here rather than left to the pool: not every pool rolls back on return (Tomcat
+   * JDBC's {@code rollbackOnReturn} is off by default), and the next borrower's commit would then
+   * commit a stale holder's writes. Never fails because of a lease.
    */
   void closing() {
     try {
@@ -211,7 +222,10 @@ final class TransactionFence {
     endTransaction();
   }
 
-  /** A pool's request boundary: the next borrower starts clean, except that poison stays until rollback. */
+  /**
+   * A pool's request boundary: the next borrower starts clean, except that poison stays until
+   * rollback.
+   */
   void endRequest() {
     if (!poisoned) {
       endTransaction();
@@ -230,11 +244,16 @@ final class TransactionFence {
 
   private void verify(Lease lease) throws SQLException {
     if (!lease.isHeld()) {
-      throw refuse(lease, "it is no longer held by this process ("
-          + lease.lossReason().map(Enum::name).orElse("released") + ")");
+      throw refuse(
+          lease,
+          "it is no longer held by this process ("
+              + lease.lossReason().map(Enum::name).orElse("released")
+              + ")");
     }
-    Duration idle = options.idleInTransactionTimeout() != null ? options.idleInTransactionTimeout()
-        : lease.manager().timings().leaseDuration();
+    Duration idle =
+        options.idleInTransactionTimeout() != null
+            ? options.idleInTransactionTimeout()
+            : lease.manager().timings().leaseDuration();
     if ("SQLite".equals(lease.manager().databaseProduct())) {
       awaitRenewal(lease);
     }
@@ -264,7 +283,8 @@ final class TransactionFence {
    * SpringTransactionTest with {@code readOnly=true}) and SQLite's strict verify is a write; a
    * read-only transaction cannot write, so there is nothing for the lock to order and the plain
    * verify suffices. pgjdbc and sqlite-jdbc answer {@code isReadOnly()} from memory; MySQL
-   * Connector/J may ask the server, and InnoDB allows the share lock anyway, so it is not asked there.
+   * Connector/J may ask the server, and InnoDB allows the share lock anyway, so it is not asked
+   * there.
    */
   private boolean readOnlyWithoutLocks(Lease lease) throws SQLException {
     String product = lease.manager().databaseProduct();
@@ -286,8 +306,10 @@ final class TransactionFence {
 
   /** STRICT on MySQL/MariaDB: lock-wait and idle bounds for the session, once per connection. */
   private void applySessionBounds(Lease lease, Duration idle) throws SQLException {
-    Duration lockWait = options.lockWaitTimeout() != null ? options.lockWaitTimeout()
-        : lease.manager().timings().leaseDuration();
+    Duration lockWait =
+        options.lockWaitTimeout() != null
+            ? options.lockWaitTimeout()
+            : lease.manager().timings().leaseDuration();
     List<String> bounds = lease.manager().strictSessionStatements(idle, lockWait);
     if (bounds.isEmpty() || bounds.equals(appliedBounds)) {
       return;
@@ -300,9 +322,13 @@ final class TransactionFence {
       throws SQLException {
     switch (options.autoCommit()) {
       case REFUSE:
-        throw new LeaseLostSQLException("refused an autocommit statement under " + lease
-            + ": with AutoCommitPolicy.REFUSE, run it in a transaction (setAutoCommit(false))",
-            LeaseLostSQLException.AUTOCOMMIT_REFUSED, lease, null);
+        throw new LeaseLostSQLException(
+            "refused an autocommit statement under "
+                + lease
+                + ": with AutoCommitPolicy.REFUSE, run it in a transaction (setAutoCommit(false))",
+            LeaseLostSQLException.AUTOCOMMIT_REFUSED,
+            lease,
+            null);
       case VERIFY_ONLY:
         try {
           verify(lease);
@@ -316,7 +342,9 @@ final class TransactionFence {
     }
   }
 
-  /** Autocommit off, verify, the statement, commit, autocommit back on; rolled back on any failure. */
+  /**
+   * Autocommit off, verify, the statement, commit, autocommit back on; rolled back on any failure.
+   */
   private <T> T asVerifiedTransaction(Statement statement, Lease lease, SqlCall<T> call)
       throws SQLException {
     delegate.setAutoCommit(false);
@@ -361,9 +389,12 @@ final class TransactionFence {
     }
   }
 
-  // ---- loss, refusal, poison ----------------------------------------------------------------------
+  // ---- loss, refusal, poison
+  // ----------------------------------------------------------------------
 
-  /** The verified lease was lost (on a lease thread): poison the transaction, cancel its statement. */
+  /**
+   * The verified lease was lost (on a lease thread): poison the transaction, cancel its statement.
+   */
   private void leaseLost(Lease lease) {
     if (verified != lease) {
       return;
@@ -373,13 +404,14 @@ final class TransactionFence {
     if (s != null) {
       // off the reporting thread: pgjdbc and Connector/J open a new connection to cancel, and the
       // thread that noticed the loss may be a keeper timer other leases depend on
-      CompletableFuture.runAsync(() -> {
-        try {
-          s.cancel();
-        } catch (SQLException | RuntimeException e) {
-          log.debug("could not cancel a statement under lost {}", lease, e);
-        }
-      });
+      CompletableFuture.runAsync(
+          () -> {
+            try {
+              s.cancel();
+            } catch (SQLException | RuntimeException e) {
+              log.debug("could not cancel a statement under lost {}", lease, e);
+            }
+          });
     }
   }
 
@@ -387,12 +419,26 @@ final class TransactionFence {
     poisoned = true;
     poisonedLease = lease;
     poisonReason = "it was refused under " + lease + ": " + why;
-    log.warn("refused a transaction under lease {} term {} instance {}: {}", lease.name(),
-        lease.term(), lease.instance(), why);
+    log.warn(
+        "refused a transaction under lease {} term {} instance {}: {}",
+        lease.name(),
+        lease.term(),
+        lease.instance(),
+        why);
     notify(lease, l -> l.transactionRefused(lease));
-    return new LeaseLostSQLException("transaction refused: lease " + lease.name() + " term "
-        + lease.term() + " (instance " + lease.instance() + "): " + why + "; roll back",
-        LeaseLostSQLException.REFUSED, lease, null);
+    return new LeaseLostSQLException(
+        "transaction refused: lease "
+            + lease.name()
+            + " term "
+            + lease.term()
+            + " (instance "
+            + lease.instance()
+            + "): "
+            + why
+            + "; roll back",
+        LeaseLostSQLException.REFUSED,
+        lease,
+        null);
   }
 
   private void poison(Lease lease, String why) {
@@ -402,32 +448,45 @@ final class TransactionFence {
     poisonedLease = lease;
     poisonReason = "lease " + lease.name() + " term " + lease.term() + ": " + why;
     poisoned = true;
-    log.warn("poisoned a transaction under lease {} term {} instance {}: {}", lease.name(),
-        lease.term(), lease.instance(), why);
+    log.warn(
+        "poisoned a transaction under lease {} term {} instance {}: {}",
+        lease.name(),
+        lease.term(),
+        lease.instance(),
+        why);
     notify(lease, l -> l.transactionPoisoned(lease));
   }
 
   private LeaseLostSQLException leaseChanged(Lease lease) {
     Lease was = verified;
     poison(was, "the thread's lease changed to " + lease + " inside the transaction");
-    return new LeaseLostSQLException("the transaction was verified under " + was + " but "
-        + (lease == null ? "no lease" : lease.toString()) + " is bound now; bind one lease for the"
-        + " whole transaction, and roll back", LeaseLostSQLException.LEASE_CHANGED, was, null);
+    return new LeaseLostSQLException(
+        "the transaction was verified under "
+            + was
+            + " but "
+            + (lease == null ? "no lease" : lease.toString())
+            + " is bound now; bind one lease for the"
+            + " whole transaction, and roll back",
+        LeaseLostSQLException.LEASE_CHANGED,
+        was,
+        null);
   }
 
   /**
    * VERIFY mode only: a release sets the row's expiry to now, so the margin between the local
    * deadline and the expiry that VERIFY relies on is gone at once and a successor may already hold
-   * the lease; nothing in the database orders this commit before its claim (STRICT's row lock does),
-   * so the commit is refused. A loss poisons the transaction through its loss listener. The local
-   * deadline is deliberately not re-checked here: that would only narrow VERIFY's documented gap (a
-   * pause between the check and the commit), not close it.
+   * the lease; nothing in the database orders this commit before its claim (STRICT's row lock
+   * does), so the commit is refused. A loss poisons the transaction through its loss listener. The
+   * local deadline is deliberately not re-checked here: that would only narrow VERIFY's documented
+   * gap (a pause between the check and the commit), not close it.
    */
   private void checkStillHeld() throws LeaseLostSQLException {
     Lease lease = verified;
     if (!strict && lease != null && lease.isReleased()) {
-      throw refuse(lease, "it was released after this transaction was verified, and VERIFY mode"
-          + " cannot order this commit before a successor's claim");
+      throw refuse(
+          lease,
+          "it was released after this transaction was verified, and VERIFY mode"
+              + " cannot order this commit before a successor's claim");
     }
   }
 
@@ -442,9 +501,15 @@ final class TransactionFence {
   }
 
   private LeaseLostSQLException poisonedException(String more, Throwable cause) {
-    return new LeaseLostSQLException("transaction poisoned (" + poisonReason + ")"
-        + (more == null ? "" : "; " + more) + "; roll it back", LeaseLostSQLException.POISONED,
-        poisonedLease, cause);
+    return new LeaseLostSQLException(
+        "transaction poisoned ("
+            + poisonReason
+            + ")"
+            + (more == null ? "" : "; " + more)
+            + "; roll it back",
+        LeaseLostSQLException.POISONED,
+        poisonedLease,
+        cause);
   }
 
   private void endTransaction() {

@@ -6,9 +6,9 @@ import java.util.List;
 /**
  * A history of claims and holder commits in real (monotonic) time, and the check of STRICT's
  * guarantee on it: no transaction verified under term t commits after the claim of term t+1 commits
- * (shared/research/db-semantics-and-testing.md F, "Check 1"). A commit that was <em>invoked</em> after
- * a higher term's claim had <em>completed</em>, and succeeded, certainly committed after that claim;
- * overlapping intervals are not counted (they are inconclusive, as in Knossos).
+ * (shared/research/db-semantics-and-testing.md F, "Check 1"). A commit that was <em>invoked</em>
+ * after a higher term's claim had <em>completed</em>, and succeeded, certainly committed after that
+ * claim; overlapping intervals are not counted (they are inconclusive, as in Knossos).
  */
 final class CommitHistory {
 
@@ -35,11 +35,21 @@ final class CommitHistory {
         continue;
       }
       for (Claim k : claims) {
-        if (k.name().equals(c.name()) && k.term() > c.term()
+        if (k.name().equals(c.name())
+            && k.term() > c.term()
             && c.invokedNanos() - k.completedNanos() > 0) {
-          out.add("lease " + c.name() + ": a transaction verified under term " + c.term() + " (" + c.note()
-              + ") committed " + (c.invokedNanos() - k.completedNanos()) / 1_000_000
-              + " ms after the claim of term " + k.term() + " committed");
+          out.add(
+              "lease "
+                  + c.name()
+                  + ": a transaction verified under term "
+                  + c.term()
+                  + " ("
+                  + c.note()
+                  + ") committed "
+                  + (c.invokedNanos() - k.completedNanos()) / 1_000_000
+                  + " ms after the claim of term "
+                  + k.term()
+                  + " committed");
         }
       }
     }

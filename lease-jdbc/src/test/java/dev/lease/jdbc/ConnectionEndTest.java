@@ -21,8 +21,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * How fenced transactions end when the application does not end them itself: a connection closed
- * with a verified transaction open, a lease released under an open VERIFY transaction, poison across
- * {@code setAutoCommit(false)}.
+ * with a verified transaction open, a lease released under an open VERIFY transaction, poison
+ * across {@code setAutoCommit(false)}.
  */
 class ConnectionEndTest {
 
@@ -43,22 +43,24 @@ class ConnectionEndTest {
 
     @Override
     public Connection getConnection() {
-      return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
-          new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-            if (method.getName().equals("close")) {
-              return null; // back to the "pool", transaction and all
-            }
-            if (method.getName().equals("isClosed")) {
-              return false;
-            }
-            try {
-              return method.invoke(physical, args);
-            } catch (InvocationTargetException e) {
-              throw e.getCause();
-            }
-          });
+      return (Connection)
+          Proxy.newProxyInstance(
+              Connection.class.getClassLoader(),
+              new Class<?>[] {Connection.class},
+              (proxy, method, args) -> {
+                if (method.getName().equals("close")) {
+                  return null; // back to the "pool", transaction and all
+                }
+                if (method.getName().equals("isClosed")) {
+                  return false;
+                }
+                try {
+                  return method.invoke(physical, args);
+                } catch (InvocationTargetException e) {
+                  throw e.getCause();
+                }
+              });
     }
-
 
     @Override
     public void close() throws SQLException {
@@ -82,16 +84,19 @@ class ConnectionEndTest {
       LeaseManager m = f.manager("holder", LeaseTimings.DEFAULTS);
       Lease lease = m.tryClaim("close-test").orElseThrow();
       assertEquals(0, staleRowsAfterNextBorrowerCommits(f, lease, true, 1));
-      assertEquals(1, staleRowsAfterNextBorrowerCommits(f, lease, false, 2),
+      assertEquals(
+          1,
+          staleRowsAfterNextBorrowerCommits(f, lease, false, 2),
           "negative control: without the fence the next borrower commits the stale row");
     }
   }
 
-  private static int staleRowsAfterNextBorrowerCommits(Fixture f, Lease lease, boolean fenced,
-      int id) throws Exception {
+  private static int staleRowsAfterNextBorrowerCommits(
+      Fixture f, Lease lease, boolean fenced, int id) throws Exception {
     try (NoRollbackOnReturn pool = new NoRollbackOnReturn(f.pool)) {
       DataSource ds = fenced ? FencedDataSource.wrap(pool) : pool;
-      try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
         c.setAutoCommit(false);
         f.insert(c, id, lease.term());
         // no commit, no rollback: the connection goes back to the pool with the transaction open
@@ -156,15 +161,18 @@ class ConnectionEndTest {
       FencedDataSource ds = f.fenced(f.options().build());
       Lease lease = m.tryClaim("poison-test").orElseThrow();
       f.takeOver(lease);
-      try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
         try (Statement s = c.createStatement()) {
           s.execute("BEGIN");
         }
-        assertEquals(LeaseLostSQLException.REFUSED,
+        assertEquals(
+            LeaseLostSQLException.REFUSED,
             assertThrows(LeaseLostSQLException.class, () -> f.insert(c, 1, lease.term()))
                 .getSQLState());
         c.setAutoCommit(false);
-        assertEquals(LeaseLostSQLException.POISONED,
+        assertEquals(
+            LeaseLostSQLException.POISONED,
             assertThrows(LeaseLostSQLException.class, () -> f.insert(c, 1, lease.term()))
                 .getSQLState());
         c.rollback();

@@ -20,8 +20,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 
 /**
- * One database of a test: a pool, a lease table, a data table {@code (id, term)} and lease managers on
- * it. Counts the fencing events of every connection made through {@link #options()}.
+ * One database of a test: a pool, a lease table, a data table {@code (id, term)} and lease managers
+ * on it. Counts the fencing events of every connection made through {@link #options()}.
  */
 final class Fixture implements AutoCloseable {
 
@@ -32,35 +32,42 @@ final class Fixture implements AutoCloseable {
   final AtomicInteger verified = new AtomicInteger();
   final AtomicInteger refused = new AtomicInteger();
   final AtomicInteger poisoned = new AtomicInteger();
+
   /** The holder manager's process clock: real time plus {@link #skew}, movable by tests. */
   final AtomicLong skew = new AtomicLong();
+
   private final List<AutoCloseable> closeables = new ArrayList<>();
 
-  final LeaseListener counter = new LeaseListener() {
-    @Override
-    public void transactionVerified(Lease lease) {
-      verified.incrementAndGet();
-    }
+  final LeaseListener counter =
+      new LeaseListener() {
+        @Override
+        public void transactionVerified(Lease lease) {
+          verified.incrementAndGet();
+        }
 
-    @Override
-    public void transactionRefused(Lease lease) {
-      refused.incrementAndGet();
-    }
+        @Override
+        public void transactionRefused(Lease lease) {
+          refused.incrementAndGet();
+        }
 
-    @Override
-    public void transactionPoisoned(Lease lease) {
-      poisoned.incrementAndGet();
-    }
-  };
+        @Override
+        public void transactionPoisoned(Lease lease) {
+          poisoned.incrementAndGet();
+        }
+      };
 
   Fixture(TestDatabase db, int poolSize) throws SQLException {
     this.db = db;
     this.pool = db.pooled(poolSize);
     this.leaseTable = TestDatabase.uniqueTable("jl");
     this.data = TestDatabase.uniqueTable("jd");
-    try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
-      s.execute("CREATE TABLE " + data + " (id INTEGER NOT NULL PRIMARY KEY, term BIGINT NOT NULL,"
-          + " note VARCHAR(40))");
+    try (Connection c = pool.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "CREATE TABLE "
+              + data
+              + " (id INTEGER NOT NULL PRIMARY KEY, term BIGINT NOT NULL,"
+              + " note VARCHAR(40))");
       if (!c.getAutoCommit()) {
         c.commit();
       }
@@ -78,8 +85,15 @@ final class Fixture implements AutoCloseable {
   }
 
   LeaseManager manager(DataSource ds, String instance, LeaseTimings timings, MonotonicClock clock) {
-    LeaseManager m = LeaseManager.builder(ds).table(leaseTable).instance(instance).timings(timings)
-        .clock(clock).failurePolicy(FailurePolicy.logOnly()).createTableIfMissing().build();
+    LeaseManager m =
+        LeaseManager.builder(ds)
+            .table(leaseTable)
+            .instance(instance)
+            .timings(timings)
+            .clock(clock)
+            .failurePolicy(FailurePolicy.logOnly())
+            .createTableIfMissing()
+            .build();
     closeables.add(0, m);
     return m;
   }
@@ -99,8 +113,12 @@ final class Fixture implements AutoCloseable {
 
   /** Makes the database give {@code lease}'s name to someone else, as a successor's claim would. */
   void takeOver(Lease lease) throws SQLException {
-    try (Connection c = pool.getConnection(); PreparedStatement ps = c.prepareStatement(
-        "UPDATE " + leaseTable + " SET holder = 'successor', term = term + 1 WHERE name = ?")) {
+    try (Connection c = pool.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "UPDATE "
+                    + leaseTable
+                    + " SET holder = 'successor', term = term + 1 WHERE name = ?")) {
       ps.setString(1, lease.name());
       ps.executeUpdate();
       if (!c.getAutoCommit()) {
@@ -110,9 +128,11 @@ final class Fixture implements AutoCloseable {
   }
 
   int count(String where) throws SQLException {
-    try (Connection c = pool.getConnection(); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + data
-            + (where == null ? "" : " WHERE " + where))) {
+    try (Connection c = pool.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT COUNT(*) FROM " + data + (where == null ? "" : " WHERE " + where))) {
       rs.next();
       int n = rs.getInt(1);
       if (!c.getAutoCommit()) {

@@ -43,42 +43,50 @@ class LeaseLossTest {
           longQuery = "SELECT pg_sleep(30)";
           break;
         case SQLITE:
-          longQuery = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
-              + " WHERE x < 4000000000) SELECT count(signal(x)) FROM c";
+          longQuery =
+              "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+                  + " WHERE x < 4000000000) SELECT count(signal(x)) FROM c";
           break;
         default:
           longQuery = "SELECT SLEEP(30)";
       }
-      Thread worker = new Thread(() -> {
-        try (Connection c = ds.getConnection()) {
-          if (db.isSqlite()) {
-            Function.create(c.unwrap(SQLiteConnection.class), "signal", new Function() {
-              @Override
-              protected void xFunc() throws SQLException {
-                running.countDown();
-                result(1);
-              }
-            });
-          }
-          try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-            c.setAutoCommit(false);
-            f.insert(c, 1, lease.term());
-            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(longQuery)) {
-              rs.next();
-            } catch (SQLException e) {
-              statementError.set(e);
-            }
-            try {
-              c.commit();
-            } catch (SQLException e) {
-              commitError.set(e);
-            }
-            c.rollback();
-          }
-        } catch (SQLException e) {
-          statementError.compareAndSet(null, e);
-        }
-      }, "worker-under-lease");
+      Thread worker =
+          new Thread(
+              () -> {
+                try (Connection c = ds.getConnection()) {
+                  if (db.isSqlite()) {
+                    Function.create(
+                        c.unwrap(SQLiteConnection.class),
+                        "signal",
+                        new Function() {
+                          @Override
+                          protected void xFunc() throws SQLException {
+                            running.countDown();
+                            result(1);
+                          }
+                        });
+                  }
+                  try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+                    c.setAutoCommit(false);
+                    f.insert(c, 1, lease.term());
+                    try (Statement s = c.createStatement();
+                        ResultSet rs = s.executeQuery(longQuery)) {
+                      rs.next();
+                    } catch (SQLException e) {
+                      statementError.set(e);
+                    }
+                    try {
+                      c.commit();
+                    } catch (SQLException e) {
+                      commitError.set(e);
+                    }
+                    c.rollback();
+                  }
+                } catch (SQLException e) {
+                  statementError.compareAndSet(null, e);
+                }
+              },
+              "worker-under-lease");
       worker.start();
       awaitRunning(f, db, running, longQuery);
 
@@ -102,9 +110,10 @@ class LeaseLossTest {
       assertTrue(running.await(10, TimeUnit.SECONDS));
       return;
     }
-    String probe = db == TestDatabase.POSTGRESQL
-        ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
-        : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
+    String probe =
+        db == TestDatabase.POSTGRESQL
+            ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
+            : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (System.nanoTime() - deadline < 0) {
       try (Connection c = f.pool.getConnection();

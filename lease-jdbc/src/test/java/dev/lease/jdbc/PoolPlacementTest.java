@@ -19,9 +19,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.sqlite.SQLiteDataSource;
 
 /**
- * HikariCP in both placements (anchors, "Wrapper OUTSIDE Hikari vs INSIDE"), with the pool's
- * {@code autoCommit=false}, a connection borrowed before the lease was bound, and a refusal that must
- * not make the pool evict the connection.
+ * HikariCP in both placements (anchors, "Wrapper OUTSIDE Hikari vs INSIDE"), with the pool's {@code
+ * autoCommit=false}, a connection borrowed before the lease was bound, and a refusal that must not
+ * make the pool evict the connection.
  */
 class PoolPlacementTest {
 
@@ -33,7 +33,10 @@ class PoolPlacementTest {
     return f.db.url();
   }
 
-  /** Inside: Hikari's jdbcUrl is {@code jdbc:fenced:...}; the pool's proxies wrap fenced connections. */
+  /**
+   * Inside: Hikari's jdbcUrl is {@code jdbc:fenced:...}; the pool's proxies wrap fenced
+   * connections.
+   */
   static HikariDataSource inside(Fixture f) throws SQLException {
     HikariConfig cfg = new HikariConfig();
     cfg.setJdbcUrl(FencedDriver.PREFIX + realUrl(f).substring("jdbc:".length()));
@@ -78,14 +81,18 @@ class PoolPlacementTest {
         try (Connection c = pool.getConnection()) {
           assertTrue(c.isValid(2));
           assertEquals(0, f.refused.get(), "Hikari's setup and validation calls are not fenced");
-          assertEquals(LeaseLostSQLException.REFUSED,
+          assertEquals(
+              LeaseLostSQLException.REFUSED,
               assertThrows(LeaseLostSQLException.class, () -> f.insert(c, 3, lease.term()))
                   .getSQLState());
-          assertEquals(LeaseLostSQLException.POISONED,
+          assertEquals(
+              LeaseLostSQLException.POISONED,
               assertThrows(LeaseLostSQLException.class, c::commit).getSQLState());
         } // Hikari rolls the dirty connection back and resets it: no exception
         try (Connection c = pool.getConnection()) {
-          assertSame(physical, c.unwrap(FencedConnection.class),
+          assertSame(
+              physical,
+              c.unwrap(FencedConnection.class),
               "a refusal must not make the pool evict the connection (SQLState LF001)");
           assertThrows(LeaseLostSQLException.class, () -> f.insert(c, 4, lease.term()));
           c.rollback();

@@ -28,10 +28,10 @@ import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * The way Spring drives a connection: {@code DataSourceTransactionManager} over
- * {@code LazyConnectionDataSourceProxy} over the fenced pool with {@code autoCommit=false}.
- * The transaction manager calls {@code setReadOnly}/{@code setTransactionIsolation} at begin and
- * skips {@code setAutoCommit(false)}; the lazy proxy fetches nothing until the first statement.
+ * The way Spring drives a connection: {@code DataSourceTransactionManager} over {@code
+ * LazyConnectionDataSourceProxy} over the fenced pool with {@code autoCommit=false}. The
+ * transaction manager calls {@code setReadOnly}/{@code setTransactionIsolation} at begin and skips
+ * {@code setAutoCommit(false)}; the lazy proxy fetches nothing until the first statement.
  */
 class SpringTransactionTest {
 
@@ -46,20 +46,24 @@ class SpringTransactionTest {
       cfg.setMinimumIdle(0);
       HikariDataSource pool = f.closeLater(new HikariDataSource(cfg));
       AtomicInteger fetches = new AtomicInteger();
-      DataSource fenced = new DelegatingDataSource(FencedDataSource.wrap(pool, f.options().build())) {
-        @Override
-        public Connection getConnection() throws SQLException {
-          fetches.incrementAndGet();
-          return super.getConnection();
-        }
-      };
+      DataSource fenced =
+          new DelegatingDataSource(FencedDataSource.wrap(pool, f.options().build())) {
+            @Override
+            public Connection getConnection() throws SQLException {
+              fetches.incrementAndGet();
+              return super.getConnection();
+            }
+          };
       LazyConnectionDataSourceProxy lazy = new LazyConnectionDataSourceProxy();
       lazy.setTargetDataSource(fenced);
       // given the pool's defaults, the proxy need not fetch a connection to learn them
       lazy.setDefaultAutoCommit(false);
-      lazy.setDefaultTransactionIsolation(db.isSqlite() ? Connection.TRANSACTION_SERIALIZABLE
-          : db == TestDatabase.POSTGRESQL ? Connection.TRANSACTION_READ_COMMITTED
-          : Connection.TRANSACTION_REPEATABLE_READ);
+      lazy.setDefaultTransactionIsolation(
+          db.isSqlite()
+              ? Connection.TRANSACTION_SERIALIZABLE
+              : db == TestDatabase.POSTGRESQL
+                  ? Connection.TRANSACTION_READ_COMMITTED
+                  : Connection.TRANSACTION_REPEATABLE_READ);
       lazy.afterPropertiesSet();
       DataSourceTransactionManager tm = new DataSourceTransactionManager(lazy);
       JdbcTemplate jdbc = new JdbcTemplate(lazy);
@@ -67,34 +71,49 @@ class SpringTransactionTest {
 
       TransactionTemplate readOnly = new TransactionTemplate(tm);
       readOnly.setReadOnly(true);
-      readOnly.setIsolationLevel(db.isSqlite() ? TransactionDefinition.ISOLATION_SERIALIZABLE
-          : TransactionDefinition.ISOLATION_READ_COMMITTED);
+      readOnly.setIsolationLevel(
+          db.isSqlite()
+              ? TransactionDefinition.ISOLATION_SERIALIZABLE
+              : TransactionDefinition.ISOLATION_READ_COMMITTED);
       TransactionTemplate readWrite = new TransactionTemplate(tm);
       readWrite.setIsolationLevel(readOnly.getIsolationLevel());
 
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-        readWrite.executeWithoutResult(status -> { });
+        readWrite.executeWithoutResult(status -> {});
         assertEquals(0, fetches.get(), "a transaction without statements fetches no connection");
         assertEquals(0, f.verified.get());
 
-        Integer one = readOnly.execute(status ->
-            jdbc.queryForObject("SELECT COUNT(*) FROM " + f.data, Integer.class));
+        Integer one =
+            readOnly.execute(
+                status -> jdbc.queryForObject("SELECT COUNT(*) FROM " + f.data, Integer.class));
         assertEquals(0, one);
         assertEquals(1, f.verified.get(), "read-only and isolation applied, then verified");
 
-        readWrite.executeWithoutResult(status -> {
-          jdbc.update("INSERT INTO " + f.data + " (id, term) VALUES (?, ?)", 1, lease.term());
-          jdbc.update("INSERT INTO " + f.data + " (id, term) VALUES (?, ?)", 2, lease.term());
-        });
+        readWrite.executeWithoutResult(
+            status -> {
+              jdbc.update("INSERT INTO " + f.data + " (id, term) VALUES (?, ?)", 1, lease.term());
+              jdbc.update("INSERT INTO " + f.data + " (id, term) VALUES (?, ?)", 2, lease.term());
+            });
         assertEquals(2, f.verified.get());
         assertEquals(2, f.count(null));
 
         f.takeOver(lease);
-        Exception e = assertThrows(Exception.class, () -> readWrite.executeWithoutResult(status ->
-            jdbc.update("INSERT INTO " + f.data + " (id, term) VALUES (?, ?)", 3, lease.term())));
-        assertInstanceOf(UncategorizedSQLException.class, e,
+        Exception e =
+            assertThrows(
+                Exception.class,
+                () ->
+                    readWrite.executeWithoutResult(
+                        status ->
+                            jdbc.update(
+                                "INSERT INTO " + f.data + " (id, term) VALUES (?, ?)",
+                                3,
+                                lease.term())));
+        assertInstanceOf(
+            UncategorizedSQLException.class,
+            e,
             "Spring must not translate LF001 into a transient or retryable failure");
-        assertFalse(e instanceof TransientDataAccessException || e instanceof ConcurrencyFailureException);
+        assertFalse(
+            e instanceof TransientDataAccessException || e instanceof ConcurrencyFailureException);
         assertInstanceOf(LeaseLostSQLException.class, e.getCause());
       }
       assertEquals(2, f.count(null), "the refused transaction was rolled back");

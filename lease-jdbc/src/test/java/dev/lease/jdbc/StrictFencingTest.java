@@ -35,31 +35,44 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * STRICT's guarantee on every database: no transaction verified under term t commits after the claim
- * of term t+1 commits. The holder's lease manager runs on a frozen process clock, so the holder never
- * gives its lease up by itself (the worst case: a paused process that still believes it holds the
- * lease); only the database can stop it.
+ * STRICT's guarantee on every database: no transaction verified under term t commits after the
+ * claim of term t+1 commits. The holder's lease manager runs on a frozen process clock, so the
+ * holder never gives its lease up by itself (the worst case: a paused process that still believes
+ * it holds the lease); only the database can stop it.
  */
 class StrictFencingTest {
 
   /** Short protocol timings: the lease expires (database clock) one second after the claim. */
-  static final LeaseTimings SHORT = LeaseTimings.builder()
-      .leaseDuration(Duration.ofMillis(1000))
-      .localDeadline(Duration.ofMillis(800))
-      .renewInterval(Duration.ofMillis(200))
-      .attemptTimeout(Duration.ofMillis(400))
-      .build();
+  static final LeaseTimings SHORT =
+      LeaseTimings.builder()
+          .leaseDuration(Duration.ofMillis(1000))
+          .localDeadline(Duration.ofMillis(800))
+          .renewInterval(Duration.ofMillis(200))
+          .attemptTimeout(Duration.ofMillis(400))
+          .build();
+
   static final MonotonicClock FROZEN = () -> 0L;
 
-  enum Pause { BEFORE_FIRST_STATEMENT, AFTER_VERIFIED_READ, AFTER_WRITE, BEFORE_COMMIT }
+  enum Pause {
+    BEFORE_FIRST_STATEMENT,
+    AFTER_VERIFIED_READ,
+    AFTER_WRITE,
+    BEFORE_COMMIT
+  }
 
   /** What one paused-holder run saw. */
-  record Run(Pause pause, long releaseAfterExpiryMs, String holderOutcome, boolean claimedDuringPause,
-      long term, int rowsCommitted) {}
+  record Run(
+      Pause pause,
+      long releaseAfterExpiryMs,
+      String holderOutcome,
+      boolean claimedDuringPause,
+      long term,
+      int rowsCommitted) {}
 
   private static final AtomicInteger IDS = new AtomicInteger();
 
-  // ---- a verified transaction makes the next claim wait -------------------------------------------
+  // ---- a verified transaction makes the next claim wait
+  // -------------------------------------------
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
@@ -67,10 +80,11 @@ class StrictFencingTest {
       throws Exception {
     try (Fixture f = new Fixture(db, 6)) {
       CommitHistory h = new CommitHistory();
-      FencedDataSource ds = f.fenced(f.options().idleInTransactionTimeout(Duration.ofSeconds(20))
-          .build());
+      FencedDataSource ds =
+          f.fenced(f.options().idleInTransactionTimeout(Duration.ofSeconds(20)).build());
       Run run = pausedHolder(f, ds, Pause.AFTER_WRITE, 1500, h, "waits");
-      assertFalse(run.claimedDuringPause(), "the claim must wait for the verified transaction: " + run);
+      assertFalse(
+          run.claimedDuringPause(), "the claim must wait for the verified transaction: " + run);
       assertEquals("committed", run.holderOutcome(), run.toString());
       assertEquals(List.of(), h.violations(), h.toString());
     }
@@ -88,7 +102,8 @@ class StrictFencingTest {
     }
   }
 
-  // ---- paused holders, recorded and checked ------------------------------------------------------
+  // ---- paused holders, recorded and checked
+  // ------------------------------------------------------
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
@@ -109,17 +124,19 @@ class StrictFencingTest {
       report(db, "paused-holder runs (STRICT)", runs);
       assertEquals(List.of(), h.violations(), h + "\n" + runs);
       for (Run r : runs) {
-        assertEquals(r.holderOutcome().equals("committed") ? 2 : 0, r.rowsCommitted(),
+        assertEquals(
+            r.holderOutcome().equals("committed") ? 2 : 0,
+            r.rowsCommitted(),
             "a transaction commits whole or not at all: " + r);
       }
     }
   }
 
   /**
-   * Negative control: the same scenario with the fence weakened must produce the stale commit, and the
-   * checker must report it. On the servers the weakening is VERIFY mode; on SQLite VERIFY is the same
-   * statement as STRICT (SQLite has no row locks and its single writer does the fencing), so the
-   * weakened holder there does not verify at all.
+   * Negative control: the same scenario with the fence weakened must produce the stale commit, and
+   * the checker must report it. On the servers the weakening is VERIFY mode; on SQLite VERIFY is
+   * the same statement as STRICT (SQLite has no row locks and its single writer does the fencing),
+   * so the weakened holder there does not verify at all.
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
@@ -127,7 +144,8 @@ class StrictFencingTest {
       throws Exception {
     try (Fixture f = new Fixture(db, 6)) {
       CommitHistory h = new CommitHistory();
-      DataSource ds = db.isSqlite() ? f.pool : f.fenced(f.options().mode(FencingMode.VERIFY).build());
+      DataSource ds =
+          db.isSqlite() ? f.pool : f.fenced(f.options().mode(FencingMode.VERIFY).build());
       Pause pause = db.isSqlite() ? Pause.BEFORE_FIRST_STATEMENT : Pause.AFTER_WRITE;
       Run run = pausedHolder(f, ds, pause, 3000, h, "weakened");
       assertEquals("committed", run.holderOutcome(), run.toString());
@@ -135,7 +153,8 @@ class StrictFencingTest {
     }
   }
 
-  // ---- takeover is bounded by the server's own timeouts --------------------------------------------
+  // ---- takeover is bounded by the server's own timeouts
+  // --------------------------------------------
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
@@ -149,24 +168,37 @@ class StrictFencingTest {
         long strict = takeoverDelay(f, ds, Pause.AFTER_VERIFIED_READ, 2500, 0);
         // ... while a VERIFY holder paused after reading does not delay it at all (WAL); its next
         // write fails instead
-        long plain = takeoverDelay(f, f.fenced(f.options().mode(FencingMode.VERIFY).build()),
-            Pause.AFTER_VERIFIED_READ, 5000, 0);
-        report(db, "takeover delay beyond expiry", List.of("STRICT, paused after its verify: "
-            + (strict < 0 ? "no takeover while paused (2.5 s observed)" : strict + " ms"),
-            "VERIFY, paused after a verified read: " + plain + " ms"));
+        long plain =
+            takeoverDelay(
+                f,
+                f.fenced(f.options().mode(FencingMode.VERIFY).build()),
+                Pause.AFTER_VERIFIED_READ,
+                5000,
+                0);
+        report(
+            db,
+            "takeover delay beyond expiry",
+            List.of(
+                "STRICT, paused after its verify: "
+                    + (strict < 0 ? "no takeover while paused (2.5 s observed)" : strict + " ms"),
+                "VERIFY, paused after a verified read: " + plain + " ms"));
         assertTrue(strict < 0, "SQLite cannot end a paused holder's write transaction: " + strict);
         assertTrue(plain >= 0 && plain < 1500, "VERIFY, after a read: " + plain);
         return;
       }
       long delay = takeoverDelay(f, ds, Pause.AFTER_WRITE, 10_000, 700);
-      report(db, "takeover delay beyond expiry (idle-in-transaction timeout 1 s, holder paused"
-          + " after a write about 300 ms before expiry)", List.of(delay + " ms"));
+      report(
+          db,
+          "takeover delay beyond expiry (idle-in-transaction timeout 1 s, holder paused"
+              + " after a write about 300 ms before expiry)",
+          List.of(delay + " ms"));
       assertTrue(delay >= 0, "the paused holder blocked the takeover for 10 s");
       assertTrue(delay < 1000 + 2500, "takeover took " + delay + " ms after expiry");
     }
   }
 
-  // ---- renewals are not starved ----------------------------------------------------------------------
+  // ---- renewals are not starved
+  // ----------------------------------------------------------------------
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
@@ -193,34 +225,46 @@ class StrictFencingTest {
   record Renewals(int renewals, int failed, boolean lost, long maxGapMs, int transactions) {}
 
   private Renewals renewalsUnderLoad(TestDatabase db, boolean blockRow) throws Exception {
-    LeaseTimings timings = LeaseTimings.builder().leaseDuration(Duration.ofMillis(2000))
-        .localDeadline(Duration.ofMillis(1500)).renewInterval(Duration.ofMillis(100))
-        .attemptTimeout(Duration.ofMillis(500)).build();
+    LeaseTimings timings =
+        LeaseTimings.builder()
+            .leaseDuration(Duration.ofMillis(2000))
+            .localDeadline(Duration.ofMillis(1500))
+            .renewInterval(Duration.ofMillis(100))
+            .attemptTimeout(Duration.ofMillis(500))
+            .build();
     try (Fixture f = new Fixture(db, 20)) {
       List<Long> renewedAt = new ArrayList<>();
       AtomicInteger failed = new AtomicInteger();
       AtomicBoolean lost = new AtomicBoolean();
-      dev.lease.core.LeaseListener watch = new dev.lease.core.LeaseListener() {
-        @Override
-        public void renewed(Lease lease) {
-          synchronized (renewedAt) {
-            renewedAt.add(System.nanoTime());
-          }
-        }
+      dev.lease.core.LeaseListener watch =
+          new dev.lease.core.LeaseListener() {
+            @Override
+            public void renewed(Lease lease) {
+              synchronized (renewedAt) {
+                renewedAt.add(System.nanoTime());
+              }
+            }
 
-        @Override
-        public void renewalFailed(Lease lease, Exception cause) {
-          failed.incrementAndGet();
-        }
+            @Override
+            public void renewalFailed(Lease lease, Exception cause) {
+              failed.incrementAndGet();
+            }
 
-        @Override
-        public void lost(Lease lease, dev.lease.core.LossReason reason) {
-          lost.set(true);
-        }
-      };
-      LeaseManager m = f.closeLater(LeaseManager.builder(f.pool).table(f.leaseTable)
-          .instance("busy").timings(timings).listener(watch)
-          .failurePolicy(dev.lease.core.FailurePolicy.logOnly()).createTableIfMissing().build());
+            @Override
+            public void lost(Lease lease, dev.lease.core.LossReason reason) {
+              lost.set(true);
+            }
+          };
+      LeaseManager m =
+          f.closeLater(
+              LeaseManager.builder(f.pool)
+                  .table(f.leaseTable)
+                  .instance("busy")
+                  .timings(timings)
+                  .listener(watch)
+                  .failurePolicy(dev.lease.core.FailurePolicy.logOnly())
+                  .createTableIfMissing()
+                  .build());
       Lease lease = m.tryClaim("busy").orElseThrow().hold();
       long start = System.nanoTime();
       synchronized (renewedAt) {
@@ -232,22 +276,24 @@ class StrictFencingTest {
       AtomicReference<Throwable> error = new AtomicReference<>();
       List<Thread> threads = new ArrayList<>();
       for (int t = 0; t < 16; t++) {
-        Thread th = new Thread(() -> {
-          try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-            while (!stop.get()) {
-              try (Connection c = ds.getConnection()) {
-                c.setAutoCommit(false);
-                f.insert(c, IDS.incrementAndGet(), lease.term());
-                c.commit();
-                transactions.incrementAndGet();
-              } catch (SQLException e) {
-                if (!stop.get() && !blockRow && !db.isSqlite()) {
-                  error.compareAndSet(null, e);
-                }
-              }
-            }
-          }
-        });
+        Thread th =
+            new Thread(
+                () -> {
+                  try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+                    while (!stop.get()) {
+                      try (Connection c = ds.getConnection()) {
+                        c.setAutoCommit(false);
+                        f.insert(c, IDS.incrementAndGet(), lease.term());
+                        c.commit();
+                        transactions.incrementAndGet();
+                      } catch (SQLException e) {
+                        if (!stop.get() && !blockRow && !db.isSqlite()) {
+                          error.compareAndSet(null, e);
+                        }
+                      }
+                    }
+                  }
+                });
         threads.add(th);
         th.start();
       }
@@ -256,8 +302,10 @@ class StrictFencingTest {
         blocker = f.pool.getConnection();
         blocker.setAutoCommit(false);
         try (Statement s = blocker.createStatement()) {
-          s.execute(db.isSqlite() ? "UPDATE " + f.leaseTable + " SET revision = revision"
-              : "SELECT term FROM " + f.leaseTable + " FOR UPDATE");
+          s.execute(
+              db.isSqlite()
+                  ? "UPDATE " + f.leaseTable + " SET revision = revision"
+                  : "SELECT term FROM " + f.leaseTable + " FOR UPDATE");
         }
       }
       long deadline = start + TimeUnit.SECONDS.toNanos(blockRow ? 3 : 15);
@@ -290,22 +338,29 @@ class StrictFencingTest {
         if (blockRow) {
           maxGap = Math.max(maxGap, sinceLast);
         }
-        return new Renewals(renewedAt.size() - 1, failed.get(), lost.get(), maxGap / 1_000_000,
-            transactions.get());
+        return new Renewals(
+            renewedAt.size() - 1, failed.get(), lost.get(), maxGap / 1_000_000, transactions.get());
       }
     }
   }
 
-  // ---- the paused-holder scenario -------------------------------------------------------------------
+  // ---- the paused-holder scenario
+  // -------------------------------------------------------------------
 
   /**
-   * The holder claims, opens a transaction on {@code ds} and pauses at {@code pause} (its thread held
-   * on a latch) while a successor polls for the claim. The holder resumes as soon as the claim
+   * The holder claims, opens a transaction on {@code ds} and pauses at {@code pause} (its thread
+   * held on a latch) while a successor polls for the claim. The holder resumes as soon as the claim
    * completes, or {@code releaseAfterExpiryMs} after the lease expired, whichever comes first, and
    * tries to commit. Claims and commits go into {@code history}.
    */
-  private Run pausedHolder(Fixture f, DataSource ds, Pause pause, long releaseAfterExpiryMs,
-      CommitHistory history, String note) throws Exception {
+  private Run pausedHolder(
+      Fixture f,
+      DataSource ds,
+      Pause pause,
+      long releaseAfterExpiryMs,
+      CommitHistory history,
+      String note)
+      throws Exception {
     LeaseManager holderManager = f.manager("holder", SHORT, FROZEN);
     LeaseManager successor = f.manager("successor", SHORT, MonotonicClock.SYSTEM);
     String name = "p" + IDS.incrementAndGet();
@@ -317,75 +372,83 @@ class StrictFencingTest {
     CountDownLatch resume = new CountDownLatch(1);
     CountDownLatch claimDone = new CountDownLatch(1);
     AtomicReference<String> outcome = new AtomicReference<>("not run");
-    Runnable pauseHere = () -> {
-      paused.countDown();
-      try {
-        resume.await();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    };
-    Thread holder = new Thread(() -> {
-      try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
-        c.setAutoCommit(false);
-        try {
-          if (pause == Pause.BEFORE_FIRST_STATEMENT) {
-            pauseHere.run();
+    Runnable pauseHere =
+        () -> {
+          paused.countDown();
+          try {
+            resume.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
           }
-          if (pause == Pause.AFTER_VERIFIED_READ) {
-            try (Statement s = c.createStatement();
-                ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + f.data)) {
-              rs.next();
-            }
-            pauseHere.run();
-          }
-          f.insert(c, id1, lease.term());
-          if (pause == Pause.AFTER_WRITE) {
-            pauseHere.run();
-          }
-          f.insert(c, id2, lease.term());
-          if (pause == Pause.BEFORE_COMMIT) {
-            pauseHere.run();
-          }
-        } catch (SQLException e) {
-          outcome.set("refused before commit: " + e.getSQLState() + " " + e.getMessage());
-          rollbackQuietly(c);
-          return;
-        }
-        long invoked = System.nanoTime();
-        try {
-          c.commit();
-          history.commit(name, lease.term(), invoked, true, note);
-          outcome.set("committed");
-        } catch (SQLException e) {
-          history.commit(name, lease.term(), invoked, false, note);
-          outcome.set("commit failed: " + e.getSQLState() + " " + e.getMessage());
-          rollbackQuietly(c);
-        }
-      } catch (SQLException e) {
-        outcome.set("connection failed: " + e.getMessage());
-      } finally {
-        paused.countDown();
-      }
-    }, "paused-holder");
+        };
+    Thread holder =
+        new Thread(
+            () -> {
+              try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+                  Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                try {
+                  if (pause == Pause.BEFORE_FIRST_STATEMENT) {
+                    pauseHere.run();
+                  }
+                  if (pause == Pause.AFTER_VERIFIED_READ) {
+                    try (Statement s = c.createStatement();
+                        ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + f.data)) {
+                      rs.next();
+                    }
+                    pauseHere.run();
+                  }
+                  f.insert(c, id1, lease.term());
+                  if (pause == Pause.AFTER_WRITE) {
+                    pauseHere.run();
+                  }
+                  f.insert(c, id2, lease.term());
+                  if (pause == Pause.BEFORE_COMMIT) {
+                    pauseHere.run();
+                  }
+                } catch (SQLException e) {
+                  outcome.set("refused before commit: " + e.getSQLState() + " " + e.getMessage());
+                  rollbackQuietly(c);
+                  return;
+                }
+                long invoked = System.nanoTime();
+                try {
+                  c.commit();
+                  history.commit(name, lease.term(), invoked, true, note);
+                  outcome.set("committed");
+                } catch (SQLException e) {
+                  history.commit(name, lease.term(), invoked, false, note);
+                  outcome.set("commit failed: " + e.getSQLState() + " " + e.getMessage());
+                  rollbackQuietly(c);
+                }
+              } catch (SQLException e) {
+                outcome.set("connection failed: " + e.getMessage());
+              } finally {
+                paused.countDown();
+              }
+            },
+            "paused-holder");
     AtomicLong newTerm = new AtomicLong();
     long giveUp = expiry + TimeUnit.MILLISECONDS.toNanos(releaseAfterExpiryMs + 10_000);
-    Thread claimer = new Thread(() -> {
-      while (System.nanoTime() - giveUp < 0) {
-        try {
-          Optional<Lease> won = successor.tryClaim(name);
-          if (won.isPresent()) {
-            history.claimed(name, won.get().term(), System.nanoTime());
-            newTerm.set(won.get().term());
-            claimDone.countDown();
-            return;
-          }
-        } catch (LeaseException e) {
-          // the claim waited for a lock past its attempt timeout: try again
-        }
-        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(25));
-      }
-    }, "successor");
+    Thread claimer =
+        new Thread(
+            () -> {
+              while (System.nanoTime() - giveUp < 0) {
+                try {
+                  Optional<Lease> won = successor.tryClaim(name);
+                  if (won.isPresent()) {
+                    history.claimed(name, won.get().term(), System.nanoTime());
+                    newTerm.set(won.get().term());
+                    claimDone.countDown();
+                    return;
+                  }
+                } catch (LeaseException e) {
+                  // the claim waited for a lock past its attempt timeout: try again
+                }
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(25));
+              }
+            },
+            "successor");
     holder.start();
     assertTrue(paused.await(10, TimeUnit.SECONDS), "the holder never reached its pause");
     claimer.start();
@@ -398,24 +461,26 @@ class StrictFencingTest {
     assertFalse(holder.isAlive() || claimer.isAlive(), "the run did not finish");
     assertEquals(lease.term() + 1, newTerm.get(), "the successor claimed the next term");
     int rows = f.count("id IN (" + id1 + ", " + id2 + ")");
-    return new Run(pause, releaseAfterExpiryMs, outcome.get(), claimedDuringPause, lease.term(),
-        rows);
+    return new Run(
+        pause, releaseAfterExpiryMs, outcome.get(), claimedDuringPause, lease.term(), rows);
   }
 
   /**
    * How long after the lease's expiry (database clock) the successor's claim succeeded while the
-   * holder stayed paused at {@code pause}, its last statement run {@code lastStatementAfterMs} after
-   * the claim; -1 if the claim did not succeed within {@code waitMs} after the expiry.
+   * holder stayed paused at {@code pause}, its last statement run {@code lastStatementAfterMs}
+   * after the claim; -1 if the claim did not succeed within {@code waitMs} after the expiry.
    */
-  private long takeoverDelay(Fixture f, DataSource ds, Pause pause, long waitMs,
-      long lastStatementAfterMs) throws Exception {
+  private long takeoverDelay(
+      Fixture f, DataSource ds, Pause pause, long waitMs, long lastStatementAfterMs)
+      throws Exception {
     LeaseManager holderManager = f.manager("holder", SHORT, FROZEN);
     LeaseManager successor = f.manager("successor", SHORT, MonotonicClock.SYSTEM);
     String name = "t" + IDS.incrementAndGet();
     Lease lease = holderManager.tryClaim(name).orElseThrow();
     long expiresAtMs;
-    try (Connection c = f.pool.getConnection(); PreparedStatement ps = c.prepareStatement(
-        "SELECT expires_at_ms FROM " + f.leaseTable + " WHERE name = ?")) {
+    try (Connection c = f.pool.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("SELECT expires_at_ms FROM " + f.leaseTable + " WHERE name = ?")) {
       ps.setString(1, name);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -431,36 +496,42 @@ class StrictFencingTest {
     // expiry, so the idle-in-transaction timer starts as late as it can
     long lastStatementAt = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(lastStatementAfterMs);
     AtomicBoolean verifiedAndPaused = new AtomicBoolean();
-    Thread holder = new Thread(() -> {
-      try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
-        c.setAutoCommit(false);
-        LockSupport.parkNanos(lastStatementAt - System.nanoTime());
-        try {
-          if (pause == Pause.AFTER_VERIFIED_READ) {
-            try (Statement s = c.createStatement();
-                ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + f.data)) {
-              rs.next();
-            }
-          } else {
-            f.insert(c, IDS.incrementAndGet(), lease.term());
-          }
-          verifiedAndPaused.set(true);
-          paused.countDown();
-          resume.await();
-          c.commit();
-        } catch (SQLException | InterruptedException e) {
-          rollbackQuietly(c);
-        }
-      } catch (SQLException e) {
-        // the server ended the paused session
-      } finally {
-        paused.countDown();
-      }
-    }, "paused-holder");
+    Thread holder =
+        new Thread(
+            () -> {
+              try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+                  Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                LockSupport.parkNanos(lastStatementAt - System.nanoTime());
+                try {
+                  if (pause == Pause.AFTER_VERIFIED_READ) {
+                    try (Statement s = c.createStatement();
+                        ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + f.data)) {
+                      rs.next();
+                    }
+                  } else {
+                    f.insert(c, IDS.incrementAndGet(), lease.term());
+                  }
+                  verifiedAndPaused.set(true);
+                  paused.countDown();
+                  resume.await();
+                  c.commit();
+                } catch (SQLException | InterruptedException e) {
+                  rollbackQuietly(c);
+                }
+              } catch (SQLException e) {
+                // the server ended the paused session
+              } finally {
+                paused.countDown();
+              }
+            },
+            "paused-holder");
     holder.start();
     assertTrue(paused.await(10, TimeUnit.SECONDS));
-    assertTrue(verifiedAndPaused.get(), "the holder's transaction was not verified before the"
-        + " lease expired, so nothing was measured");
+    assertTrue(
+        verifiedAndPaused.get(),
+        "the holder's transaction was not verified before the"
+            + " lease expired, so nothing was measured");
     long giveUp = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1000 + waitMs);
     long delay = -1;
     while (System.nanoTime() - giveUp < 0) {

@@ -28,8 +28,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TransactionBoundaryTest {
 
-  private final java.util.Map<TestDatabase, Fixture> fixtures = new java.util.EnumMap<>(TestDatabase.class);
-  private final java.util.Map<TestDatabase, LeaseManager> managers = new java.util.EnumMap<>(TestDatabase.class);
+  private final java.util.Map<TestDatabase, Fixture> fixtures =
+      new java.util.EnumMap<>(TestDatabase.class);
+  private final java.util.Map<TestDatabase, LeaseManager> managers =
+      new java.util.EnumMap<>(TestDatabase.class);
   private int ids;
 
   static Stream<TestDatabase> databases() {
@@ -68,13 +70,15 @@ class TransactionBoundaryTest {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
     Lease lease = claim(db);
-    try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+        Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
       assertEquals(0, f.verified.get(), "setAutoCommit(false) must not verify");
       f.insert(c, ++ids, lease.term());
       assertEquals(1, f.verified.get());
       f.insert(c, ++ids, lease.term());
-      try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT 1")) {
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT 1")) {
         rs.next();
       }
       assertEquals(1, f.verified.get(), "exactly once per transaction");
@@ -101,7 +105,8 @@ class TransactionBoundaryTest {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
     Lease lease = claim(db);
-    try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+        Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
       Savepoint sp = c.setSavepoint();
       assertEquals(1, f.verified.get(), "setSavepoint verifies before the driver's own SQL");
@@ -120,7 +125,8 @@ class TransactionBoundaryTest {
     FencedDataSource ds = f.fenced(f.options().build());
     Lease lease = claim(db);
     String begin = db.isMySqlFamily() ? "START TRANSACTION" : "BEGIN";
-    try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection();
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+        Connection c = ds.getConnection();
         Statement s = c.createStatement()) {
       assertTrue(c.getAutoCommit());
       s.execute(" /* explicit */ " + begin);
@@ -148,7 +154,8 @@ class TransactionBoundaryTest {
     Lease lease = claim(db);
     f.takeOver(lease);
     int id = ++ids;
-    try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+        Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
       LeaseLostSQLException refused =
           assertThrows(LeaseLostSQLException.class, () -> f.insert(c, id, lease.term()));
@@ -157,9 +164,11 @@ class TransactionBoundaryTest {
       LeaseLostSQLException again =
           assertThrows(LeaseLostSQLException.class, () -> f.insert(c, id, lease.term()));
       assertEquals(LeaseLostSQLException.POISONED, again.getSQLState());
-      assertEquals(LeaseLostSQLException.POISONED,
+      assertEquals(
+          LeaseLostSQLException.POISONED,
           assertThrows(LeaseLostSQLException.class, c::commit).getSQLState());
-      assertEquals(LeaseLostSQLException.POISONED,
+      assertEquals(
+          LeaseLostSQLException.POISONED,
           assertThrows(LeaseLostSQLException.class, c::setSavepoint).getSQLState());
       c.rollback(); // never fails because of the lease
       try (LeaseContext.Scope none = LeaseContext.unbind()) {
@@ -184,7 +193,8 @@ class TransactionBoundaryTest {
         c.rollback();
         f.takeOver(lease);
         assertThrows(LeaseLostSQLException.class, () -> f.insert(c, id, lease.term()));
-        assertEquals(LeaseLostSQLException.POISONED,
+        assertEquals(
+            LeaseLostSQLException.POISONED,
             assertThrows(LeaseLostSQLException.class, () -> c.setAutoCommit(true)).getSQLState());
         assertTrue(c.getAutoCommit());
       }
@@ -199,7 +209,8 @@ class TransactionBoundaryTest {
     FencedDataSource ds = f.fenced(f.options().build());
     Lease lease = claim(db);
     int id = ++ids;
-    try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection()) {
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+        Connection c = ds.getConnection()) {
       f.insert(c, id, lease.term());
       f.insert(c, ++ids, lease.term());
       assertEquals(2, f.verified.get());
@@ -207,8 +218,10 @@ class TransactionBoundaryTest {
       assertEquals(1, f.count("id = " + id), "committed");
       f.takeOver(lease);
       int refusedId = ++ids;
-      assertEquals(LeaseLostSQLException.REFUSED, assertThrows(LeaseLostSQLException.class,
-          () -> f.insert(c, refusedId, lease.term())).getSQLState());
+      assertEquals(
+          LeaseLostSQLException.REFUSED,
+          assertThrows(LeaseLostSQLException.class, () -> f.insert(c, refusedId, lease.term()))
+              .getSQLState());
       assertTrue(c.getAutoCommit());
       assertEquals(0, f.count("id = " + refusedId), "the refused statement never ran");
       try (LeaseContext.Scope none = LeaseContext.unbind()) {
@@ -223,16 +236,17 @@ class TransactionBoundaryTest {
     Fixture f = fixture(db);
     Lease lease = claim(db);
     try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-      try (Connection c = f.fenced(f.options().autoCommit(AutoCommitPolicy.VERIFY_ONLY).build())
-          .getConnection()) {
+      try (Connection c =
+          f.fenced(f.options().autoCommit(AutoCommitPolicy.VERIFY_ONLY).build()).getConnection()) {
         f.insert(c, ++ids, lease.term());
         f.insert(c, ++ids, lease.term());
         assertEquals(2, f.verified.get());
       }
-      try (Connection c = f.fenced(f.options().autoCommit(AutoCommitPolicy.REFUSE).build())
-          .getConnection()) {
+      try (Connection c =
+          f.fenced(f.options().autoCommit(AutoCommitPolicy.REFUSE).build()).getConnection()) {
         int id = ++ids;
-        assertEquals(LeaseLostSQLException.AUTOCOMMIT_REFUSED,
+        assertEquals(
+            LeaseLostSQLException.AUTOCOMMIT_REFUSED,
             assertThrows(SQLException.class, () -> f.insert(c, id, lease.term())).getSQLState());
         c.setAutoCommit(false);
         f.insert(c, id, lease.term());
@@ -255,11 +269,14 @@ class TransactionBoundaryTest {
       sqlite.setUrl(f.pool.getDataSource().unwrap(org.sqlite.SQLiteDataSource.class).getUrl());
       target = sqlite;
     }
-    try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = FencedDataSource
-        .wrap(target, f.options().readOnly(ReadOnlyPolicy.SKIP).build()).getConnection()) {
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+        Connection c =
+            FencedDataSource.wrap(target, f.options().readOnly(ReadOnlyPolicy.SKIP).build())
+                .getConnection()) {
       c.setReadOnly(true);
       c.setAutoCommit(false);
-      try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT 1")) {
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT 1")) {
         rs.next();
       }
       assertEquals(0, f.verified.get());
@@ -284,8 +301,10 @@ class TransactionBoundaryTest {
         f.insert(c, ++ids, first.term());
       }
       try (LeaseContext.Scope scope = LeaseContext.bind(second)) {
-        assertEquals(LeaseLostSQLException.LEASE_CHANGED, assertThrows(
-            LeaseLostSQLException.class, () -> f.insert(c, ++ids, second.term())).getSQLState());
+        assertEquals(
+            LeaseLostSQLException.LEASE_CHANGED,
+            assertThrows(LeaseLostSQLException.class, () -> f.insert(c, ++ids, second.term()))
+                .getSQLState());
       }
       c.rollback();
     }
@@ -312,8 +331,9 @@ class TransactionBoundaryTest {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
     Lease lease = claim(db);
-    try (Connection c = ds.getConnection(); java.sql.PreparedStatement ps = c.prepareStatement(
-        "INSERT INTO " + f.data + " (id, term) VALUES (?, ?)")) {
+    try (Connection c = ds.getConnection();
+        java.sql.PreparedStatement ps =
+            c.prepareStatement("INSERT INTO " + f.data + " (id, term) VALUES (?, ?)")) {
       c.setAutoCommit(false);
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
         for (int i = 0; i < 3; i++) {
@@ -341,7 +361,8 @@ class TransactionBoundaryTest {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
     Lease lease = claim(db);
-    try (LeaseContext.Scope scope = LeaseContext.bind(lease); Connection c = ds.getConnection();
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+        Connection c = ds.getConnection();
         Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3")) {
       int sum = 0;

@@ -59,8 +59,8 @@ class WrapperTest {
   /** Negative control: the check finds a default method a class leaves to its interface. */
   @Test
   void theOverrideCheckCatchesAMissingMethod() throws Exception {
-    assertTrue(notOverridden(UrlDataSource.class, DataSource.class)
-        .contains("createConnectionBuilder"));
+    assertTrue(
+        notOverridden(UrlDataSource.class, DataSource.class).contains("createConnectionBuilder"));
   }
 
   @ParameterizedTest(name = "{0}")
@@ -71,19 +71,22 @@ class WrapperTest {
       Lease lease = f.manager("w", LeaseTimings.DEFAULTS).tryClaim("w").orElseThrow();
       try (Connection c = ds.getConnection()) {
         assertTrue(c instanceof FencedConnection);
-        assertSame(c, c.unwrap(Connection.class), "unwrap(Connection) must not hand out the driver's");
+        assertSame(
+            c, c.unwrap(Connection.class), "unwrap(Connection) must not hand out the driver's");
         assertSame(c, c.unwrap(FencedConnection.class));
         assertTrue(c.isWrapperFor(FencedConnection.class));
         assertTrue(FencedConnections.isFenced(c));
         assertSame(c, FencedConnections.wrap(c, FencingOptions.defaults()), "idempotent");
-        Connection other = FencedConnections.wrap(f.pool.getConnection(), FencingOptions.defaults());
+        Connection other =
+            FencedConnections.wrap(f.pool.getConnection(), FencingOptions.defaults());
         assertNotEquals(c, other, "identity equality");
         assertNotEquals(c.hashCode(), System.identityHashCode(other));
         other.close();
         assertTrue(other.isClosed());
         other.close(); // idempotent
 
-        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT 1")) {
+        try (Statement s = c.createStatement();
+            ResultSet rs = s.executeQuery("SELECT 1")) {
           assertSame(c, s.getConnection());
           assertSame(s, rs.getStatement());
           assertTrue(s.execute("SELECT 1"));

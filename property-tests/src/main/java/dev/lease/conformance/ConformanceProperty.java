@@ -1,9 +1,9 @@
 package dev.lease.conformance;
 
 /**
- * One property of DESIGN.md's invariants, checkable against a database. Implementations live in this
- * module's main sources, so the conformance runner jar carries them and the module's tests run the
- * very same code against the four CI databases.
+ * One property of DESIGN.md's invariants, checkable against a database. Implementations live in
+ * this module's main sources, so the conformance runner jar carries them and the module's tests run
+ * the very same code against the four CI databases.
  */
 public interface ConformanceProperty {
 

@@ -12,7 +12,10 @@ public final class Properties {
   private Properties() {}
 
   public static List<ConformanceProperty> all() {
-    return List.of(new ModelProperty(), new SimulationProperty(), new FaultRunProperty(),
+    return List.of(
+        new ModelProperty(),
+        new SimulationProperty(),
+        new FaultRunProperty(),
         new PausedHolderProperty());
   }
 }

@@ -12,8 +12,15 @@ package dev.lease.conformance;
  * @param failure the seed, the shrunk schedule and what broke, or null when the property holds
  * @param note what the run could not do on this database, or null
  */
-public record PropertyResult(String property, String database, long schedules, long faults,
-    long violations, String failure, String note, long millis) {
+public record PropertyResult(
+    String property,
+    String database,
+    long schedules,
+    long faults,
+    long violations,
+    String failure,
+    String note,
+    long millis) {
 
   public boolean holds() {
     return violations == 0 && failure == null;

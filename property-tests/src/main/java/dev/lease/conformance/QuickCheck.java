@@ -18,26 +18,34 @@ public final class QuickCheck {
 
   private QuickCheck() {}
 
-  /** @return the falsification, or null when every generated value passed */
-  public static <T> Falsified run(long seed, int examples, int shrinkCycles, Gen<T> gen,
-      Predicate<T> property) {
+  /**
+   * @return the falsification, or null when every generated value passed
+   */
+  public static <T> Falsified run(
+      long seed, int examples, int shrinkCycles, Gen<T> gen, Predicate<T> property) {
     Falsified[] found = new Falsified[1];
-    Reporter reporter = new Reporter() {
-      @Override
-      public void falisification(long s, int n, Object smallest, Throwable cause,
-          List<Object> others, AsString<Object> asString) {
-        found[0] = new Falsified(s, n, smallest, cause);
-      }
+    Reporter reporter =
+        new Reporter() {
+          @Override
+          public void falisification(
+              long s,
+              int n,
+              Object smallest,
+              Throwable cause,
+              List<Object> others,
+              AsString<Object> asString) {
+            found[0] = new Falsified(s, n, smallest, cause);
+          }
 
-      @Override
-      public void falisification(long s, int n, Object smallest, List<Object> others,
-          AsString<Object> asString) {
-        found[0] = new Falsified(s, n, smallest, null);
-      }
+          @Override
+          public void falisification(
+              long s, int n, Object smallest, List<Object> others, AsString<Object> asString) {
+            found[0] = new Falsified(s, n, smallest, null);
+          }
 
-      @Override
-      public void valuesExhausted(int n) {}
-    };
+          @Override
+          public void valuesExhausted(int n) {}
+        };
     QuickTheory.qt()
         .withFixedSeed(seed)
         .withExamples(examples)

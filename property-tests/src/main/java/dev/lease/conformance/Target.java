@@ -33,19 +33,27 @@ public final class Target {
   private final String url;
   private final String user;
   private final String password;
+
   /** Every table of this run starts with it, so leftovers are found and only ours are dropped. */
   private final String tablePrefix;
+
   private final AtomicInteger tables = new AtomicInteger();
 
   public Target(String url, String user, String password) {
-    this(url, user, password,
+    this(
+        url,
+        user,
+        password,
         "lc_" + Integer.toHexString(RANDOM.nextInt(1 << 24) | (1 << 24)).substring(1) + "_");
   }
 
-  /** @param tablePrefix the prefix of every table this run creates: lower-case letters, digits, _ */
+  /**
+   * @param tablePrefix the prefix of every table this run creates: lower-case letters, digits, _
+   */
   public Target(String url, String user, String password, String tablePrefix) {
     if (!tablePrefix.matches("[a-z][a-z0-9_]{0,20}")) {
-      throw new IllegalArgumentException("table prefix " + tablePrefix + " is not a short identifier");
+      throw new IllegalArgumentException(
+          "table prefix " + tablePrefix + " is not a short identifier");
     }
     this.url = url;
     this.user = user;
@@ -72,7 +80,8 @@ public final class Target {
 
   /** Drops {@code tables} if they exist, best effort: what a property does when it ends. */
   public void dropQuietly(String... names) {
-    try (Connection c = connect(); Statement s = c.createStatement()) {
+    try (Connection c = connect();
+        Statement s = c.createStatement()) {
       for (String t : names) {
         try {
           s.execute("DROP TABLE IF EXISTS " + t);
@@ -142,8 +151,8 @@ public final class Target {
 
   /**
    * Host and port of a server database on a loopback address, which the fault runs may put a proxy
-   * in front of; empty for SQLite and for remote servers (the proxy only ever listens and connects on
-   * loopback).
+   * in front of; empty for SQLite and for remote servers (the proxy only ever listens and connects
+   * on loopback).
    */
   public Optional<URI> loopbackServer() {
     Matcher m = HOST_PORT.matcher(url);

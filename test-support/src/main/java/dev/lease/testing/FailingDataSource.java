@@ -11,9 +11,9 @@ import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
- * Wraps a real DataSource and, while {@link #failing(boolean) failing}, refuses every
- * {@code getConnection} as an unreachable database would: the way tests drop renewals without
- * touching the database itself.
+ * Wraps a real DataSource and, while {@link #failing(boolean) failing}, refuses every {@code
+ * getConnection} as an unreachable database would: the way tests drop renewals without touching the
+ * database itself.
  */
 public final class FailingDataSource implements DataSource {
   private final DataSource delegate;
@@ -37,7 +37,8 @@ public final class FailingDataSource implements DataSource {
   public Connection getConnection() throws SQLException {
     if (failing.get()) {
       refused.incrementAndGet();
-      throw new SQLTransientConnectionException("connection refused (injected by the test)", "08001");
+      throw new SQLTransientConnectionException(
+          "connection refused (injected by the test)", "08001");
     }
     return delegate.getConnection();
   }
@@ -46,7 +47,8 @@ public final class FailingDataSource implements DataSource {
   public Connection getConnection(String username, String password) throws SQLException {
     if (failing.get()) {
       refused.incrementAndGet();
-      throw new SQLTransientConnectionException("connection refused (injected by the test)", "08001");
+      throw new SQLTransientConnectionException(
+          "connection refused (injected by the test)", "08001");
     }
     return delegate.getConnection(username, password);
   }

@@ -24,13 +24,15 @@ import org.sqlite.SQLiteDataSource;
  *
  * <p>Servers are found at the CI defaults (PostgreSQL 127.0.0.1:5432 database test user postgres;
  * MariaDB 127.0.0.1:3306 database test user root, empty password); override with the system
- * properties {@code lease.test.postgresql.url}, {@code lease.test.mysql.url} and
- * {@code lease.test.mariadb.url}.
+ * properties {@code lease.test.postgresql.url}, {@code lease.test.mysql.url} and {@code
+ * lease.test.mariadb.url}.
  */
 public enum TestDatabase {
   POSTGRESQL("postgresql", "jdbc:postgresql://127.0.0.1:5432/test?user=postgres"),
-  MYSQL("mysql", "jdbc:mysql://127.0.0.1:3306/test?user=root&password="
-      + "&connectionTimeZone=LOCAL&characterEncoding=UTF-8"),
+  MYSQL(
+      "mysql",
+      "jdbc:mysql://127.0.0.1:3306/test?user=root&password="
+          + "&connectionTimeZone=LOCAL&characterEncoding=UTF-8"),
   MARIADB("mariadb", "jdbc:mariadb://127.0.0.1:3306/test?user=root&password="),
   SQLITE("sqlite", null);
 
@@ -72,9 +74,9 @@ public enum TestDatabase {
   }
 
   /**
-   * A pooled DataSource (HikariCP) on this database. For SQLite every call makes a new database file
-   * in WAL mode with a busy timeout, so callers that need to share one file must share the returned
-   * DataSource (or use {@link #sqliteDataSource(String)}).
+   * A pooled DataSource (HikariCP) on this database. For SQLite every call makes a new database
+   * file in WAL mode with a busy timeout, so callers that need to share one file must share the
+   * returned DataSource (or use {@link #sqliteDataSource(String)}).
    */
   public HikariDataSource pooled(int maxPoolSize) {
     HikariConfig cfg = new HikariConfig();
@@ -116,7 +118,8 @@ public enum TestDatabase {
 
   /** Drops {@code tables} if they exist; ignores errors (tests clean up best effort). */
   public static void dropQuietly(DataSource ds, String... tables) {
-    try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
       for (String t : tables) {
         s.execute("DROP TABLE IF EXISTS " + t);
       }

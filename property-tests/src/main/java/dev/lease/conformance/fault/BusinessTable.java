@@ -11,17 +11,21 @@ import java.util.Map;
 
 /**
  * The business data of a fault run: each transaction writes a fixed number of rows tagged with the
- * transaction id and the term it verified; afterwards every transaction must be there whole or not at
- * all.
+ * transaction id and the term it verified; afterwards every transaction must be there whole or not
+ * at all.
  */
 final class BusinessTable {
 
   private BusinessTable() {}
 
   static void create(Target target, String table) throws SQLException {
-    try (Connection c = target.connect(); Statement s = c.createStatement()) {
-      s.execute("CREATE TABLE " + table + " (txn BIGINT NOT NULL, part INTEGER NOT NULL,"
-          + " term BIGINT NOT NULL, PRIMARY KEY (txn, part))");
+    try (Connection c = target.connect();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "CREATE TABLE "
+              + table
+              + " (txn BIGINT NOT NULL, part INTEGER NOT NULL,"
+              + " term BIGINT NOT NULL, PRIMARY KEY (txn, part))");
       if (!c.getAutoCommit()) {
         c.commit();
       }
@@ -30,8 +34,8 @@ final class BusinessTable {
 
   static void insert(Connection c, String table, long txn, int part, long term)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(
-        "INSERT INTO " + table + " (txn, part, term) VALUES (?, ?, ?)")) {
+    try (PreparedStatement ps =
+        c.prepareStatement("INSERT INTO " + table + " (txn, part, term) VALUES (?, ?, ?)")) {
       ps.setLong(1, txn);
       ps.setInt(2, part);
       ps.setLong(3, term);
@@ -42,9 +46,10 @@ final class BusinessTable {
   /** txn → {rows, the highest term written}. */
   static Map<Long, long[]> rows(Target target, String table) throws SQLException {
     Map<Long, long[]> rows = new HashMap<>();
-    try (Connection c = target.connect(); Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT txn, count(*), max(term) FROM " + table
-            + " GROUP BY txn")) {
+    try (Connection c = target.connect();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery("SELECT txn, count(*), max(term) FROM " + table + " GROUP BY txn")) {
       while (rs.next()) {
         rows.put(rs.getLong(1), new long[] {rs.getLong(2), rs.getLong(3)});
       }
@@ -58,8 +63,9 @@ final class BusinessTable {
    */
   static long[] observedTermAndTime(Connection c, Target target, String leaseTable, String name)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(
-        "SELECT term, " + clock(target) + " FROM " + leaseTable + " WHERE name = ?")) {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT term, " + clock(target) + " FROM " + leaseTable + " WHERE name = ?")) {
       ps.setString(1, name);
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next() ? new long[] {rs.getLong(1), rs.getLong(2)} : new long[] {-1, -1};
@@ -68,9 +74,9 @@ final class BusinessTable {
   }
 
   /**
-   * The database server's clock in epoch milliseconds, the expressions DESIGN.md chose: PostgreSQL's
-   * clock_timestamp() (not now(), the transaction's start), UTC_TIMESTAMP(6) on MySQL/MariaDB (free of
-   * the session time zone), unixepoch with subsec on SQLite 3.42+.
+   * The database server's clock in epoch milliseconds, the expressions DESIGN.md chose:
+   * PostgreSQL's clock_timestamp() (not now(), the transaction's start), UTC_TIMESTAMP(6) on
+   * MySQL/MariaDB (free of the session time zone), unixepoch with subsec on SQLite 3.42+.
    */
   static String clock(Target target) {
     if (target.isPostgres()) {
@@ -84,9 +90,12 @@ final class BusinessTable {
 
   /** The server's id of this session, for killing it from an admin session; 0 on SQLite. */
   static long sessionId(Connection c, Target target) throws SQLException {
-    String sql = target.isPostgres() ? "SELECT pg_backend_pid()"
-        : target.isMySqlFamily() ? "SELECT CONNECTION_ID()" : "SELECT 0";
-    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+    String sql =
+        target.isPostgres()
+            ? "SELECT pg_backend_pid()"
+            : target.isMySqlFamily() ? "SELECT CONNECTION_ID()" : "SELECT 0";
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
       rs.next();
       return rs.getLong(1);
     }

@@ -30,12 +30,12 @@ import javax.sql.DataSource;
 
 /**
  * Real concurrency on the real database: three processes (each with its own lease manager, keeper
- * threads and fenced DataSource) compete for one lease and run multi-row business transactions under
- * it with STRICT fencing, while faults hit them: a process paused inside its transaction (its threads
- * stopped, its renewals refused), its session killed from an admin session, its connections reset or
- * its traffic delayed by a loopback TCP proxy, an application error in the middle of a transaction.
- * The recorded history must show one holder per term, no commit under term t after the claim of term
- * t+1 completed, and every transaction in the database whole or not at all.
+ * threads and fenced DataSource) compete for one lease and run multi-row business transactions
+ * under it with STRICT fencing, while faults hit them: a process paused inside its transaction (its
+ * threads stopped, its renewals refused), its session killed from an admin session, its connections
+ * reset or its traffic delayed by a loopback TCP proxy, an application error in the middle of a
+ * transaction. The recorded history must show one holder per term, no commit under term t after the
+ * claim of term t+1 completed, and every transaction in the database whole or not at all.
  */
 public final class FaultRunProperty implements ConformanceProperty {
 
@@ -44,15 +44,23 @@ public final class FaultRunProperty implements ConformanceProperty {
   static final int PROCESSES = 3;
 
   /** Short on purpose, so hand-overs happen within seconds; the checks do not depend on timing. */
-  static final LeaseTimings TIMINGS = LeaseTimings.builder()
-      .leaseDuration(Duration.ofMillis(1500))
-      .renewInterval(Duration.ofMillis(250))
-      .attemptTimeout(Duration.ofMillis(600))
-      .localDeadline(Duration.ofMillis(1000))
-      .gracePeriod(Duration.ofMillis(500))
-      .build();
+  static final LeaseTimings TIMINGS =
+      LeaseTimings.builder()
+          .leaseDuration(Duration.ofMillis(1500))
+          .renewInterval(Duration.ofMillis(250))
+          .attemptTimeout(Duration.ofMillis(600))
+          .localDeadline(Duration.ofMillis(1000))
+          .gracePeriod(Duration.ofMillis(500))
+          .build();
 
-  enum FaultKind { NONE, PAUSE, KILL, PROXY_DROP, PROXY_DELAY, FAIL_MIDWAY }
+  enum FaultKind {
+    NONE,
+    PAUSE,
+    KILL,
+    PROXY_DROP,
+    PROXY_DELAY,
+    FAIL_MIDWAY
+  }
 
   @Override
   public String id() {
@@ -75,8 +83,8 @@ public final class FaultRunProperty implements ConformanceProperty {
     try {
       return run.execute(progress, started);
     } catch (SQLException | IOException e) {
-      throw new IllegalStateException("fault run on " + target.label() + " could not be set up: "
-          + e.getMessage(), e);
+      throw new IllegalStateException(
+          "fault run on " + target.label() + " could not be set up: " + e.getMessage(), e);
     } finally {
       run.close();
       target.dropQuietly(leases, business);
@@ -109,8 +117,12 @@ public final class FaultRunProperty implements ConformanceProperty {
     }
 
     PropertyResult execute(Progress progress, long started) throws SQLException, IOException {
-      LeaseManager.builder(target.dataSource()).table(leases).instance("setup")
-          .createTableIfMissing().build().close();
+      LeaseManager.builder(target.dataSource())
+          .table(leases)
+          .instance("setup")
+          .createTableIfMissing()
+          .build()
+          .close();
       BusinessTable.create(target, business);
       Optional<URI> server = target.loopbackServer();
       if (!target.isSqlite()) {
@@ -127,13 +139,20 @@ public final class FaultRunProperty implements ConformanceProperty {
           base = target.dataSourceAt(proxy.port());
         }
         ProcessDataSource ds = new ProcessDataSource(base);
-        LeaseManager manager = LeaseManager.builder(ds).table(leases).instance("process-" + i)
-            .timings(TIMINGS).failurePolicy(FailurePolicy.logOnly()).build();
+        LeaseManager manager =
+            LeaseManager.builder(ds)
+                .table(leases)
+                .instance("process-" + i)
+                .timings(TIMINGS)
+                .failurePolicy(FailurePolicy.logOnly())
+                .build();
         managers.add(manager);
         int id = i;
         LoopbackProxy p = proxy;
-        Thread t = new Thread(() -> work(id, manager, ds, p, new Random(seed * 31 + id)),
-            "fault-run-process-" + i);
+        Thread t =
+            new Thread(
+                () -> work(id, manager, ds, p, new Random(seed * 31 + id)),
+                "fault-run-process-" + i);
         t.setDaemon(true);
         workers.add(t);
       }
@@ -158,11 +177,21 @@ public final class FaultRunProperty implements ConformanceProperty {
       managers.forEach(LeaseManager::close);
       List<String> violations = history.check(true, ROWS, BusinessTable.rows(target, business));
       long maxTerm = history.claims().stream().mapToLong(History.Claim::term).max().orElse(0);
-      long committed = history.transactions().stream()
-          .filter(t -> t.end() == History.End.COMMITTED).count();
-      StringBuilder note = new StringBuilder(history.claims().size() + " claims (up to term "
-          + maxTerm + "), " + committed + " of " + tried.get() + " transactions committed, "
-          + history.contended() + " were open across a takeover; faults " + faultsByKind);
+      long committed =
+          history.transactions().stream().filter(t -> t.end() == History.End.COMMITTED).count();
+      StringBuilder note =
+          new StringBuilder(
+              history.claims().size()
+                  + " claims (up to term "
+                  + maxTerm
+                  + "), "
+                  + committed
+                  + " of "
+                  + tried.get()
+                  + " transactions committed, "
+                  + history.contended()
+                  + " were open across a takeover; faults "
+                  + faultsByKind);
       if (server.isEmpty() && !target.isSqlite()) {
         note.append("; no proxy faults: the database is not on a loopback address");
       }
@@ -177,23 +206,35 @@ public final class FaultRunProperty implements ConformanceProperty {
       }
       String failure = null;
       if (!violations.isEmpty()) {
-        StringBuilder b = new StringBuilder("seed " + seed + " (replay the fault choices with --seed "
-            + seed + "; thread timing is real, so a replay is not exact)\n");
+        StringBuilder b =
+            new StringBuilder(
+                "seed "
+                    + seed
+                    + " (replay the fault choices with --seed "
+                    + seed
+                    + "; thread timing is real, so a replay is not exact)\n");
         violations.stream().limit(10).forEach(v -> b.append("    ").append(v).append('\n'));
         failure = b.toString();
       }
-      return new PropertyResult("fault-run", target.label(), tried.get(), faults.get(),
-          violations.size(), failure, note.toString(), (System.nanoTime() - started) / 1_000_000);
+      return new PropertyResult(
+          "fault-run",
+          target.label(),
+          tried.get(),
+          faults.get(),
+          violations.size(),
+          failure,
+          note.toString(),
+          (System.nanoTime() - started) / 1_000_000);
     }
 
     private boolean running() {
       return System.nanoTime() - deadlineNanos < 0 && !Thread.currentThread().isInterrupted();
     }
 
-    private void work(int id, LeaseManager manager, ProcessDataSource ds, LoopbackProxy proxy,
-        Random random) {
-      DataSource fenced = FencedDataSource.wrap(ds,
-          FencingOptions.builder().mode(FencingMode.STRICT).build());
+    private void work(
+        int id, LeaseManager manager, ProcessDataSource ds, LoopbackProxy proxy, Random random) {
+      DataSource fenced =
+          FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.STRICT).build());
       while (running()) {
         Optional<Lease> claimed;
         try {
@@ -213,8 +254,9 @@ public final class FaultRunProperty implements ConformanceProperty {
         } catch (LeaseException e) {
           // the claim stands; its database time is unknown
         }
-        history.claimed(new History.Claim(lease.term(), lease.holder(), lease.instance(),
-            System.nanoTime(), dbMs));
+        history.claimed(
+            new History.Claim(
+                lease.term(), lease.holder(), lease.instance(), System.nanoTime(), dbMs));
         lease.hold();
         int rounds = 3 + random.nextInt(12);
         try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
@@ -232,8 +274,16 @@ public final class FaultRunProperty implements ConformanceProperty {
 
     private FaultKind pick(Random random, LoopbackProxy proxy) {
       int r = random.nextInt(100);
-      FaultKind k = r < 65 ? FaultKind.NONE : r < 75 ? FaultKind.PAUSE : r < 81 ? FaultKind.KILL
-          : r < 86 ? FaultKind.PROXY_DROP : r < 91 ? FaultKind.PROXY_DELAY : FaultKind.FAIL_MIDWAY;
+      FaultKind k =
+          r < 65
+              ? FaultKind.NONE
+              : r < 75
+                  ? FaultKind.PAUSE
+                  : r < 81
+                      ? FaultKind.KILL
+                      : r < 86
+                          ? FaultKind.PROXY_DROP
+                          : r < 91 ? FaultKind.PROXY_DELAY : FaultKind.FAIL_MIDWAY;
       if ((k == FaultKind.KILL && admin == null)
           || ((k == FaultKind.PROXY_DROP || k == FaultKind.PROXY_DELAY) && proxy == null)) {
         return FaultKind.NONE;
@@ -241,8 +291,8 @@ public final class FaultRunProperty implements ConformanceProperty {
       return k;
     }
 
-    private void transaction(Lease lease, DataSource fenced, ProcessDataSource ds,
-        LoopbackProxy proxy, Random random) {
+    private void transaction(
+        Lease lease, DataSource fenced, ProcessDataSource ds, LoopbackProxy proxy, Random random) {
       long txn = txnSeq.incrementAndGet();
       long start = System.nanoTime();
       tried.incrementAndGet();
@@ -293,17 +343,30 @@ public final class FaultRunProperty implements ConformanceProperty {
         end = invoked == 0 ? History.End.FAILED : History.End.UNKNOWN;
         error = e.toString();
       }
-      history.ended(new History.Transaction(txn, lease.term(), lease.holder(), start, invoked,
-          System.nanoTime(), end, observed, preCommitMs, error));
+      history.ended(
+          new History.Transaction(
+              txn,
+              lease.term(),
+              lease.holder(),
+              start,
+              invoked,
+              System.nanoTime(),
+              end,
+              observed,
+              preCommitMs,
+              error));
     }
 
-    private void inject(FaultKind fault, long session, ProcessDataSource ds, LoopbackProxy proxy,
-        Random random) throws SQLException {
+    private void inject(
+        FaultKind fault, long session, ProcessDataSource ds, LoopbackProxy proxy, Random random)
+        throws SQLException {
       switch (fault) {
         case PAUSE -> {
           // the whole process stops: this thread sleeps and its renewals cannot get out
-          // mostly short stalls; one in three outlasts the lease, so a takeover meets an open transaction
-          long millis = random.nextInt(3) == 0 ? 1_600 + random.nextInt(1_000) : 50 + random.nextInt(400);
+          // mostly short stalls; one in three outlasts the lease, so a takeover meets an open
+          // transaction
+          long millis =
+              random.nextInt(3) == 0 ? 1_600 + random.nextInt(1_000) : 50 + random.nextInt(400);
           ds.refuseFor(millis);
           LockSupport.parkNanos(millis * 1_000_000L);
         }
@@ -319,13 +382,14 @@ public final class FaultRunProperty implements ConformanceProperty {
     }
 
     void close() {
-      managers.forEach(m -> {
-        try {
-          m.close();
-        } catch (RuntimeException e) {
-          // closing releases; the tables are dropped next anyway
-        }
-      });
+      managers.forEach(
+          m -> {
+            try {
+              m.close();
+            } catch (RuntimeException e) {
+              // closing releases; the tables are dropped next anyway
+            }
+          });
       proxies.forEach(LoopbackProxy::close);
       if (admin != null) {
         try {

@@ -18,8 +18,8 @@ public final class History {
    * A claim that succeeded; {@code databaseMs} is the database clock read just after it completed
    * (-1 if unknown), an upper bound of the claim's own time.
    */
-  public record Claim(long term, String holder, String instance, long completedNanos,
-      long databaseMs) {}
+  public record Claim(
+      long term, String holder, String instance, long completedNanos, long databaseMs) {}
 
   /** How a business transaction ended. */
   public enum End {
@@ -32,8 +32,16 @@ public final class History {
   }
 
   /** A business transaction of {@code rows} rows under {@code term}. */
-  public record Transaction(long txn, long term, String holder, long startNanos,
-      long commitInvokedNanos, long endNanos, End end, long observedTerm, long preCommitDatabaseMs,
+  public record Transaction(
+      long txn,
+      long term,
+      String holder,
+      long startNanos,
+      long commitInvokedNanos,
+      long endNanos,
+      End end,
+      long observedTerm,
+      long preCommitDatabaseMs,
       String error) {}
 
   final ConcurrentLinkedQueue<Claim> claims = new ConcurrentLinkedQueue<>();
@@ -60,8 +68,16 @@ public final class History {
    * invariant 3 to the test (the rest never met a takeover).
    */
   public long contended() {
-    return transactions.stream().filter(t -> claims.stream().anyMatch(c -> c.term() > t.term()
-        && c.completedNanos() > t.startNanos() && c.completedNanos() < t.endNanos())).count();
+    return transactions.stream()
+        .filter(
+            t ->
+                claims.stream()
+                    .anyMatch(
+                        c ->
+                            c.term() > t.term()
+                                && c.completedNanos() > t.startNanos()
+                                && c.completedNanos() < t.endNanos()))
+        .count();
   }
 
   /**
@@ -79,8 +95,16 @@ public final class History {
     for (Claim c : claims) {
       String other = holderOf.putIfAbsent(c.term(), c.holder());
       if (other != null && !other.equals(c.holder())) {
-        violations.add("invariant 1: term " + c.term() + " has two holders, " + other + " and "
-            + c.holder() + " (" + c.instance() + ")");
+        violations.add(
+            "invariant 1: term "
+                + c.term()
+                + " has two holders, "
+                + other
+                + " and "
+                + c.holder()
+                + " ("
+                + c.instance()
+                + ")");
       }
     }
     // invariant 3: a transaction verified under t whose commit was invoked after a claim of a later
@@ -92,26 +116,50 @@ public final class History {
         }
         for (Claim c : claims) {
           if (c.term() > t.term() && c.completedNanos() < t.commitInvokedNanos()) {
-            violations.add("invariant 3: transaction " + t.txn() + " verified under term " + t.term()
-                + " committed " + (t.commitInvokedNanos() - c.completedNanos()) / 1_000_000
-                + " ms after the claim of term " + c.term() + " by " + c.instance()
-                + " had completed");
+            violations.add(
+                "invariant 3: transaction "
+                    + t.txn()
+                    + " verified under term "
+                    + t.term()
+                    + " committed "
+                    + (t.commitInvokedNanos() - c.completedNanos()) / 1_000_000
+                    + " ms after the claim of term "
+                    + c.term()
+                    + " by "
+                    + c.instance()
+                    + " had completed");
             break;
           }
         }
         // the same on the database clock: its last statement ran after the claim had completed
         for (Claim c : claims) {
-          if (c.term() > t.term() && c.databaseMs() > 0 && t.preCommitDatabaseMs() > c.databaseMs()) {
-            violations.add("invariant 3: transaction " + t.txn() + " verified under term " + t.term()
-                + " ran its last statement at database time " + t.preCommitDatabaseMs() + ", "
-                + (t.preCommitDatabaseMs() - c.databaseMs()) + " ms after the claim of term "
-                + c.term() + " had completed, and committed");
+          if (c.term() > t.term()
+              && c.databaseMs() > 0
+              && t.preCommitDatabaseMs() > c.databaseMs()) {
+            violations.add(
+                "invariant 3: transaction "
+                    + t.txn()
+                    + " verified under term "
+                    + t.term()
+                    + " ran its last statement at database time "
+                    + t.preCommitDatabaseMs()
+                    + ", "
+                    + (t.preCommitDatabaseMs() - c.databaseMs())
+                    + " ms after the claim of term "
+                    + c.term()
+                    + " had completed, and committed");
             break;
           }
         }
         if (t.observedTerm() > t.term()) {
-          violations.add("invariant 3: transaction " + t.txn() + " verified under term " + t.term()
-              + " saw term " + t.observedTerm() + " in the lease row and still committed");
+          violations.add(
+              "invariant 3: transaction "
+                  + t.txn()
+                  + " verified under term "
+                  + t.term()
+                  + " saw term "
+                  + t.observedTerm()
+                  + " in the lease row and still committed");
         }
       }
     }
@@ -119,18 +167,32 @@ public final class History {
     for (Transaction t : transactions) {
       long[] rows = rowsOf.getOrDefault(t.txn(), new long[] {0, -1});
       long n = rows[0];
-      boolean ok = switch (t.end()) {
-        case COMMITTED -> n == rowsPerTransaction;
-        case FAILED -> n == 0;
-        case UNKNOWN -> n == 0 || n == rowsPerTransaction;
-      };
+      boolean ok =
+          switch (t.end()) {
+            case COMMITTED -> n == rowsPerTransaction;
+            case FAILED -> n == 0;
+            case UNKNOWN -> n == 0 || n == rowsPerTransaction;
+          };
       if (!ok) {
-        violations.add("invariant 4: transaction " + t.txn() + " ended " + t.end() + " with " + n
-            + " of its " + rowsPerTransaction + " rows in the database");
+        violations.add(
+            "invariant 4: transaction "
+                + t.txn()
+                + " ended "
+                + t.end()
+                + " with "
+                + n
+                + " of its "
+                + rowsPerTransaction
+                + " rows in the database");
       }
       if (n > 0 && rows[1] != t.term()) {
-        violations.add("invariant 4: transaction " + t.txn() + " of term " + t.term()
-            + " wrote rows of term " + rows[1]);
+        violations.add(
+            "invariant 4: transaction "
+                + t.txn()
+                + " of term "
+                + t.term()
+                + " wrote rows of term "
+                + rows[1]);
       }
     }
     return violations;

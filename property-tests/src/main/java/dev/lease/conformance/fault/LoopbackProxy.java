@@ -15,9 +15,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A TCP proxy between a process and its database server, both ends on loopback only: it listens on
- * 127.0.0.1 at an ephemeral port and connects to the server's port on 127.0.0.1. The fault runs use it
- * to delay a process's traffic (every chunk waits while a delay is set) or to drop its connections
- * (reset, as a broken network would).
+ * 127.0.0.1 at an ephemeral port and connects to the server's port on 127.0.0.1. The fault runs use
+ * it to delay a process's traffic (every chunk waits while a delay is set) or to drop its
+ * connections (reset, as a broken network would).
  */
 public final class LoopbackProxy implements AutoCloseable {
 
@@ -92,27 +92,31 @@ public final class LoopbackProxy implements AutoCloseable {
   }
 
   private void pump(Socket from, Socket to) {
-    Thread t = new Thread(() -> {
-      byte[] buffer = new byte[16 * 1024];
-      try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
-        int n;
-        while ((n = in.read(buffer)) >= 0) {
-          if (System.nanoTime() - delayUntilNanos.get() < 0) {
-            // the injected fault: this traffic is late
-            Thread.sleep(delayMillis);
-          }
-          out.write(buffer, 0, n);
-          out.flush();
-        }
-      } catch (IOException | InterruptedException e) {
-        // one side closed or was reset; close the other
-      } finally {
-        closeQuietly(from);
-        closeQuietly(to);
-        sockets.remove(from);
-        sockets.remove(to);
-      }
-    }, "loopback-proxy-pump");
+    Thread t =
+        new Thread(
+            () -> {
+              byte[] buffer = new byte[16 * 1024];
+              try (InputStream in = from.getInputStream();
+                  OutputStream out = to.getOutputStream()) {
+                int n;
+                while ((n = in.read(buffer)) >= 0) {
+                  if (System.nanoTime() - delayUntilNanos.get() < 0) {
+                    // the injected fault: this traffic is late
+                    Thread.sleep(delayMillis);
+                  }
+                  out.write(buffer, 0, n);
+                  out.flush();
+                }
+              } catch (IOException | InterruptedException e) {
+                // one side closed or was reset; close the other
+              } finally {
+                closeQuietly(from);
+                closeQuietly(to);
+                sockets.remove(from);
+                sockets.remove(to);
+              }
+            },
+            "loopback-proxy-pump");
     t.setDaemon(true);
     t.start();
   }

@@ -25,32 +25,39 @@ import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
 
 /**
- * The takeover that fencing exists for, forced deterministically with a latch: a holder verifies its
- * lease in a fenced transaction, then stalls (before or after its first write) until another process
- * has claimed the expired lease, or until three lease durations passed; then it writes the rest and
- * commits. With STRICT fencing the claim cannot complete while the verified transaction is open, or
- * the database ends the stalled session first, so nothing commits under the old term after the claim.
+ * The takeover that fencing exists for, forced deterministically with a latch: a holder verifies
+ * its lease in a fenced transaction, then stalls (before or after its first write) until another
+ * process has claimed the expired lease, or until three lease durations passed; then it writes the
+ * rest and commits. With STRICT fencing the claim cannot complete while the verified transaction is
+ * open, or the database ends the stalled session first, so nothing commits under the old term after
+ * the claim.
  *
- * <p>{@link Fence#VERIFY} and {@link Fence#NONE} are the negative controls: VERIFY takes no lock, so on
- * PostgreSQL, MySQL and MariaDB the stale commit lands after the claim and the checker must report it;
- * NONE does not verify at all, which breaks SQLite too. The holder has no keeper on purpose: a real
- * stop-the-world pause stops the keeper as well, so nothing marks the lease lost before the commit.
+ * <p>{@link Fence#VERIFY} and {@link Fence#NONE} are the negative controls: VERIFY takes no lock,
+ * so on PostgreSQL, MySQL and MariaDB the stale commit lands after the claim and the checker must
+ * report it; NONE does not verify at all, which breaks SQLite too. The holder has no keeper on
+ * purpose: a real stop-the-world pause stops the keeper as well, so nothing marks the lease lost
+ * before the commit.
  */
 public final class PausedHolderProperty implements ConformanceProperty {
 
   /** How the holder's transaction is fenced. */
-  public enum Fence { STRICT, VERIFY, NONE }
+  public enum Fence {
+    STRICT,
+    VERIFY,
+    NONE
+  }
 
   static final String NAME = "paused-job";
   static final int ROWS = 2;
 
-  static final LeaseTimings TIMINGS = LeaseTimings.builder()
-      .leaseDuration(Duration.ofMillis(1000))
-      .renewInterval(Duration.ofMillis(200))
-      .attemptTimeout(Duration.ofMillis(400))
-      .localDeadline(Duration.ofMillis(600))
-      .gracePeriod(Duration.ofMillis(200))
-      .build();
+  static final LeaseTimings TIMINGS =
+      LeaseTimings.builder()
+          .leaseDuration(Duration.ofMillis(1000))
+          .renewInterval(Duration.ofMillis(200))
+          .attemptTimeout(Duration.ofMillis(400))
+          .localDeadline(Duration.ofMillis(600))
+          .gracePeriod(Duration.ofMillis(200))
+          .build();
 
   private final Fence fence;
 
@@ -82,76 +89,115 @@ public final class PausedHolderProperty implements ConformanceProperty {
     int rounds = size.pick(2, 6);
     List<String> outcomes = new ArrayList<>();
     try {
-      LeaseManager.builder(target.dataSource()).table(leases).instance("setup")
-          .createTableIfMissing().build().close();
+      LeaseManager.builder(target.dataSource())
+          .table(leases)
+          .instance("setup")
+          .createTableIfMissing()
+          .build()
+          .close();
       BusinessTable.create(target, business);
       try (LeaseManager holderSide = manager(target, leases, "paused-holder");
           LeaseManager claimerSide = manager(target, leases, "claimer")) {
         for (int round = 0; round < rounds; round++) {
           // alternate: stall right after the verify, or after the first write
-          outcomes.add(round(target, holderSide, claimerSide, business, leases, history,
-              round % 2 == 0, round));
+          outcomes.add(
+              round(
+                  target,
+                  holderSide,
+                  claimerSide,
+                  business,
+                  leases,
+                  history,
+                  round % 2 == 0,
+                  round));
           progress.update(round + 1, round + 1);
         }
       }
       List<String> violations = history.check(true, ROWS, BusinessTable.rows(target, business));
       String failure = null;
       if (!violations.isEmpty()) {
-        StringBuilder b = new StringBuilder("schedule: holder verifies (" + fence + "), stalls until"
-            + " the claim of the next term completes, then writes and commits\n");
+        StringBuilder b =
+            new StringBuilder(
+                "schedule: holder verifies ("
+                    + fence
+                    + "), stalls until"
+                    + " the claim of the next term completes, then writes and commits\n");
         violations.forEach(v -> b.append("    ").append(v).append('\n'));
         failure = b.toString();
       }
-      return new PropertyResult(id(), target.label(), rounds, rounds, violations.size(), failure,
-          String.join("; ", outcomes), (System.nanoTime() - started) / 1_000_000);
+      return new PropertyResult(
+          id(),
+          target.label(),
+          rounds,
+          rounds,
+          violations.size(),
+          failure,
+          String.join("; ", outcomes),
+          (System.nanoTime() - started) / 1_000_000);
     } catch (SQLException e) {
-      throw new IllegalStateException("paused-holder run on " + target.label()
-          + " could not be set up: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "paused-holder run on " + target.label() + " could not be set up: " + e.getMessage(), e);
     } finally {
       target.dropQuietly(leases, business);
     }
   }
 
   private static LeaseManager manager(Target target, String table, String instance) {
-    return LeaseManager.builder(target.dataSource()).table(table).instance(instance)
-        .timings(TIMINGS).failurePolicy(FailurePolicy.logOnly()).build();
+    return LeaseManager.builder(target.dataSource())
+        .table(table)
+        .instance(instance)
+        .timings(TIMINGS)
+        .failurePolicy(FailurePolicy.logOnly())
+        .build();
   }
 
-  private String round(Target target, LeaseManager holderSide, LeaseManager claimerSide,
-      String business, String leases, History history, boolean stallBeforeWrite, int round)
+  private String round(
+      Target target,
+      LeaseManager holderSide,
+      LeaseManager claimerSide,
+      String business,
+      String leases,
+      History history,
+      boolean stallBeforeWrite,
+      int round)
       throws SQLException {
     Lease lease = claimUntil(holderSide, System.nanoTime() + 10_000_000_000L);
     if (lease == null) {
       return "round " + round + ": the holder could not claim";
     }
-    history.claimed(new History.Claim(lease.term(), lease.holder(), lease.instance(),
-        System.nanoTime(), -1));
+    history.claimed(
+        new History.Claim(lease.term(), lease.holder(), lease.instance(), System.nanoTime(), -1));
     DataSource ds = target.dataSource();
-    DataSource connections = switch (fence) {
-      case STRICT -> FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.STRICT)
-          .build());
-      case VERIFY -> FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.VERIFY)
-          .build());
-      case NONE -> ds;
-    };
+    DataSource connections =
+        switch (fence) {
+          case STRICT ->
+              FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.STRICT).build());
+          case VERIFY ->
+              FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
+          case NONE -> ds;
+        };
     long pauseNanos = 3 * TIMINGS.leaseDuration().toNanos();
     CountDownLatch claimed = new CountDownLatch(1);
     Lease[] next = new Lease[1];
-    Thread claimer = new Thread(() -> {
-      Lease l = claimUntil(claimerSide, System.nanoTime() + pauseNanos + 2_000_000_000L);
-      if (l != null) {
-        long completed = System.nanoTime();
-        long dbMs = -1;
-        try {
-          dbMs = claimerSide.databaseTimeMillis();
-        } catch (LeaseException e) {
-          // unknown; the real-time check still applies
-        }
-        history.claimed(new History.Claim(l.term(), l.holder(), l.instance(), completed, dbMs));
-        next[0] = l;
-        claimed.countDown();
-      }
-    }, "paused-holder-claimer");
+    Thread claimer =
+        new Thread(
+            () -> {
+              Lease l = claimUntil(claimerSide, System.nanoTime() + pauseNanos + 2_000_000_000L);
+              if (l != null) {
+                long completed = System.nanoTime();
+                long dbMs = -1;
+                try {
+                  dbMs = claimerSide.databaseTimeMillis();
+                } catch (LeaseException e) {
+                  // unknown; the real-time check still applies
+                }
+                history.claimed(
+                    new History.Claim(l.term(), l.holder(), l.instance(), completed, dbMs));
+                next[0] = l;
+                claimed.countDown();
+              }
+            },
+            "paused-holder-claimer");
     long txn = round + 1;
     long start = System.nanoTime();
     long invoked = 0;
@@ -201,8 +247,18 @@ public final class PausedHolderProperty implements ConformanceProperty {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    history.ended(new History.Transaction(txn, lease.term(), lease.holder(), start, invoked,
-        System.nanoTime(), end, -1, preCommitMs, error));
+    history.ended(
+        new History.Transaction(
+            txn,
+            lease.term(),
+            lease.holder(),
+            start,
+            invoked,
+            System.nanoTime(),
+            end,
+            -1,
+            preCommitMs,
+            error));
     if (next[0] != null) {
       try {
         next[0].release();
@@ -210,8 +266,12 @@ public final class PausedHolderProperty implements ConformanceProperty {
         // expires by itself
       }
     }
-    return "round " + round + " (" + (stallBeforeWrite ? "stall before the first write"
-        : "stall after the first write") + "): " + end
+    return "round "
+        + round
+        + " ("
+        + (stallBeforeWrite ? "stall before the first write" : "stall after the first write")
+        + "): "
+        + end
         + (next[0] != null ? ", taken over by term " + next[0].term() : ", no takeover")
         + (error != null ? " (" + abbreviate(error) + ")" : "");
   }

@@ -9,8 +9,9 @@ import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
- * A process's way to the database in a fault run: while the process is "paused" (its threads stopped,
- * as in a long GC pause), it opens no new connection, so its keeper's renewals fail as they would.
+ * A process's way to the database in a fault run: while the process is "paused" (its threads
+ * stopped, as in a long GC pause), it opens no new connection, so its keeper's renewals fail as
+ * they would.
  */
 final class ProcessDataSource implements DataSource {
 

@@ -25,9 +25,9 @@ import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
 import org.junit.platform.launcher.core.LauncherFactory;
 
 /**
- * The conformance runner, {@code java -jar lease-conformance.jar}: checks every property of the suite
- * against one database through the JUnit Platform Launcher, shows progress, and ends with a table of
- * property × database × result. Exit status 0 only when every property holds.
+ * The conformance runner, {@code java -jar lease-conformance.jar}: checks every property of the
+ * suite against one database through the JUnit Platform Launcher, shows progress, and ends with a
+ * table of property × database × result. Exit status 0 only when every property holds.
  */
 public final class Main {
 
@@ -59,31 +59,54 @@ public final class Main {
       try {
         tempDir = Files.createTempDirectory("lease-conformance-");
       } catch (IOException e) {
-        err.println("lease-conformance: cannot create a temporary directory for the embedded SQLite"
-            + " database: " + e.getMessage() + "; set java.io.tmpdir to a writable directory");
+        err.println(
+            "lease-conformance: cannot create a temporary directory for the embedded SQLite"
+                + " database: "
+                + e.getMessage()
+                + "; set java.io.tmpdir to a writable directory");
         return BAD_INPUT;
       }
       // WAL lets the holder's readers and a claimer's write overlap, as DESIGN.md measured
-      url = "jdbc:sqlite:" + tempDir.resolve("conformance.db") + "?journal_mode=WAL&busy_timeout=5000";
+      url =
+          "jdbc:sqlite:"
+              + tempDir.resolve("conformance.db")
+              + "?journal_mode=WAL&busy_timeout=5000";
     }
     Target target = new Target(url, options.user(), options.password());
     try {
       Preflight.check(target);
       long seed = options.seed() != null ? options.seed() : new SecureRandom().nextLong();
-      out.println("lease conformance: " + target + ", " + options.size().name().toLowerCase()
-          + " size, seed " + seed + (tempDir != null ? " (embedded SQLite in " + tempDir + ")" : "")
-          + ", tables " + target.tablePrefix() + "* (dropped at the end)");
+      out.println(
+          "lease conformance: "
+              + target
+              + ", "
+              + options.size().name().toLowerCase()
+              + " size, seed "
+              + seed
+              + (tempDir != null ? " (embedded SQLite in " + tempDir + ")" : "")
+              + ", tables "
+              + target.tablePrefix()
+              + "* (dropped at the end)");
       List<Row> rows = launch(target, options, seed, out);
       boolean allHold = !rows.isEmpty() && rows.stream().allMatch(Row::holds);
       printTable(rows, out);
       for (Row r : rows) {
         if (!r.holds()) {
-          out.println("\n" + r.property + " on " + r.database + " does not hold:\n"
-              + (r.result != null && r.result.failure() != null ? r.result.failure() : r.error));
+          out.println(
+              "\n"
+                  + r.property
+                  + " on "
+                  + r.database
+                  + " does not hold:\n"
+                  + (r.result != null && r.result.failure() != null
+                      ? r.result.failure()
+                      : r.error));
         }
       }
-      out.println(allHold ? "\nevery property holds (seed " + seed + ")"
-          : "\nNOT every property holds; replay with --seed " + seed);
+      out.println(
+          allHold
+              ? "\nevery property holds (seed " + seed + ")"
+              : "\nNOT every property holds; replay with --seed " + seed);
       return allHold ? HOLDS : VIOLATED;
     } catch (Preflight.BadInput e) {
       err.println("lease-conformance: " + e.getMessage());
@@ -114,14 +137,15 @@ public final class Main {
   }
 
   private static List<Row> launch(Target target, Options options, long seed, PrintStream out) {
-    LauncherDiscoveryRequestBuilder request = LauncherDiscoveryRequestBuilder.request()
-        .selectors(selectClass(ConformanceSuite.class))
-        .configurationParameter(SuiteSettings.URL, target.url())
-        .configurationParameter(SuiteSettings.TABLE_PREFIX, target.tablePrefix())
-        .configurationParameter(SuiteSettings.SIZE, options.size().name())
-        .configurationParameter(SuiteSettings.SEED, Long.toString(seed))
-        // the suite is this jar's own; nothing else on the class path is a conformance test
-        .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "false");
+    LauncherDiscoveryRequestBuilder request =
+        LauncherDiscoveryRequestBuilder.request()
+            .selectors(selectClass(ConformanceSuite.class))
+            .configurationParameter(SuiteSettings.URL, target.url())
+            .configurationParameter(SuiteSettings.TABLE_PREFIX, target.tablePrefix())
+            .configurationParameter(SuiteSettings.SIZE, options.size().name())
+            .configurationParameter(SuiteSettings.SEED, Long.toString(seed))
+            // the suite is this jar's own; nothing else on the class path is a conformance test
+            .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "false");
     if (target.user() != null) {
       request.configurationParameter(SuiteSettings.USER, target.user());
     }
@@ -155,8 +179,12 @@ public final class Main {
     @Override
     public void executionStarted(TestIdentifier id) {
       if (id.isTest()) {
-        String summary = Properties.all().stream().filter(p -> p.id().equals(id.getDisplayName()))
-            .map(p -> p.summary()).findFirst().orElse("");
+        String summary =
+            Properties.all().stream()
+                .filter(p -> p.id().equals(id.getDisplayName()))
+                .map(p -> p.summary())
+                .findFirst()
+                .orElse("");
         out.println("\n[" + id.getDisplayName() + "] " + summary);
         rows.add(new Row(id.getDisplayName(), target.label()));
         lastPrint = System.nanoTime();
@@ -168,8 +196,14 @@ public final class Main {
       Map<String, String> m = entry.getKeyValuePairs();
       if (m.containsKey("progress")) {
         if (System.nanoTime() - lastPrint > 2_000_000_000L) {
-          out.println("  " + m.get("progress") + ": " + m.get("schedules") + " schedules, "
-              + m.get("faults") + " faults injected so far");
+          out.println(
+              "  "
+                  + m.get("progress")
+                  + ": "
+                  + m.get("schedules")
+                  + " schedules, "
+                  + m.get("faults")
+                  + " faults injected so far");
           lastPrint = System.nanoTime();
         }
       } else if (m.containsKey("result")) {
@@ -177,9 +211,20 @@ public final class Main {
         Row row = current();
         row.result = r;
         row.database = r.database();
-        out.println("  " + r.property() + " on " + r.database() + ": "
-            + (r.holds() ? "holds" : "VIOLATED") + " after " + r.schedules() + " schedules, "
-            + r.faults() + " faults (" + seconds(r.millis()) + ")");
+        out.println(
+            "  "
+                + r.property()
+                + " on "
+                + r.database()
+                + ": "
+                + (r.holds() ? "holds" : "VIOLATED")
+                + " after "
+                + r.schedules()
+                + " schedules, "
+                + r.faults()
+                + " faults ("
+                + seconds(r.millis())
+                + ")");
       }
     }
 
@@ -208,13 +253,19 @@ public final class Main {
   private static void printTable(List<Row> rows, PrintStream out) {
     String format = "%-16s %-24s %-9s %10s %8s %11s %9s%n";
     out.println();
-    out.printf(format, "property", "database", "result", "schedules", "faults", "violations",
-        "time");
+    out.printf(
+        format, "property", "database", "result", "schedules", "faults", "violations", "time");
     for (Row r : rows) {
       PropertyResult p = r.result;
       String result = r.holds() ? "holds" : r.error != null ? "ERROR" : "VIOLATED";
-      out.printf(format, r.property, r.database, result, p == null ? "-" : p.schedules(),
-          p == null ? "-" : p.faults(), p == null ? "-" : p.violations(),
+      out.printf(
+          format,
+          r.property,
+          r.database,
+          result,
+          p == null ? "-" : p.schedules(),
+          p == null ? "-" : p.faults(),
+          p == null ? "-" : p.violations(),
           p == null ? "-" : seconds(p.millis()));
       if (p != null && p.note() != null) {
         out.println("    note: " + p.note());

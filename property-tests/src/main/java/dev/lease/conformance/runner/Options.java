@@ -4,27 +4,31 @@ import dev.lease.conformance.Size;
 import java.util.Map;
 
 /** The runner's command line, with LEASE_URL / LEASE_USER / LEASE_PASSWORD as fallbacks. */
-record Options(String url, String user, String password, Size size, Long seed, String only,
-    boolean help) {
+record Options(
+    String url, String user, String password, Size size, Long seed, String only, boolean help) {
 
-  static final String USAGE = String.join("\n",
-      "usage: java -jar lease-conformance.jar [--url JDBC_URL] [--user USER] [--password PASSWORD]",
-      "                                      [--quick | --full] [--seed N] [--only ID[,ID...]]",
-      "",
-      "Checks the lease protocol's invariants against a database and prints a table of",
-      "property x database x result. Exit status: 0 every property holds, 1 a property does not",
-      "hold, 2 bad input (unreachable or unsupported database, no permission to create tables).",
-      "",
-      "  (no --url)     an embedded SQLite database in a temporary directory, removed afterwards",
-      "  --url          jdbc:postgresql://..., jdbc:mysql://..., jdbc:mariadb://... or jdbc:sqlite:...",
-      "                 (environment: LEASE_URL); the user needs CREATE and DROP TABLE: the run makes",
-      "                 its own tables (prefix lc_<random>_) and drops them afterwards",
-      "  --user, --password   (environment: LEASE_USER, LEASE_PASSWORD)",
-      "  --quick        the CI size (default); --full tries many more schedules",
-      "  --seed N       replays the schedules of a previous run (a failure prints its seed)",
-      "  --only IDS     checks only these properties (ids as in the table)");
+  static final String USAGE =
+      String.join(
+          "\n",
+          "usage: java -jar lease-conformance.jar [--url JDBC_URL] [--user USER] [--password PASSWORD]",
+          "                                      [--quick | --full] [--seed N] [--only ID[,ID...]]",
+          "",
+          "Checks the lease protocol's invariants against a database and prints a table of",
+          "property x database x result. Exit status: 0 every property holds, 1 a property does not",
+          "hold, 2 bad input (unreachable or unsupported database, no permission to create tables).",
+          "",
+          "  (no --url)     an embedded SQLite database in a temporary directory, removed afterwards",
+          "  --url          jdbc:postgresql://..., jdbc:mysql://..., jdbc:mariadb://... or jdbc:sqlite:...",
+          "                 (environment: LEASE_URL); the user needs CREATE and DROP TABLE: the run makes",
+          "                 its own tables (prefix lc_<random>_) and drops them afterwards",
+          "  --user, --password   (environment: LEASE_USER, LEASE_PASSWORD)",
+          "  --quick        the CI size (default); --full tries many more schedules",
+          "  --seed N       replays the schedules of a previous run (a failure prints its seed)",
+          "  --only IDS     checks only these properties (ids as in the table)");
 
-  /** @throws IllegalArgumentException with a message for the user */
+  /**
+   * @throws IllegalArgumentException with a message for the user
+   */
   static Options parse(String[] args, Map<String, String> env) {
     String url = env.get("LEASE_URL");
     String user = env.get("LEASE_USER");

@@ -33,36 +33,56 @@ final class Preflight {
       c.isValid(5);
     } catch (SQLException e) {
       if (e.getMessage() != null && e.getMessage().startsWith("No suitable driver")) {
-        throw new BadInput("no JDBC driver in this jar accepts " + target.url() + "; use a URL"
-            + " that starts with jdbc:postgresql:, jdbc:mysql:, jdbc:mariadb: or jdbc:sqlite:");
+        throw new BadInput(
+            "no JDBC driver in this jar accepts "
+                + target.url()
+                + "; use a URL"
+                + " that starts with jdbc:postgresql:, jdbc:mysql:, jdbc:mariadb: or jdbc:sqlite:");
       }
-      throw new BadInput("cannot connect to " + target + ": " + e.getMessage() + "\nCheck that the"
-          + " database is running and that --url, --user and --password (or LEASE_URL, LEASE_USER,"
-          + " LEASE_PASSWORD) are right.");
+      throw new BadInput(
+          "cannot connect to "
+              + target
+              + ": "
+              + e.getMessage()
+              + "\nCheck that the"
+              + " database is running and that --url, --user and --password (or LEASE_URL, LEASE_USER,"
+              + " LEASE_PASSWORD) are right.");
     }
     // lease-core decides what is supported; it answers before it looks for the (missing) table
     String probe = target.newTable("probe");
     try {
-      LeaseManager.builder(target.dataSource()).table(probe).instance("conformance-preflight")
-          .build().close();
+      LeaseManager.builder(target.dataSource())
+          .table(probe)
+          .instance("conformance-preflight")
+          .build()
+          .close();
     } catch (LeaseException e) {
       if (e.getCause() == null) {
-        throw new BadInput("unsupported database: " + e.getMessage() + "\nPoint --url at"
-            + " PostgreSQL, MySQL, MariaDB or SQLite.");
+        throw new BadInput(
+            "unsupported database: "
+                + e.getMessage()
+                + "\nPoint --url at"
+                + " PostgreSQL, MySQL, MariaDB or SQLite.");
       }
       // the probe table does not exist yet: expected
     }
-    try (Connection c = target.connect(); Statement s = c.createStatement()) {
+    try (Connection c = target.connect();
+        Statement s = c.createStatement()) {
       s.execute("CREATE TABLE " + probe + " (id INTEGER NOT NULL PRIMARY KEY)");
       s.execute("DROP TABLE " + probe);
       if (!c.getAutoCommit()) {
         c.commit();
       }
     } catch (SQLException e) {
-      throw new BadInput("the user may not create tables in " + target + ": " + e.getMessage()
-          + "\nThe conformance run creates its own tables (prefix " + target.tablePrefix()
-          + ") and drops them when it ends; run it as a user with CREATE and DROP on this"
-          + " database or schema.");
+      throw new BadInput(
+          "the user may not create tables in "
+              + target
+              + ": "
+              + e.getMessage()
+              + "\nThe conformance run creates its own tables (prefix "
+              + target.tablePrefix()
+              + ") and drops them when it ends; run it as a user with CREATE and DROP on this"
+              + " database or schema.");
     }
   }
 
@@ -72,8 +92,8 @@ final class Preflight {
     try (Connection c = target.connect()) {
       DatabaseMetaData md = c.getMetaData();
       List<String> found = new ArrayList<>();
-      try (ResultSet rs = md.getTables(c.getCatalog(), null, target.tablePrefix() + "%",
-          new String[] {"TABLE"})) {
+      try (ResultSet rs =
+          md.getTables(c.getCatalog(), null, target.tablePrefix() + "%", new String[] {"TABLE"})) {
         while (rs.next()) {
           String name = rs.getString("TABLE_NAME");
           if (name != null && name.toLowerCase().startsWith(target.tablePrefix())) {

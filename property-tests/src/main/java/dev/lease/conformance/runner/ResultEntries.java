@@ -10,7 +10,12 @@ final class ResultEntries {
   private ResultEntries() {}
 
   static Map<String, String> progress(String property, long schedules, long faults) {
-    return Map.of("progress", property, "schedules", Long.toString(schedules), "faults",
+    return Map.of(
+        "progress",
+        property,
+        "schedules",
+        Long.toString(schedules),
+        "faults",
         Long.toString(faults));
   }
 
@@ -32,8 +37,14 @@ final class ResultEntries {
   }
 
   static PropertyResult decode(Map<String, String> m) {
-    return new PropertyResult(m.get("result"), m.get("database"), Long.parseLong(m.get("schedules")),
-        Long.parseLong(m.get("faults")), Long.parseLong(m.get("violations")), m.get("failure"),
-        m.get("note"), Long.parseLong(m.get("millis")));
+    return new PropertyResult(
+        m.get("result"),
+        m.get("database"),
+        Long.parseLong(m.get("schedules")),
+        Long.parseLong(m.get("faults")),
+        Long.parseLong(m.get("violations")),
+        m.get("failure"),
+        m.get("note"),
+        Long.parseLong(m.get("millis")));
   }
 }

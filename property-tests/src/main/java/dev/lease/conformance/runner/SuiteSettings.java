@@ -50,19 +50,32 @@ final class SuiteSettings {
 
     @Override
     public Object resolveParameter(ParameterContext p, ExtensionContext e) {
-      String url = e.getConfigurationParameter(URL).orElseThrow(() ->
-          new IllegalStateException("the conformance suite needs the configuration parameter " + URL
-              + "; run it with java -jar lease-conformance.jar"));
-      Target target = new Target(url, e.getConfigurationParameter(USER).orElse(null),
-          e.getConfigurationParameter(PASSWORD).orElse(null),
-          e.getConfigurationParameter(TABLE_PREFIX).orElse("lc_suite_"));
-      Size size = Size.valueOf(e.getConfigurationParameter(SIZE).orElse("QUICK")
-          .toUpperCase(Locale.ROOT));
+      String url =
+          e.getConfigurationParameter(URL)
+              .orElseThrow(
+                  () ->
+                      new IllegalStateException(
+                          "the conformance suite needs the configuration parameter "
+                              + URL
+                              + "; run it with java -jar lease-conformance.jar"));
+      Target target =
+          new Target(
+              url,
+              e.getConfigurationParameter(USER).orElse(null),
+              e.getConfigurationParameter(PASSWORD).orElse(null),
+              e.getConfigurationParameter(TABLE_PREFIX).orElse("lc_suite_"));
+      Size size =
+          Size.valueOf(e.getConfigurationParameter(SIZE).orElse("QUICK").toUpperCase(Locale.ROOT));
       long seed = Long.parseLong(e.getConfigurationParameter(SEED).orElse("1"));
-      Set<String> only = e.getConfigurationParameter(ONLY)
-          .map(s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty())
-              .collect(Collectors.toSet()))
-          .orElse(Set.of());
+      Set<String> only =
+          e.getConfigurationParameter(ONLY)
+              .map(
+                  s ->
+                      Arrays.stream(s.split(","))
+                          .map(String::trim)
+                          .filter(x -> !x.isEmpty())
+                          .collect(Collectors.toSet()))
+              .orElse(Set.of());
       return new SuiteSettings(target, size, seed, only);
     }
   }

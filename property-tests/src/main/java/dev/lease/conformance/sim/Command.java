@@ -4,8 +4,14 @@ package dev.lease.conformance.sim;
 public record Command(Kind kind, int process, int amount) {
 
   public enum Kind {
-    CLAIM, RENEW, RELEASE, VERIFY, TRANSACTION,
-    /** True time (the database clock and every process clock, at its rate) moves {@code amount} ms. */
+    CLAIM,
+    RENEW,
+    RELEASE,
+    VERIFY,
+    TRANSACTION,
+    /**
+     * True time (the database clock and every process clock, at its rate) moves {@code amount} ms.
+     */
     ADVANCE,
     /** The process's monotonic clock steps forward {@code amount} ms (skew). */
     SKEW,
@@ -13,7 +19,8 @@ public record Command(Kind kind, int process, int amount) {
     DRIFT,
     /** The process's next request never reaches the database. */
     DROP,
-    PAUSE, RESUME
+    PAUSE,
+    RESUME
   }
 
   @Override

@@ -72,6 +72,7 @@ final class EventLoop {
 
   private final List<Event> events = new ArrayList<>();
   private long seq;
+
   /** Virtual nanoseconds since the start of the schedule. */
   long now;
 
@@ -87,9 +88,9 @@ final class EventLoop {
   }
 
   /**
-   * Runs every timer due by {@code until} in time order (ties in scheduling order), calling
-   * {@code afterEach} after each, then sets the time to {@code until} (or later, if a step let time
-   * pass beyond it).
+   * Runs every timer due by {@code until} in time order (ties in scheduling order), calling {@code
+   * afterEach} after each, then sets the time to {@code until} (or later, if a step let time pass
+   * beyond it).
    */
   void runUntil(long until, Runnable afterEach) {
     while (true) {
@@ -98,8 +99,8 @@ final class EventLoop {
         if (e.owner != null && (e.owner.paused || e.owner.crashed)) {
           continue;
         }
-        if (e.due <= until && (next == null || e.due < next.due
-            || (e.due == next.due && e.seq < next.seq))) {
+        if (e.due <= until
+            && (next == null || e.due < next.due || (e.due == next.due && e.seq < next.seq))) {
           next = e;
         }
       }

@@ -1,8 +1,8 @@
 package dev.lease.conformance.sim;
 
 /**
- * One fault of a simulated schedule, injected at {@code atMs} of true time into process
- * {@code process} (modulo the number of processes).
+ * One fault of a simulated schedule, injected at {@code atMs} of true time into process {@code
+ * process} (modulo the number of processes).
  */
 public record Fault(int atMs, Kind kind, int process, int amount) {
 
@@ -13,13 +13,19 @@ public record Fault(int atMs, Kind kind, int process, int amount) {
     DROP,
     /** The process's next two requests reach the database {@code amount} ms late. */
     DELAY,
-    /** The process's next two replies come back {@code amount} ms late (the statement did apply). */
+    /**
+     * The process's next two replies come back {@code amount} ms late (the statement did apply).
+     */
     SLOW_REPLY,
     /** The database answers nobody for {@code amount} ms. */
     STALL,
-    /** The process's clock rate changes to 1 + {@code amount}/1000, clamped to the allowed range. */
+    /**
+     * The process's clock rate changes to 1 + {@code amount}/1000, clamped to the allowed range.
+     */
     DRIFT,
-    /** The process's clock steps by {@code amount} ms (a monotonic clock ignores backward steps). */
+    /**
+     * The process's clock steps by {@code amount} ms (a monotonic clock ignores backward steps).
+     */
     JUMP,
     /** The process dies without releasing. */
     CRASH,

@@ -18,11 +18,11 @@ import org.quicktheories.core.Gen;
 import org.quicktheories.generators.Generate;
 
 /**
- * Model-based test: generated command sequences (claim, renew, release, verify, business transaction,
- * advance time, skew or drift a process clock, drop a request, pause, resume) run against lease-core
- * and against {@link ReferenceModel}; every outcome, the lease row and every process's lease state
- * must agree after every step, and invariants 1–4 must hold. QuickTheories shrinks a failure to the
- * shortest sequence.
+ * Model-based test: generated command sequences (claim, renew, release, verify, business
+ * transaction, advance time, skew or drift a process clock, drop a request, pause, resume) run
+ * against lease-core and against {@link ReferenceModel}; every outcome, the lease row and every
+ * process's lease state must agree after every step, and invariants 1–4 must hold. QuickTheories
+ * shrinks a failure to the shortest sequence.
  */
 public final class ModelProperty implements ConformanceProperty {
 
@@ -54,17 +54,22 @@ public final class ModelProperty implements ConformanceProperty {
   public Gen<List<Command>> commands(Size size) {
     List<Command.Kind> weighted = new ArrayList<>();
     for (Command.Kind k : Command.Kind.values()) {
-      int weight = switch (k) {
-        case CLAIM, RENEW, TRANSACTION -> 3;
-        case ADVANCE -> 4;
-        case VERIFY -> 2;
-        default -> 1;
-      };
+      int weight =
+          switch (k) {
+            case CLAIM, RENEW, TRANSACTION -> 3;
+            case ADVANCE -> 4;
+            case VERIFY -> 2;
+            default -> 1;
+          };
       weighted.addAll(Collections.nCopies(weight, k));
     }
-    Gen<Command> command = Generate.pick(weighted).zip(integers().between(0, PROCESSES - 1),
-        integers().between(0, 1_500), (kind, p, amount) -> new Command(kind, p,
-            kind == Command.Kind.DRIFT ? amount % 201 - 100 : amount));
+    Gen<Command> command =
+        Generate.pick(weighted)
+            .zip(
+                integers().between(0, PROCESSES - 1),
+                integers().between(0, 1_500),
+                (kind, p, amount) ->
+                    new Command(kind, p, kind == Command.Kind.DRIFT ? amount % 201 - 100 : amount));
     return lists().of(command).ofSizeBetween(1, size.pick(60, 150));
   }
 
@@ -73,21 +78,39 @@ public final class ModelProperty implements ConformanceProperty {
     long started = System.nanoTime();
     long[] tried = new long[2];
     try (SimWorld world = new SimWorld(SimOptions.standard())) {
-      QuickCheck.Falsified f = QuickCheck.run(seed, size.pick(1_500, 8_000), size.pick(2_000,
-          10_000), commands(size), cmds -> {
-            tried[0]++;
-            tried[1] += cmds.stream().filter(c -> c.kind() == Command.Kind.DROP
-                || c.kind() == Command.Kind.PAUSE || c.kind() == Command.Kind.SKEW
-                || c.kind() == Command.Kind.DRIFT).count();
-            if (tried[0] % 250 == 0) {
-              progress.update(tried[0], tried[1]);
-            }
-            return run(world, cmds) == null;
-          });
+      QuickCheck.Falsified f =
+          QuickCheck.run(
+              seed,
+              size.pick(1_500, 8_000),
+              size.pick(2_000, 10_000),
+              commands(size),
+              cmds -> {
+                tried[0]++;
+                tried[1] +=
+                    cmds.stream()
+                        .filter(
+                            c ->
+                                c.kind() == Command.Kind.DROP
+                                    || c.kind() == Command.Kind.PAUSE
+                                    || c.kind() == Command.Kind.SKEW
+                                    || c.kind() == Command.Kind.DRIFT)
+                        .count();
+                if (tried[0] % 250 == 0) {
+                  progress.update(tried[0], tried[1]);
+                }
+                return run(world, cmds) == null;
+              });
       String failure = null;
       if (f != null) {
-        StringBuilder b = new StringBuilder("seed " + f.seed() + " (replay: --seed " + f.seed()
-            + "), falsified after " + f.examples() + " sequences\nshrunk sequence:\n");
+        StringBuilder b =
+            new StringBuilder(
+                "seed "
+                    + f.seed()
+                    + " (replay: --seed "
+                    + f.seed()
+                    + "), falsified after "
+                    + f.examples()
+                    + " sequences\nshrunk sequence:\n");
         if (f.smallest() instanceof List<?> cmds) {
           for (Object c : cmds) {
             b.append("    ").append(c).append('\n');
@@ -101,17 +124,26 @@ public final class ModelProperty implements ConformanceProperty {
         }
         failure = b.toString();
       }
-      return new PropertyResult(id(), SimulationProperty.DATABASE, tried[0], tried[1],
-          f == null ? 0 : 1, failure, null, (System.nanoTime() - started) / 1_000_000);
+      return new PropertyResult(
+          id(),
+          SimulationProperty.DATABASE,
+          tried[0],
+          tried[1],
+          f == null ? 0 : 1,
+          failure,
+          null,
+          (System.nanoTime() - started) / 1_000_000);
     }
   }
 
   /** Runs one sequence; returns the first disagreement or invariant violation, or null. */
   public String run(SimWorld world, List<Command> commands) {
     world.start(Collections.nCopies(PROCESSES, 1.0));
-    ReferenceModel model = new ReferenceModel(PROCESSES,
-        world.timings.leaseDuration().toMillis() + modelLeaseErrorMs,
-        world.timings.localDeadline().toNanos());
+    ReferenceModel model =
+        new ReferenceModel(
+            PROCESSES,
+            world.timings.leaseDuration().toMillis() + modelLeaseErrorMs,
+            world.timings.localDeadline().toNanos());
     Map<String, String> tokenOf = new HashMap<>();
     for (int i = 0; i < commands.size(); i++) {
       Command c = commands.get(i);
@@ -127,10 +159,18 @@ public final class ModelProperty implements ConformanceProperty {
       }
       SimDatabase.Row row = world.row();
       String modelHolder = model.holder.isEmpty() ? "" : tokenOf.get(model.holder);
-      if (row.term() != model.term || row.expiresAtMs() != model.expiresAtMs
+      if (row.term() != model.term
+          || row.expiresAtMs() != model.expiresAtMs
           || !row.holder().equals(modelHolder)) {
-        return step + "the lease row is term " + row.term() + " expiring at " + row.expiresAtMs()
-            + ", the model has term " + model.term + " expiring at " + model.expiresAtMs
+        return step
+            + "the lease row is term "
+            + row.term()
+            + " expiring at "
+            + row.expiresAtMs()
+            + ", the model has term "
+            + model.term
+            + " expiring at "
+            + model.expiresAtMs
             + (row.holder().equals(modelHolder) ? "" : " and another holder");
       }
       for (int j = 0; j < PROCESSES; j++) {
@@ -152,23 +192,33 @@ public final class ModelProperty implements ConformanceProperty {
 
   private static String compare(Lease actual, ReferenceModel.ModelLease model) {
     if (actual == null || model == null) {
-      return actual == null && model == null ? null
+      return actual == null && model == null
+          ? null
           : "lease-core has " + actual + ", the model has " + (model == null ? "none" : model.term);
     }
-    ReferenceModel.State state = actual.isLost() ? ReferenceModel.State.LOST
-        : actual.isReleased() ? ReferenceModel.State.RELEASED : ReferenceModel.State.HELD;
+    ReferenceModel.State state =
+        actual.isLost()
+            ? ReferenceModel.State.LOST
+            : actual.isReleased() ? ReferenceModel.State.RELEASED : ReferenceModel.State.HELD;
     if (actual.term() != model.term || state != model.state) {
-      return "lease-core has term " + actual.term() + " " + state + ", the model has term "
-          + model.term + " " + model.state;
+      return "lease-core has term "
+          + actual.term()
+          + " "
+          + state
+          + ", the model has term "
+          + model.term
+          + " "
+          + model.state;
     }
     return null;
   }
 
   private static SimWorld.Outcome apply(SimWorld world, SimProcess p, Command c) {
-    boolean acts = switch (c.kind()) {
-      case CLAIM, RENEW, RELEASE, VERIFY, TRANSACTION -> true;
-      default -> false;
-    };
+    boolean acts =
+        switch (c.kind()) {
+          case CLAIM, RENEW, RELEASE, VERIFY, TRANSACTION -> true;
+          default -> false;
+        };
     if (acts && p.paused) {
       return SimWorld.Outcome.SKIPPED;
     }

@@ -5,9 +5,9 @@ import java.util.function.LongSupplier;
 
 /**
  * A simulated process's clock: it runs at its own rate against the simulation's true time (drift),
- * from its own origin (skew). A monotonic clock only ever jumps forward; {@link #jump} with a negative
- * amount is what a wall clock does under an NTP step, and is only allowed when
- * {@link #allowsBackwardJumps()} (the negative control of a keeper timed with the wall clock).
+ * from its own origin (skew). A monotonic clock only ever jumps forward; {@link #jump} with a
+ * negative amount is what a wall clock does under an NTP step, and is only allowed when {@link
+ * #allowsBackwardJumps()} (the negative control of a keeper timed with the wall clock).
  */
 public class ProcessClock implements MonotonicClock {
 

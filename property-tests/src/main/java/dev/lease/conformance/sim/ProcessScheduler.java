@@ -10,8 +10,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The keeper's timers of one simulated process, on the simulation's event loop: a delay is measured
- * on the process's own clock, as a real {@code ScheduledThreadPoolExecutor} measures it with
- * {@code System.nanoTime}, so a slow clock makes its timers fire late in true time.
+ * on the process's own clock, as a real {@code ScheduledThreadPoolExecutor} measures it with {@code
+ * System.nanoTime}, so a slow clock makes its timers fire late in true time.
  */
 final class ProcessScheduler extends AbstractExecutorService implements ScheduledExecutorService {
 

@@ -5,12 +5,17 @@ import java.util.List;
 
 /**
  * What the lease protocol should do, written as plainly as possible: one lease row judged by the
- * database clock, and per process the lease it last claimed with its local deadline on its own clock.
- * The model-based property runs the same commands against lease-core and this model and compares.
+ * database clock, and per process the lease it last claimed with its local deadline on its own
+ * clock. The model-based property runs the same commands against lease-core and this model and
+ * compares.
  */
 final class ReferenceModel {
 
-  enum State { HELD, LOST, RELEASED }
+  enum State {
+    HELD,
+    LOST,
+    RELEASED
+  }
 
   /** A process's view of the lease it claimed. */
   static final class ModelLease {

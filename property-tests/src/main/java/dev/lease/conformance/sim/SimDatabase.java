@@ -12,10 +12,10 @@ import java.sql.Statement;
 import org.sqlite.Function;
 
 /**
- * The simulation's database: an in-memory SQLite database whose clock is the simulation's true time.
- * The lease statements read it through the SQL function {@value #CLOCK_FUNCTION}, registered on the
- * connection with {@link Function#create} and chosen with
- * {@code LeaseManager.Builder.clockFunctionForTesting}. Every simulated process talks to it through one
+ * The simulation's database: an in-memory SQLite database whose clock is the simulation's true
+ * time. The lease statements read it through the SQL function {@value #CLOCK_FUNCTION}, registered
+ * on the connection with {@link Function#create} and chosen with {@code
+ * LeaseManager.Builder.clockFunctionForTesting}. Every simulated process talks to it through one
  * connection, because the simulation runs one step at a time on one thread.
  */
 final class SimDatabase implements AutoCloseable {
@@ -23,6 +23,7 @@ final class SimDatabase implements AutoCloseable {
   static final String CLOCK_FUNCTION = "lease_test_now";
   static final String TABLE = "sim_leases";
   static final String BUSINESS = "sim_business";
+
   /** 2026-01-01T00:00:00Z: the database clock at the start of every schedule. */
   static final long EPOCH_MS = 1_767_225_600_000L;
 
@@ -35,15 +36,20 @@ final class SimDatabase implements AutoCloseable {
   SimDatabase(EventLoop loop) throws SQLException {
     this.loop = loop;
     this.connection = DriverManager.getConnection("jdbc:sqlite::memory:");
-    Function.create(connection, CLOCK_FUNCTION, new Function() {
-      @Override
-      protected void xFunc() throws SQLException {
-        result(nowMs());
-      }
-    });
+    Function.create(
+        connection,
+        CLOCK_FUNCTION,
+        new Function() {
+          @Override
+          protected void xFunc() throws SQLException {
+            result(nowMs());
+          }
+        });
     try (Statement s = connection.createStatement()) {
-      s.execute("CREATE TABLE " + BUSINESS
-          + " (txn INTEGER NOT NULL, part INTEGER NOT NULL, term INTEGER NOT NULL)");
+      s.execute(
+          "CREATE TABLE "
+              + BUSINESS
+              + " (txn INTEGER NOT NULL, part INTEGER NOT NULL, term INTEGER NOT NULL)");
     }
   }
 
@@ -60,11 +66,13 @@ final class SimDatabase implements AutoCloseable {
   }
 
   Row row(String name) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(
-        "SELECT holder, instance, term, expires_at_ms FROM " + TABLE + " WHERE name = ?")) {
+    try (PreparedStatement ps =
+        connection.prepareStatement(
+            "SELECT holder, instance, term, expires_at_ms FROM " + TABLE + " WHERE name = ?")) {
       ps.setString(1, name);
       try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? new Row(rs.getString(1), rs.getString(2), rs.getLong(3), rs.getLong(4))
+        return rs.next()
+            ? new Row(rs.getString(1), rs.getString(2), rs.getLong(3), rs.getLong(4))
             : new Row("", "", 0, 0);
       }
     }
@@ -73,16 +81,18 @@ final class SimDatabase implements AutoCloseable {
   /** Business transactions with other than two rows: half-applied ones (invariant 4). */
   String halfApplied() throws SQLException {
     try (Statement s = connection.createStatement();
-        ResultSet rs = s.executeQuery("SELECT txn, count(*) FROM " + BUSINESS
-            + " GROUP BY txn HAVING count(*) <> 2")) {
-      return rs.next() ? "business transaction " + rs.getLong(1) + " left " + rs.getLong(2)
-          + " of its 2 rows" : null;
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT txn, count(*) FROM " + BUSINESS + " GROUP BY txn HAVING count(*) <> 2")) {
+      return rs.next()
+          ? "business transaction " + rs.getLong(1) + " left " + rs.getLong(2) + " of its 2 rows"
+          : null;
     }
   }
 
   long businessRows(long txn) throws SQLException {
-    try (PreparedStatement ps = connection.prepareStatement(
-        "SELECT count(*) FROM " + BUSINESS + " WHERE txn = ?")) {
+    try (PreparedStatement ps =
+        connection.prepareStatement("SELECT count(*) FROM " + BUSINESS + " WHERE txn = ?")) {
       ps.setLong(1, txn);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
@@ -97,34 +107,37 @@ final class SimDatabase implements AutoCloseable {
   }
 
   /**
-   * The shared connection as a process sees it: closing it gives it back (runs {@code onClose}, where
-   * a delayed reply lets time pass) instead of closing it, and it has no network timeout.
+   * The shared connection as a process sees it: closing it gives it back (runs {@code onClose},
+   * where a delayed reply lets time pass) instead of closing it, and it has no network timeout.
    */
   Connection lend(Runnable onClose) {
-    return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(),
-        new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-          switch (method.getName()) {
-            case "close":
-              if (!connection.getAutoCommit()) {
-                connection.rollback();
-                connection.setAutoCommit(true);
+    return (Connection)
+        Proxy.newProxyInstance(
+            Connection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              switch (method.getName()) {
+                case "close":
+                  if (!connection.getAutoCommit()) {
+                    connection.rollback();
+                    connection.setAutoCommit(true);
+                  }
+                  onClose.run();
+                  return null;
+                case "isClosed":
+                  return false;
+                case "setNetworkTimeout":
+                  throw new SQLFeatureNotSupportedException("no network in the simulation");
+                case "unwrap":
+                  return connection.unwrap((Class<?>) args[0]);
+                default:
+                  try {
+                    return method.invoke(connection, args);
+                  } catch (InvocationTargetException e) {
+                    throw e.getCause();
+                  }
               }
-              onClose.run();
-              return null;
-            case "isClosed":
-              return false;
-            case "setNetworkTimeout":
-              throw new SQLFeatureNotSupportedException("no network in the simulation");
-            case "unwrap":
-              return connection.unwrap((Class<?>) args[0]);
-            default:
-              try {
-                return method.invoke(connection, args);
-              } catch (InvocationTargetException e) {
-                throw e.getCause();
-              }
-          }
-        });
+            });
   }
 
   @Override

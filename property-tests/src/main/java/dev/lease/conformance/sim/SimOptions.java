@@ -18,7 +18,9 @@ public final class SimOptions {
     ProcessClock create(LongSupplier trueNanos, long origin, double rate);
   }
 
-  /** A participant that writes to the lease table behind the protocol's back (negative controls). */
+  /**
+   * A participant that writes to the lease table behind the protocol's back (negative controls).
+   */
   @FunctionalInterface
   public interface Intruder {
     void act(Connection connection, String table, String name, long leaseMs) throws SQLException;
@@ -28,14 +30,15 @@ public final class SimOptions {
    * Timings of the simulation: tight on purpose (local deadline 890 ms against 1000 ms × 0.9), so
    * that a clock running slower than the bound allows really does break invariant 2.
    */
-  public static final LeaseTimings TIMINGS = LeaseTimings.builder()
-      .leaseDuration(Duration.ofMillis(1000))
-      .renewInterval(Duration.ofMillis(200))
-      .attemptTimeout(Duration.ofMillis(150))
-      .localDeadline(Duration.ofMillis(890))
-      .gracePeriod(Duration.ofMillis(100))
-      .maxClockRateError(0.10)
-      .build();
+  public static final LeaseTimings TIMINGS =
+      LeaseTimings.builder()
+          .leaseDuration(Duration.ofMillis(1000))
+          .renewInterval(Duration.ofMillis(200))
+          .attemptTimeout(Duration.ofMillis(150))
+          .localDeadline(Duration.ofMillis(890))
+          .gracePeriod(Duration.ofMillis(100))
+          .maxClockRateError(0.10)
+          .build();
 
   final LeaseTimings timings;
   final double slowest;
@@ -43,7 +46,11 @@ public final class SimOptions {
   final ClockFactory clocks;
   final Intruder intruder;
 
-  private SimOptions(LeaseTimings timings, double slowest, double fastest, ClockFactory clocks,
+  private SimOptions(
+      LeaseTimings timings,
+      double slowest,
+      double fastest,
+      ClockFactory clocks,
       Intruder intruder) {
     this.timings = timings;
     this.slowest = slowest;
@@ -57,8 +64,12 @@ public final class SimOptions {
    * safe (the holder only gives up earlier), so fast clocks go up to 50 % beyond it.
    */
   public static SimOptions standard() {
-    return new SimOptions(TIMINGS, 1 - TIMINGS.maxClockRateError(), 1.5,
-        (t, origin, rate) -> new ProcessClock(t, origin, rate), null);
+    return new SimOptions(
+        TIMINGS,
+        1 - TIMINGS.maxClockRateError(),
+        1.5,
+        (t, origin, rate) -> new ProcessClock(t, origin, rate),
+        null);
   }
 
   /** Clocks that may run slower than the bound (a negative control: invariant 2 must break). */

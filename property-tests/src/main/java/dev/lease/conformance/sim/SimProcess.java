@@ -14,8 +14,8 @@ import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
- * One simulated process: its own clock and keeper timers, its own faults on the way to the database,
- * and the real {@link LeaseManager} of lease-core driven step by step.
+ * One simulated process: its own clock and keeper timers, its own faults on the way to the
+ * database, and the real {@link LeaseManager} of lease-core driven step by step.
  */
 public final class SimProcess {
 
@@ -75,17 +75,18 @@ public final class SimProcess {
       wait = Math.max(wait, world.stallUntil - world.loop.now);
       if (wait > timeout) {
         world.loop.pass(timeout);
-        throw new SQLTimeoutException("request timed out after " + timeout / 1_000_000
-            + " ms (simulated)");
+        throw new SQLTimeoutException(
+            "request timed out after " + timeout / 1_000_000 + " ms (simulated)");
       }
       world.loop.pass(wait);
-      return world.db.lend(() -> {
-        if (slowReplyNext > 0) {
-          slowReplyNext--;
-          // the statement took effect; only its answer is late
-          world.loop.pass(Math.min(slowReplyNanos, timeout));
-        }
-      });
+      return world.db.lend(
+          () -> {
+            if (slowReplyNext > 0) {
+              slowReplyNext--;
+              // the statement took effect; only its answer is late
+              world.loop.pass(Math.min(slowReplyNanos, timeout));
+            }
+          });
     }
 
     @Override

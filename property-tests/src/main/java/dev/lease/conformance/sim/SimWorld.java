@@ -28,7 +28,12 @@ public final class SimWorld implements AutoCloseable {
   private static final int TRACE = 40;
 
   /** What a protocol call returned. */
-  enum Outcome { OK, REFUSED, ERROR, SKIPPED }
+  enum Outcome {
+    OK,
+    REFUSED,
+    ERROR,
+    SKIPPED
+  }
 
   final EventLoop loop = new EventLoop();
   final SimDatabase db;
@@ -52,8 +57,8 @@ public final class SimWorld implements AutoCloseable {
     try {
       this.db = new SimDatabase(loop);
     } catch (SQLException e) {
-      throw new IllegalStateException("cannot open the in-memory SQLite database of the simulation",
-          e);
+      throw new IllegalStateException(
+          "cannot open the in-memory SQLite database of the simulation", e);
     }
   }
 
@@ -80,17 +85,18 @@ public final class SimWorld implements AutoCloseable {
       long origin = (i * 7_919L - 13_000L) * 1_000_000_000L;
       ProcessClock clock = options.clocks.create(() -> loop.now, origin, rates.get(i));
       SimProcess p = new SimProcess(this, i, clock);
-      p.manager = LeaseManager.builder(p.dataSource)
-          .table(SimDatabase.TABLE)
-          .instance(p.instance())
-          .timings(timings)
-          .clock(clock)
-          .scheduler(p.scheduler)
-          .attemptExecutor(Runnable::run)
-          .clockFunctionForTesting(SimDatabase.CLOCK_FUNCTION)
-          .failurePolicy(FailurePolicy.logOnly())
-          .createTableIfMissing()
-          .build();
+      p.manager =
+          LeaseManager.builder(p.dataSource)
+              .table(SimDatabase.TABLE)
+              .instance(p.instance())
+              .timings(timings)
+              .clock(clock)
+              .scheduler(p.scheduler)
+              .attemptExecutor(Runnable::run)
+              .clockFunctionForTesting(SimDatabase.CLOCK_FUNCTION)
+              .failurePolicy(FailurePolicy.logOnly())
+              .createTableIfMissing()
+              .build();
       processes.add(p);
     }
   }
@@ -133,11 +139,25 @@ public final class SimWorld implements AutoCloseable {
       note(p + " claimed term " + lease.term());
       String previous = holderOfTerm.putIfAbsent(lease.term(), lease.holder());
       if (previous != null) {
-        violate("invariant 1: term " + lease.term() + " was claimed twice, by " + previous
-            + " and by " + p + " (" + lease.holder() + ")");
+        violate(
+            "invariant 1: term "
+                + lease.term()
+                + " was claimed twice, by "
+                + previous
+                + " and by "
+                + p
+                + " ("
+                + lease.holder()
+                + ")");
       } else if (lease.term() <= maxClaimedTerm) {
-        violate("invariant 1: term " + lease.term() + " claimed by " + p + " after term "
-            + maxClaimedTerm + ": terms must only grow");
+        violate(
+            "invariant 1: term "
+                + lease.term()
+                + " claimed by "
+                + p
+                + " after term "
+                + maxClaimedTerm
+                + ": terms must only grow");
       }
       maxClaimedTerm = Math.max(maxClaimedTerm, lease.term());
       return Outcome.OK;
@@ -217,8 +237,13 @@ public final class SimWorld implements AutoCloseable {
         insert(c, txn, 2, lease.term());
         SimDatabase.Row row = db.row(NAME);
         if (row.term() != lease.term() || !row.holder().equals(lease.holder())) {
-          violate("invariant 3: transaction " + txn + " verified under term " + lease.term()
-              + " is committing while the database names term " + row.term());
+          violate(
+              "invariant 3: transaction "
+                  + txn
+                  + " verified under term "
+                  + lease.term()
+                  + " is committing while the database names term "
+                  + row.term());
         }
         c.commit();
         commits++;
@@ -232,8 +257,14 @@ public final class SimWorld implements AutoCloseable {
     try {
       long rows = db.businessRows(txn);
       if ((outcome == Outcome.OK && rows != 2) || (outcome != Outcome.OK && rows != 0)) {
-        violate("invariant 4: transaction " + txn + " ended " + outcome + " with " + rows
-            + " of its 2 rows applied");
+        violate(
+            "invariant 4: transaction "
+                + txn
+                + " ended "
+                + outcome
+                + " with "
+                + rows
+                + " of its 2 rows applied");
       }
     } catch (SQLException e) {
       throw new IllegalStateException(e);
@@ -242,8 +273,9 @@ public final class SimWorld implements AutoCloseable {
   }
 
   private static void insert(Connection c, long txn, int part, long term) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(
-        "INSERT INTO " + SimDatabase.BUSINESS + " (txn, part, term) VALUES (?, ?, ?)")) {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "INSERT INTO " + SimDatabase.BUSINESS + " (txn, part, term) VALUES (?, ?, ?)")) {
       ps.setLong(1, txn);
       ps.setInt(2, part);
       ps.setLong(3, term);
@@ -264,11 +296,12 @@ public final class SimWorld implements AutoCloseable {
     }
   }
 
-  // ---- the invariants ----------------------------------------------------------------------------
+  // ---- the invariants
+  // ----------------------------------------------------------------------------
 
   /**
-   * Invariants 1 and 2 against the database as it is now: terms never go back, and every lease whose
-   * holder's local deadline has not passed is the database's current, unexpired holder.
+   * Invariants 1 and 2 against the database as it is now: terms never go back, and every lease
+   * whose holder's local deadline has not passed is the database's current, unexpired holder.
    */
   void check() {
     if (violation != null) {
@@ -282,8 +315,8 @@ public final class SimWorld implements AutoCloseable {
     }
     long now = db.nowMs();
     if (row.term() < lastRowTerm) {
-      violate("invariant 1: the database's term went back from " + lastRowTerm + " to "
-          + row.term());
+      violate(
+          "invariant 1: the database's term went back from " + lastRowTerm + " to " + row.term());
     }
     lastRowTerm = row.term();
     for (SimProcess p : processes) {
@@ -294,10 +327,17 @@ public final class SimWorld implements AutoCloseable {
         }
         boolean current = row.holder().equals(lease.holder()) && row.term() == lease.term();
         if (!current || row.expiresAtMs() <= now) {
-          violate("invariant 2: " + p + " believes it holds term " + lease.term() + " for another "
-              + left.toMillis() + " ms by its clock, but the database "
-              + (current ? "let it expire " + (now - row.expiresAtMs()) + " ms ago"
-                  : "names term " + row.term() + " of " + row.instance()));
+          violate(
+              "invariant 2: "
+                  + p
+                  + " believes it holds term "
+                  + lease.term()
+                  + " for another "
+                  + left.toMillis()
+                  + " ms by its clock, but the database "
+                  + (current
+                      ? "let it expire " + (now - row.expiresAtMs()) + " ms ago"
+                      : "names term " + row.term() + " of " + row.instance()));
         }
       }
     }

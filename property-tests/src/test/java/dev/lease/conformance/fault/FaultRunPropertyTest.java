@@ -17,8 +17,13 @@ class FaultRunPropertyTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void strictFencingHoldsUnderRealThreadsAndInjectedFaults(TestDatabase db) {
-    PropertyResult r = new FaultRunProperty().check(new Target(db.url(), null, null), Size.QUICK,
-        7L, ConformanceProperty.Progress.NONE);
+    PropertyResult r =
+        new FaultRunProperty()
+            .check(
+                new Target(db.url(), null, null),
+                Size.QUICK,
+                7L,
+                ConformanceProperty.Progress.NONE);
     System.out.println(db + ": " + r);
     assertNull(r.failure(), r.failure());
     assertEquals(0, r.violations());

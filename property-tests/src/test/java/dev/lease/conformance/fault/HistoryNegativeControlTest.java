@@ -36,8 +36,9 @@ class HistoryNegativeControlTest {
     h.claimed(new History.Claim(1, "holder-a", "p1", 10, 1_000));
     h.claimed(new History.Claim(2, "holder-b", "p2", 20, 2_000));
     // real-time order unknown (invoked before the claim completed), database time after it
-    h.ended(new History.Transaction(1, 1, "holder-a", 5, 15, 30, History.End.COMMITTED, 1, 2_001,
-        null));
+    h.ended(
+        new History.Transaction(
+            1, 1, "holder-a", 5, 15, 30, History.End.COMMITTED, 1, 2_001, null));
     List<String> v = h.check(true, 3, Map.of(1L, new long[] {3, 1}));
     assertEquals(1, v.size(), v.toString());
     assertTrue(v.get(0).contains("database time 2001, 1 ms after the claim of term 2"), v.get(0));
@@ -59,17 +60,29 @@ class HistoryNegativeControlTest {
           BusinessTable.insert(c, business, 1, part, 1);
         }
         c.commit();
-        h.ended(new History.Transaction(1, 1, "holder", 0, 1, 2, History.End.COMMITTED, 1, -1,
-            null));
+        h.ended(
+            new History.Transaction(1, 1, "holder", 0, 1, 2, History.End.COMMITTED, 1, -1, null));
         // the broken variant: autocommit, so the first row stays when the "transaction" fails
         c.setAutoCommit(true);
         BusinessTable.insert(c, business, 2, 1, 1);
-        h.ended(new History.Transaction(2, 1, "holder", 3, 0, 4, History.End.FAILED, -1, -1,
-            "application error after the first row"));
+        h.ended(
+            new History.Transaction(
+                2,
+                1,
+                "holder",
+                3,
+                0,
+                4,
+                History.End.FAILED,
+                -1,
+                -1,
+                "application error after the first row"));
       }
       List<String> v = h.check(true, 3, BusinessTable.rows(target, business));
-      assertEquals(List.of("invariant 4: transaction 2 ended FAILED with 1 of its 3 rows in the"
-          + " database"), v);
+      assertEquals(
+          List.of(
+              "invariant 4: transaction 2 ended FAILED with 1 of its 3 rows in the" + " database"),
+          v);
     } finally {
       target.dropQuietly(business);
     }

@@ -50,8 +50,13 @@ class PausedHolderPropertyTest {
   }
 
   private static PropertyResult run(TestDatabase db, Fence fence) {
-    PropertyResult r = new PausedHolderProperty(fence).check(new Target(db.url(), null, null),
-        Size.QUICK, 1L, ConformanceProperty.Progress.NONE);
+    PropertyResult r =
+        new PausedHolderProperty(fence)
+            .check(
+                new Target(db.url(), null, null),
+                Size.QUICK,
+                1L,
+                ConformanceProperty.Progress.NONE);
     System.out.println(db + " " + fence + ": " + r);
     return r;
   }

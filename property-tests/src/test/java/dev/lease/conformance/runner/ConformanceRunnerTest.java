@@ -41,9 +41,14 @@ class ConformanceRunnerTest {
   private static Run run(String... args) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
-    int exit = Main.run(args, Map.of(), new PrintStream(out, true, StandardCharsets.UTF_8),
-        new PrintStream(err, true, StandardCharsets.UTF_8));
-    Run r = new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    int exit =
+        Main.run(
+            args,
+            Map.of(),
+            new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+    Run r =
+        new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     System.out.println(r.out + r.err);
     return r;
   }
@@ -112,7 +117,8 @@ class ConformanceRunnerTest {
   private static List<String> tablesStartingWith(DataSource ds, String prefix) throws Exception {
     List<String> found = new ArrayList<>();
     try (Connection c = ds.getConnection();
-        ResultSet rs = c.getMetaData().getTables(c.getCatalog(), null, "%", new String[] {"TABLE"})) {
+        ResultSet rs =
+            c.getMetaData().getTables(c.getCatalog(), null, "%", new String[] {"TABLE"})) {
       while (rs.next()) {
         String name = rs.getString("TABLE_NAME");
         if (name.toLowerCase().startsWith(prefix)) {

@@ -13,8 +13,8 @@ class ModelNegativeControlTest {
 
   @Test
   void aModelOneMillisecondOffIsCaughtWithAShrunkSequence() {
-    PropertyResult r = new ModelProperty(1).check(null, Size.QUICK, 99L,
-        ConformanceProperty.Progress.NONE);
+    PropertyResult r =
+        new ModelProperty(1).check(null, Size.QUICK, 99L, ConformanceProperty.Progress.NONE);
     System.out.println(r.failure());
     assertEquals(1, r.violations());
     assertTrue(r.failure().contains("seed 99"), r.failure());

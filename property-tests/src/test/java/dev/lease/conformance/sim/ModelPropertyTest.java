@@ -13,8 +13,8 @@ class ModelPropertyTest {
 
   @Test
   void leaseCoreAgreesWithTheReferenceModelOnGeneratedCommandSequences() {
-    PropertyResult r = new ModelProperty().check(null, Size.QUICK, 20261130L,
-        ConformanceProperty.Progress.NONE);
+    PropertyResult r =
+        new ModelProperty().check(null, Size.QUICK, 20261130L, ConformanceProperty.Progress.NONE);
     System.out.println(r);
     assertNull(r.failure(), r.failure());
     assertEquals(0, r.violations());

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Negative controls of the simulation: each plugs in a deliberately broken participant and asserts
- * that the simulation reports the violation, with a seed and a shrunk schedule. Runs are deterministic
- * (fixed seeds, virtual time), so "caught" is not a matter of luck.
+ * that the simulation reports the violation, with a seed and a shrunk schedule. Runs are
+ * deterministic (fixed seeds, virtual time), so "caught" is not a matter of luck.
  */
 class SimulationNegativeControlTest {
 
@@ -23,15 +23,21 @@ class SimulationNegativeControlTest {
   /** A claim without the expiry condition takes the lease from a live holder. */
   @Test
   void claimWithoutTheExpiryConditionIsCaught() {
-    SimOptions broken = SimOptions.standard().intruder((c, table, name, leaseMs) -> {
-      try (PreparedStatement ps = c.prepareStatement("UPDATE " + table
-          + " SET holder = 'intruder', instance = 'intruder', term = term + 1,"
-          + " expires_at_ms = lease_test_now() + ?, revision = revision + 1 WHERE name = ?")) {
-        ps.setLong(1, leaseMs);
-        ps.setString(2, name);
-        ps.executeUpdate();
-      }
-    });
+    SimOptions broken =
+        SimOptions.standard()
+            .intruder(
+                (c, table, name, leaseMs) -> {
+                  try (PreparedStatement ps =
+                      c.prepareStatement(
+                          "UPDATE "
+                              + table
+                              + " SET holder = 'intruder', instance = 'intruder', term = term + 1,"
+                              + " expires_at_ms = lease_test_now() + ?, revision = revision + 1 WHERE name = ?")) {
+                    ps.setLong(1, leaseMs);
+                    ps.setString(2, name);
+                    ps.executeUpdate();
+                  }
+                });
     assertCaught(new SimulationProperty(broken), "invariant 2");
   }
 
@@ -41,13 +47,13 @@ class SimulationNegativeControlTest {
    */
   @Test
   void localDeadlineLaterThanTheLeaseIsCaught() {
-    assertCaught(new SimulationProperty(SimOptions.standard().slowestClockRate(0.6)),
-        "invariant 2");
+    assertCaught(
+        new SimulationProperty(SimOptions.standard().slowestClockRate(0.6)), "invariant 2");
   }
 
   /**
-   * A keeper timed with the wall clock: an NTP step backwards makes the holder believe in a lease the
-   * database already let expire.
+   * A keeper timed with the wall clock: an NTP step backwards makes the holder believe in a lease
+   * the database already let expire.
    */
   @Test
   void keeperOnTheWallClockUnderAClockJumpIsCaught() {

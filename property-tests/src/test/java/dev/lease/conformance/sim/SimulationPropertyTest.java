@@ -13,8 +13,9 @@ class SimulationPropertyTest {
 
   @Test
   void invariantsHoldInVirtualTimeUnderEveryGeneratedFault() {
-    PropertyResult r = new SimulationProperty().check(null, Size.QUICK, 20261130L,
-        ConformanceProperty.Progress.NONE);
+    PropertyResult r =
+        new SimulationProperty()
+            .check(null, Size.QUICK, 20261130L, ConformanceProperty.Progress.NONE);
     System.out.println(r);
     assertNull(r.failure(), r.failure());
     assertEquals(0, r.violations());

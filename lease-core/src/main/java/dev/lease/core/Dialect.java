@@ -165,7 +165,7 @@ abstract class Dialect {
   // ---- detection
   // ----------------------------------------------------------------------------------
 
-  static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB and SQLite 3.42 or later";
+  static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB or SQLite 3.42 or later";
 
   /**
    * Chooses the dialect from the connection's metadata, never from the URL: MySQL Connector/J

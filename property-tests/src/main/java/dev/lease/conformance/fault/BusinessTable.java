@@ -43,18 +43,35 @@ final class BusinessTable {
     }
   }
 
-  /** txn → {rows, the highest term written}. */
-  static Map<Long, long[]> rows(Target target, String table) throws SQLException {
-    Map<Long, long[]> rows = new HashMap<>();
+  /** txn → rows in the table. */
+  static Map<Long, Long> rows(Target target, String table) throws SQLException {
+    Map<Long, Long> rows = new HashMap<>();
     try (Connection c = target.connect();
         Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery("SELECT txn, count(*), max(term) FROM " + table + " GROUP BY txn")) {
+        ResultSet rs = s.executeQuery("SELECT txn, count(*) FROM " + table + " GROUP BY txn")) {
       while (rs.next()) {
-        rows.put(rs.getLong(1), new long[] {rs.getLong(2), rs.getLong(3)});
+        rows.put(rs.getLong(1), rs.getLong(2));
       }
     }
     return rows;
+  }
+
+  /**
+   * True when {@code e} (or a cause) is the database saying a statement waited for a lock and gave
+   * up: SQLite's busy handler, InnoDB's lock wait timeout, PostgreSQL's lock or statement timeout.
+   */
+  static boolean isLockWait(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      String m = t.getMessage() == null ? "" : t.getMessage().toLowerCase(java.util.Locale.ROOT);
+      if (m.contains("sqlite_busy")
+          || m.contains("database is locked")
+          || m.contains("lock wait timeout")
+          || m.contains("lock timeout")
+          || m.contains("statement timeout")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

@@ -91,7 +91,7 @@ final class BusinessTable {
   }
 
   /**
-   * The database server's clock in epoch milliseconds, the expressions DESIGN.md chose:
+   * The database server's clock in epoch milliseconds, the expressions lease-core uses:
    * PostgreSQL's clock_timestamp() (not now(), the transaction's start), UTC_TIMESTAMP(6) on
    * MySQL/MariaDB (free of the session time zone), unixepoch with subsec on SQLite 3.42+.
    */

@@ -73,7 +73,7 @@ public final class Main {
                 + "; set java.io.tmpdir to a writable directory");
         return BAD_INPUT;
       }
-      // WAL lets the holder's readers and a claimer's write overlap, as DESIGN.md measured
+      // WAL, as most applications run SQLite: readers and one writer overlap
       url =
           "jdbc:sqlite:"
               + tempDir.resolve("conformance.db")

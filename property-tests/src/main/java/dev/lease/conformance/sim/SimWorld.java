@@ -122,6 +122,9 @@ public final class SimWorld implements AutoCloseable {
   private int depth;
   private String violation;
 
+  /** How the last business transaction ended (the model's synchronous transaction reads it). */
+  private Outcome lastOutcome;
+
   public SimWorld(SimOptions options) {
     this.options = options;
     this.timings = options.timings;
@@ -365,8 +368,6 @@ public final class SimWorld implements AutoCloseable {
     return lastOutcome;
   }
 
-  private Outcome lastOutcome;
-
   /** Runs the transaction's next step; false when it ended. */
   private boolean step(BusinessTxn t) {
     SimProcess p = t.process;
@@ -598,6 +599,7 @@ public final class SimWorld implements AutoCloseable {
     if (verb.startsWith("INSERT") || verb.startsWith("UPDATE") || verb.startsWith("DELETE")) {
       try {
         c.physical.rollback();
+        c.verified = false;
       } catch (SQLException e) {
         // no transaction
       }

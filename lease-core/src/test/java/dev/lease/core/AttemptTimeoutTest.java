@@ -23,8 +23,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class AttemptTimeoutTest {
 
-  /** Renew every 100 ms, each attempt at most 300 ms, local deadline 1.5 s. */
-  private static final LeaseTimings TIMINGS = Fixture.timings(3_000, 100, 1_500, 300, 300);
+  /** Renew every 100 ms, each attempt at most 300 ms, local deadline 1 s. */
+  private static final LeaseTimings TIMINGS = Fixture.timings(2_000, 100, 1_000, 300, 300);
 
   static Stream<TestDatabase> databases() {
     return TestDatabase.all();
@@ -71,8 +71,8 @@ class AttemptTimeoutTest {
       pool.stall(0, 1);
       Fixture.await("a renewal stalled", Duration.ofSeconds(5), () -> pool.stalled() == 1);
       int before = renewals.get();
-      // beyond the local deadline (1.5 s): only renewals after the stalled one can keep the lease
-      long until = System.nanoTime() + Duration.ofMillis(2_500).toNanos();
+      // beyond the local deadline (1 s): only renewals after the stalled one can keep the lease
+      long until = System.nanoTime() + Duration.ofMillis(1_500).toNanos();
       while (System.nanoTime() < until && !lease.isLost()) {
         Thread.sleep(20); // polling a bounded wait, not a synchronisation
       }
@@ -102,7 +102,7 @@ class AttemptTimeoutTest {
       stuck.stall(0, 1);
       CompletableFuture<Object> claim =
           CompletableFuture.supplyAsync(() -> unbounded.tryClaim("blocked-for-good"));
-      Thread.sleep(1_000); // a bounded look for an answer that must not come, not a synchronisation
+      Thread.sleep(700); // a bounded look for an answer that must not come, not a synchronisation
       assertFalse(claim.isDone(), "negative control: the unbounded claim still waits");
       stuck.unstall();
       claim.get(10, TimeUnit.SECONDS);

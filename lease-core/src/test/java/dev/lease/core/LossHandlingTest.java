@@ -21,7 +21,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class LossHandlingTest {
 
-  private static final LeaseTimings TIMINGS = Fixture.timings(1_500, 100, 800, 300, 300);
+  private static final LeaseTimings TIMINGS = Fixture.timings(1_000, 100, 500, 300, 300);
 
   static Stream<TestDatabase> databases() {
     return TestDatabase.all();
@@ -91,7 +91,7 @@ class LossHandlingTest {
       assertTrue(blocked.await(5, TimeUnit.SECONDS), "the listeners are blocked in lost()");
       failing.failing(false);
       Lease lease = m.tryClaim(b).orElseThrow().hold();
-      long deadline = System.nanoTime() + Duration.ofMillis(2_000).toNanos();
+      long deadline = System.nanoTime() + Duration.ofMillis(1_500).toNanos();
       while (renewalsOfB.get() < 5 && System.nanoTime() < deadline) {
         Thread.sleep(20); // polling a bounded wait, not a synchronisation
       }

@@ -307,7 +307,7 @@ class ShutdownTest {
     failing.failing(true);
     assertTrue(lost.await(5, TimeUnit.SECONDS), "the lease was lost");
     m.close();
-    boolean ran = policy.await(2_000, TimeUnit.MILLISECONDS);
+    boolean ran = policy.await(1_000, TimeUnit.MILLISECONDS);
     release.set(true);
     failing.failing(false);
     assertInstanceOf(LeaseLostException.class, failureOf(done));

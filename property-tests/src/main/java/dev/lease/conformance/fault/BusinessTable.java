@@ -57,8 +57,10 @@ final class BusinessTable {
   }
 
   /**
-   * True when {@code e} (or a cause) is the database saying a statement waited for a lock and gave
-   * up: SQLite's busy handler, InnoDB's lock wait timeout, PostgreSQL's lock or statement timeout.
+   * True when {@code e} (or a cause) says a statement waited and gave up: the database's lock wait
+   * (SQLite's busy handler, InnoDB's lock wait timeout, PostgreSQL's lock or statement timeout) or
+   * lease-core's attempt timeout, which bounds the whole attempt and so usually ends a lock wait
+   * first.
    */
   static boolean isLockWait(Throwable e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
@@ -67,7 +69,8 @@ final class BusinessTable {
           || m.contains("database is locked")
           || m.contains("lock wait timeout")
           || m.contains("lock timeout")
-          || m.contains("statement timeout")) {
+          || m.contains("statement timeout")
+          || m.contains("within the attempt timeout")) {
         return true;
       }
     }

@@ -14,6 +14,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
+import dev.lease.core.internal.LeaseInternals;
 import java.io.IOException;
 import java.net.URI;
 import java.sql.Connection;
@@ -267,16 +268,18 @@ public final class FaultRunProperty implements ConformanceProperty {
         FreezableProcess process = new FreezableProcess("process-" + i, broken);
         processes.add(process);
         DataSource ds = process.dataSource(base, false);
-        LeaseManager manager =
+        LeaseManager.Builder builder =
             LeaseManager.builder(ds)
                 .table(leases)
                 .instance("process-" + i)
                 .timings(TIMINGS)
-                .failurePolicy(FailurePolicy.logOnly())
-                .clock(process.clock())
-                .scheduler(process.scheduler())
-                .attemptExecutor(process.attemptExecutor())
-                .build();
+                .failurePolicy(FailurePolicy.logOnly());
+        // everything of the process that a freeze must stop: its clock and its threads
+        LeaseInternals.clock(builder, process.clock());
+        LeaseInternals.scheduler(builder, process.scheduler());
+        LeaseInternals.attemptExecutor(builder, process.attemptExecutor());
+        LeaseInternals.lossExecutor(builder, process.lossExecutor());
+        LeaseManager manager = builder.build();
         managers.add(manager);
         Worker w =
             new Worker(
@@ -343,11 +346,9 @@ public final class FaultRunProperty implements ConformanceProperty {
       }
       counts.add(new Count("commits under the old term", e.commitsBefore(), requiredCommits));
       counts.add(new Count("commits under the new term", e.commitsAfter(), requiredCommits));
-      long maxTerm = history.claims().stream().mapToLong(History.Claim::term).max().orElse(0);
       long committed =
           history.transactions().stream().filter(t -> t.end() == History.End.COMMITTED).count();
       counts.add(Count.info("claims", history.claims().size()));
-      counts.add(Count.info("highest term", maxTerm));
       counts.add(Count.info("transactions committed", committed));
       counts.add(
           Count.info(

@@ -1,8 +1,8 @@
 package dev.lease.conformance.fault;
 
 import dev.lease.conformance.Mutations;
-import dev.lease.core.MonotonicClock;
-import java.io.PrintWriter;
+import dev.lease.core.internal.DataSourceAdapter;
+import dev.lease.core.internal.MonotonicClock;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
@@ -12,7 +12,6 @@ import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.util.List;
 import java.util.Set;
@@ -25,7 +24,6 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
@@ -56,6 +54,7 @@ final class FreezableProcess implements AutoCloseable {
   private final Mutations mutations;
   private final Timers timers;
   private final ExecutorService attempts;
+  private final ExecutorService losses;
   private volatile long frozenUntil = System.nanoTime();
   private volatile long freezeAtCommitMillis;
 
@@ -70,7 +69,14 @@ final class FreezableProcess implements AutoCloseable {
     this.attempts =
         Executors.newCachedThreadPool(
             r -> {
-              Thread t = new Thread(r, name + "-renewal-" + n.incrementAndGet());
+              Thread t = new Thread(r, name + "-attempt-" + n.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+    this.losses =
+        Executors.newCachedThreadPool(
+            r -> {
+              Thread t = new Thread(r, name + "-loss-" + n.incrementAndGet());
               t.setDaemon(true);
               return t;
             });
@@ -123,12 +129,21 @@ final class FreezableProcess implements AutoCloseable {
     return timers;
   }
 
-  /** The renewal attempts: one started during a freeze waits for its end. */
+  /** The lease statements' attempts: one started during a freeze waits for its end. */
   ExecutorService attemptExecutor() {
+    return gated(attempts);
+  }
+
+  /** Loss handling (listeners, onLoss callbacks, the grace period): frozen with the process. */
+  ExecutorService lossExecutor() {
+    return gated(losses);
+  }
+
+  private ExecutorService gated(ExecutorService pool) {
     return new java.util.concurrent.AbstractExecutorService() {
       @Override
       public void execute(Runnable r) {
-        attempts.execute(
+        pool.execute(
             () -> {
               gate();
               r.run();
@@ -137,27 +152,27 @@ final class FreezableProcess implements AutoCloseable {
 
       @Override
       public void shutdown() {
-        attempts.shutdown();
+        pool.shutdown();
       }
 
       @Override
       public List<Runnable> shutdownNow() {
-        return attempts.shutdownNow();
+        return pool.shutdownNow();
       }
 
       @Override
       public boolean isShutdown() {
-        return attempts.isShutdown();
+        return pool.isShutdown();
       }
 
       @Override
       public boolean isTerminated() {
-        return attempts.isTerminated();
+        return pool.isTerminated();
       }
 
       @Override
       public boolean awaitTermination(long timeout, TimeUnit unit) throws InterruptedException {
-        return attempts.awaitTermination(timeout, unit);
+        return pool.awaitTermination(timeout, unit);
       }
     };
   }
@@ -170,49 +185,13 @@ final class FreezableProcess implements AutoCloseable {
    *     those
    */
   DataSource dataSource(DataSource raw, boolean application) {
-    return new DataSource() {
+    return new DataSourceAdapter() {
       @Override
       public Connection getConnection() throws SQLException {
         gate();
         Connection c = raw.getConnection();
         gate();
         return (Connection) wrap(c, Connection.class, application);
-      }
-
-      @Override
-      public Connection getConnection(String user, String password) throws SQLException {
-        return getConnection();
-      }
-
-      @Override
-      public PrintWriter getLogWriter() {
-        return null;
-      }
-
-      @Override
-      public void setLogWriter(PrintWriter out) {}
-
-      @Override
-      public void setLoginTimeout(int seconds) {}
-
-      @Override
-      public int getLoginTimeout() {
-        return 0;
-      }
-
-      @Override
-      public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-        throw new SQLFeatureNotSupportedException();
-      }
-
-      @Override
-      public <T> T unwrap(Class<T> iface) throws SQLException {
-        throw new SQLException("not a wrapper");
-      }
-
-      @Override
-      public boolean isWrapperFor(Class<?> iface) {
-        return false;
       }
 
       @Override
@@ -308,6 +287,7 @@ final class FreezableProcess implements AutoCloseable {
     frozenUntil = System.nanoTime();
     timers.shutdownNow();
     attempts.shutdownNow();
+    losses.shutdownNow();
   }
 
   /** Timers whose tasks start only while the process runs. */

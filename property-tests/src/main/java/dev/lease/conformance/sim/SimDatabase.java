@@ -19,10 +19,9 @@ import org.sqlite.Function;
  * database is, whose clock is the simulation's true time plus the steps the schedule gave it. Every
  * lease statement reads that clock through the SQL function {@value #CLOCK_FUNCTION}, registered on
  * each connection with {@link Function#create} and chosen with {@code
- * LeaseManager.Builder.clockFunctionForTesting}. Each simulated process opens connections of its
- * own, so SQLite's own locking (STRICT's write lock, WAL snapshots) decides between them; the
- * connections wait for locks in virtual time ({@link SimConnection}), never with SQLite's busy
- * handler.
+ * LeaseInternals#clockFunctionForTesting}. Each simulated process opens connections of its own, so
+ * SQLite's own locking (STRICT's write lock, WAL snapshots) decides between them; the connections
+ * wait for locks in virtual time ({@link SimConnection}), never with SQLite's busy handler.
  */
 final class SimDatabase implements AutoCloseable {
 

@@ -2,20 +2,18 @@ package dev.lease.conformance.sim;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.DataSourceAdapter;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
-import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.SQLNonTransientConnectionException;
 import java.sql.SQLTransientConnectionException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
@@ -110,7 +108,7 @@ public final class SimProcess {
   }
 
   /** The process's connection pool: refuses requests as injected; never rolls back on return. */
-  private final class Pool implements DataSource {
+  private final class Pool extends DataSourceAdapter {
     @Override
     public Connection getConnection() throws SQLException {
       if (crashed) {
@@ -129,42 +127,6 @@ public final class SimProcess {
         connections.add(c);
       }
       return c.proxy;
-    }
-
-    @Override
-    public Connection getConnection(String user, String password) throws SQLException {
-      return getConnection();
-    }
-
-    @Override
-    public PrintWriter getLogWriter() {
-      return null;
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) {}
-
-    @Override
-    public void setLoginTimeout(int seconds) {}
-
-    @Override
-    public int getLoginTimeout() {
-      return 0;
-    }
-
-    @Override
-    public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-      throw new SQLFeatureNotSupportedException();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) throws SQLException {
-      throw new SQLException("not a wrapper");
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) {
-      return false;
     }
   }
 }

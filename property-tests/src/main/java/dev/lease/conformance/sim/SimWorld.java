@@ -9,6 +9,7 @@ import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.LossReason;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.LeaseLostSQLException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -163,18 +164,20 @@ public final class SimWorld implements AutoCloseable {
       long origin = (i * 7_919L - 13_000L) * 1_000_000_000L;
       ProcessClock clock = options.clocks.create(() -> loop.now, origin, rates.get(i));
       SimProcess p = new SimProcess(this, i, clock);
-      p.manager =
+      LeaseManager.Builder builder =
           LeaseManager.builder(p.dataSource)
               .table(SimDatabase.TABLE)
               .instance(p.instance())
               .timings(timings)
-              .clock(clock)
-              .scheduler(p.scheduler)
-              .attemptExecutor(Runnable::run)
-              .clockFunctionForTesting(SimDatabase.CLOCK_FUNCTION)
               .failurePolicy(FailurePolicy.logOnly())
-              .createTableIfMissing()
-              .build();
+              .createTableIfMissing();
+      // the keeper, its attempts and loss handling on the event loop, the database clock virtual
+      LeaseInternals.clock(builder, clock);
+      LeaseInternals.scheduler(builder, p.scheduler);
+      LeaseInternals.attemptExecutor(builder, Runnable::run);
+      LeaseInternals.lossExecutor(builder, Runnable::run);
+      LeaseInternals.clockFunctionForTesting(builder, SimDatabase.CLOCK_FUNCTION);
+      p.manager = builder.build();
       processes.add(p);
     }
   }
@@ -229,8 +232,8 @@ public final class SimWorld implements AutoCloseable {
             note(p + " lost term " + l.term() + " (" + l.lossReason().orElse(null) + ")");
           });
       note(p + " claimed term " + lease.term());
-      if (lease.term() > 1) {
-        stats.takeovers++;
+      if (maxClaimedTerm > 0) {
+        stats.takeovers++; // a hand-over (the first claim of a schedule is none)
       }
       String previous = holderOfTerm.putIfAbsent(lease.term(), lease.holder());
       if (previous != null) {
@@ -511,7 +514,7 @@ public final class SimWorld implements AutoCloseable {
   Object execute(SimConnection.Stmt s, String sql, Call call) throws Throwable {
     SimConnection c = s.connection();
     SimProcess p = c.process;
-    Lease bound = LeaseContext.currentOrNull();
+    Lease bound = LeaseInternals.currentOrNull();
     boolean lostBefore = bound == null || bound.isLost();
     BooleanSupplier cancel = () -> s.isCancelled() || (c.verified && !lostBefore && bound.isLost());
     // lease statements (autocommit on SQLite) give up after the attempt timeout; an application's

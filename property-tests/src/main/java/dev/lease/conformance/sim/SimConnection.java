@@ -173,7 +173,11 @@ final class SimConnection implements InvocationHandler {
       if (args != null && args.length > 0 && args[0] instanceof String s) {
         Matcher set = SET_BUSY_TIMEOUT.matcher(s);
         if (name.startsWith("execute") && set.matches()) {
-          busyTimeoutMs = Long.parseLong(set.group(1));
+          // lease-core sets what is left of its attempt timeout, which it measures in real time
+          // (System.nanoTime): in virtual time all of it is left, and the run stays replayable
+          long value = Long.parseLong(set.group(1));
+          long attempt = process.world.timings.attemptTimeout().toMillis();
+          busyTimeoutMs = value <= attempt ? attempt : value;
           return switch (name) {
             case "execute" -> false;
             case "executeUpdate" -> 0;

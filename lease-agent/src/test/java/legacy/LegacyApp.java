@@ -22,7 +22,8 @@ import javax.sql.DataSource;
  * what it does from its stdout, one event per line.
  *
  * <pre>
- * java [-javaagent:...] -cp ... legacy.LegacyApp writer URL TABLE WRITER hikari|plain
+ * java [-javaagent:...] -cp ... legacy.LegacyApp writer URL TABLE WRITER POOL
+ *   POOL: plain (DriverManager) or hikari, dbcp2, tomcat, c3p0, agroal, ucp (see Pools)
  *   loops: BEGIN; SELECT (prints TX-OPEN seq); pause 300 ms; INSERT (WRITER, seq); COMMIT
  *   prints COMMITTED seq or REFUSED seq exception, then IDLE seq and pauses 300 ms
  *   stdin "hold": waits between two transactions (prints HELD seq) until stdin "go"
@@ -43,10 +44,22 @@ public final class LegacyApp {
     System.out.println("STARTED");
     switch (args[0]) {
       case "writer":
-        writer(args[1], args[2], args[3], "hikari".equals(args[4]));
+        writer(args[1], args[2], args[3], args[4]);
         break;
       case "jobs":
         jobs(args[1], args[2], args[3]);
+        break;
+      case "xa":
+        XaAndVendor.xa(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
+        // stays up (its sessions stay countable) until its input ends
+        while (System.in.read() >= 0) {
+          // nothing: wait for the end of the input
+        }
+        System.exit(0);
+        break;
+      case "vendor":
+        XaAndVendor.vendor(args[1]);
+        System.exit(0);
         break;
       case "first-query":
         firstQuery(args[1], "hikari".equals(args[2]));
@@ -77,9 +90,10 @@ public final class LegacyApp {
    * there (kill -STOP) resumes with a transaction that began under its old lease and writes after
    * its successor claimed the lease, the case that fencing exists for.
    */
-  private static void writer(String url, String table, String writer, boolean pooled)
-      throws InterruptedException {
-    DataSource pool = pooled ? hikari(url) : null;
+  private static void writer(String url, String table, String writer, String poolName)
+      throws InterruptedException, SQLException {
+    boolean pooled = !poolName.equals("plain");
+    DataSource pool = pooled ? Pools.create(poolName, url) : null;
     // stdin "hold": stop between two transactions (prints HELD seq) until "go"
     Semaphore held = new Semaphore(0);
     AtomicBoolean holdRequested = new AtomicBoolean();

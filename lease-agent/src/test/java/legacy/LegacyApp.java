@@ -30,9 +30,12 @@ import javax.sql.DataSource;
  * java [-javaagent:...] -cp ... legacy.LegacyApp jobs URL TABLE WRITER
  *   stdin "trigger N": calls Jobs.nightly(N) on a new thread (prints JOB-RETURNED N ran=...)
  *   stdin "release N": lets the running nightly(N) return
+ * java [-javaagent:...] -cp ... legacy.LegacyApp isolated
+ *   loads RoutingDataSource again in a loader that cannot see the agent (ISOLATED-LOADED)
+ * java [-javaagent:...] -cp ... legacy.LegacyApp xa ... / vendor ...   (see XaAndVendor)
  * java [-javaagent:...] -cp ... legacy.LegacyApp first-query URL hikari|plain
  *   prints FIRST-QUERY uptime-ms after its first query, then exits
- * java [-javaagent:...] -cp ... legacy.LegacyApp connections URL hikari|routing-hikari|plain N
+ * java [-javaagent:...] -cp ... legacy.LegacyApp connections URL hikari|routing-hikari|plain|POOL N
  *   gets N connections one after another, runs SELECT 1 on each (prints CONNECTION i class)
  * </pre>
  */
@@ -59,6 +62,10 @@ public final class LegacyApp {
         break;
       case "vendor":
         XaAndVendor.vendor(args[1]);
+        System.exit(0);
+        break;
+      case "isolated":
+        isolated();
         System.exit(0);
         break;
       case "first-query":
@@ -192,9 +199,13 @@ public final class LegacyApp {
 
   private static void connections(String url, String pool, int n) throws Exception {
     DataSource ds =
-        pool.equals("hikari")
-            ? hikari(url)
-            : pool.equals("routing-hikari") ? new RoutingDataSource(hikari(url)) : null;
+        pool.equals("plain")
+            ? null
+            : pool.equals("hikari")
+                ? hikari(url)
+                : pool.equals("routing-hikari")
+                    ? new RoutingDataSource(hikari(url))
+                    : Pools.create(pool, url);
     connections(ds, url, n);
     System.exit(0);
   }
@@ -210,6 +221,20 @@ public final class LegacyApp {
         rs.next();
         System.out.println("CONNECTION " + i + " " + c.getClass().getName());
       }
+    }
+  }
+
+  /**
+   * Loads the application's own DataSource class a second time, in a class loader that cannot see
+   * the agent (its parent is the platform loader), as an isolated plugin loader would.
+   */
+  private static void isolated() throws Exception {
+    java.net.URL classes = LegacyApp.class.getProtectionDomain().getCodeSource().getLocation();
+    try (java.net.URLClassLoader isolated =
+        new java.net.URLClassLoader(
+            new java.net.URL[] {classes}, ClassLoader.getPlatformClassLoader())) {
+      Class<?> c = Class.forName(RoutingDataSource.class.getName(), true, isolated);
+      System.out.println("ISOLATED-LOADED " + c.getName());
     }
   }
 

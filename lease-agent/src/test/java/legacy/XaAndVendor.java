@@ -2,13 +2,13 @@ package legacy;
 
 import com.mchange.v2.c3p0.C3P0ProxyConnection;
 import com.mchange.v2.c3p0.ComboPooledDataSource;
+import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import javax.sql.XAConnection;
 import javax.transaction.xa.XAException;
 import javax.transaction.xa.XAResource;
@@ -26,9 +26,9 @@ import org.postgresql.xa.PGXADataSource;
  *   commit), each on a new XAConnection that is closed after it; prints XA-COMMITTED i, or
  *   XA-REFUSED i exception (then rolled back), and XA-DONE; then waits for the end of its input
  * ... legacy.LegacyApp vendor URL
- *   casts DriverManager's connection to PGConnection, calls it directly and reflectively, inside a
- *   transaction; the same through c3p0's raw-connection operation on a pooled handle;
- *   prints VENDOR-OK what or VENDOR-FAILED what exception, then VENDOR-DONE
+ *   casts DriverManager's connection to PGConnection, calls it as a transaction's first act,
+ *   directly and reflectively; the same through c3p0's raw-connection operation on a pooled
+ *   handle; prints VENDOR-OK what or VENDOR-FAILED what exception, then VENDOR-DONE
  * </pre>
  */
 final class XaAndVendor {
@@ -84,17 +84,28 @@ final class XaAndVendor {
 
   static void vendor(String url) throws Exception {
     try (Connection c = DriverManager.getConnection(url)) {
-      PGConnection pg = (PGConnection) c; // a ClassCastException ends the run: the bug to catch
-      System.out.println("VENDOR-OK cast " + pg.getClass().getName());
+      PGConnection pg;
+      try {
+        pg = (PGConnection) c;
+        System.out.println("VENDOR-OK cast " + c.getClass().getName());
+      } catch (ClassCastException e) {
+        System.out.println("VENDOR-FAILED cast " + e);
+        System.out.println("VENDOR-DONE");
+        return;
+      }
       c.setAutoCommit(false);
-      try (Statement s = c.createStatement()) {
-        s.execute("SELECT 1");
-        pg.getNotifications(); // inside the transaction: verified first
+      try {
+        pg.getNotifications(); // the transaction's first act: verified before the driver's
         System.out.println("VENDOR-OK call");
-        Method m = c.getClass().getMethod("getBackendPID");
-        System.out.println("VENDOR-OK reflective " + m.invoke(c));
       } catch (SQLException e) {
         System.out.println("VENDOR-FAILED call " + e.getClass().getName() + ": " + e.getMessage());
+      }
+      c.rollback();
+      try {
+        Method m = c.getClass().getMethod("getBackendPID");
+        System.out.println("VENDOR-OK reflective " + m.invoke(c));
+      } catch (InvocationTargetException e) {
+        System.out.println("VENDOR-FAILED reflective " + e.getCause());
       }
       c.rollback();
     }
@@ -116,6 +127,8 @@ final class XaAndVendor {
             "VENDOR-FAILED pooled-reflective " + e.getClass().getName() + ": " + e.getMessage());
       }
       c.rollback();
+    } catch (ClassCastException e) {
+      System.out.println("VENDOR-FAILED pooled-cast " + e);
     } finally {
       pool.close();
     }

@@ -29,6 +29,10 @@ public final class LeaseAgent {
   private LeaseAgent() {}
 
   public static void premain(String agentArgs, Instrumentation inst) {
+    // Before any ByteBuddy class loads: its safe mode uses no sun.misc.Unsafe (Java 24+ warns on
+    // stderr at the first use, JEP 498); the agent only inlines advice, which needs none of what
+    // Unsafe enables. The shade plugin relocates this name with ByteBuddy's package.
+    setIfAbsent("net.bytebuddy.safe", "true");
     AgentConfig config;
     try {
       config = AgentConfig.parse(agentArgs, System::getenv);

@@ -6,6 +6,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -160,11 +161,29 @@ final class VendorFace implements InvocationHandler {
         return route.invoke(fenced, args);
       }
       // a vendor method: the unwrap rule (verify the open transaction), then the vendor object
-      Object target = fenced.unwrap(declaring);
+      Object target;
+      try {
+        target = fenced.unwrap(declaring);
+      } catch (SQLException e) {
+        if (declares(method, SQLException.class)) {
+          throw e;
+        }
+        // PGConnection.getBackendPID() and the like cannot throw it: unchecked, cause kept
+        throw new IllegalStateException(e.toString(), e);
+      }
       return method.invoke(target, args);
     } catch (InvocationTargetException e) {
       throw e.getCause();
     }
+  }
+
+  private static boolean declares(Method m, Class<?> exception) {
+    for (Class<?> e : m.getExceptionTypes()) {
+      if (e.isAssignableFrom(exception)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The fenced connection's method of the same signature, or the vendor method itself. */

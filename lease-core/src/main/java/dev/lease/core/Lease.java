@@ -1,5 +1,6 @@
 package dev.lease.core;
 
+import dev.lease.core.dialect.Dialect;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -189,16 +190,17 @@ public final class Lease implements AutoCloseable {
 
   /**
    * Runs the verify statement on {@code connection} inside the caller's open transaction (the
-   * building block of lease-jdbc). In strict mode it also takes the lock on the lease row that the
-   * claim of the next term waits for, and (PostgreSQL) bounds the transaction's idle time.
+   * building block of lease-jdbc, through {@code LeaseInternals}). In strict mode it also takes the
+   * lock on the lease row that the claim of the next term waits for, and (PostgreSQL) bounds the
+   * transaction's idle time.
    *
    * @return true if the database confirms this holder at this term
    */
-  public boolean verifyInTransaction(
-      Connection connection, boolean strict, Duration idleInTransaction) throws SQLException {
+  boolean verifyInTransaction(Connection connection, boolean strict, Duration idleInTransaction)
+      throws SQLException {
     Dialect d = manager.dialect();
     try (PreparedStatement ps = connection.prepareStatement(d.verifySql(strict))) {
-      d.bindVerify(ps, name, holder, term, strict, idleInTransaction.toMillis());
+      d.bindVerify(ps, 1, name, holder, term, strict, idleInTransaction.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
       }
@@ -212,7 +214,7 @@ public final class Lease implements AutoCloseable {
    * write (measured: a renewal failed within 2 s under 16 threads). InnoDB and PostgreSQL queue the
    * renewal themselves.
    */
-  public void awaitRenewal(Duration max) throws InterruptedException {
+  void awaitRenewal(Duration max) throws InterruptedException {
     if (!renewing) {
       return;
     }
@@ -298,8 +300,7 @@ public final class Lease implements AutoCloseable {
     return "Lease[" + name + ", term " + term + ", instance " + instance + "]";
   }
 
-  // ---- package-private: the keeper's side
-  // --------------------------------------------------------
+  // ---- package-private: the keeper's side -----------------------------------------------------
 
   synchronized long lastRenewalStart() {
     return lastRenewalStart;
@@ -345,7 +346,7 @@ public final class Lease implements AutoCloseable {
     return true;
   }
 
-  /** For {@link LeaseManager#notHeld}: lost from the start, without events (nothing was held). */
+  /** For {@code LeaseManager.notHeld}: lost from the start, without events (nothing was held). */
   synchronized void markNotHeld() {
     loseLocked(LossReason.NOT_HELD);
   }

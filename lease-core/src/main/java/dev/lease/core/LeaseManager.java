@@ -1,5 +1,8 @@
 package dev.lease.core;
 
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.MonotonicClock;
 import java.net.InetAddress;
 import java.security.SecureRandom;
 import java.sql.Connection;
@@ -52,6 +55,11 @@ public final class LeaseManager implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseManager.class);
   private static final SecureRandom RANDOM = new SecureRandom();
+
+  static {
+    // the other packages and modules of this project reach the package-private side through it
+    LeaseInternals.register(new InternalAccess());
+  }
 
   private final DataSource dataSource;
   private final Dialect dialect;
@@ -138,7 +146,7 @@ public final class LeaseManager implements AutoCloseable {
    * @throws LeaseException if the database could not be asked
    */
   public Optional<Lease> tryClaim(String name) {
-    Names.leaseName(name);
+    LeaseNames.validate(name);
     String holder = newHolder();
     execute(
         "create the lease row",
@@ -166,12 +174,10 @@ public final class LeaseManager implements AutoCloseable {
 
   /**
    * A lease object for {@code name} that this process does not hold: never held, never claimed, its
-   * verify finds no row. Bound process-wide ({@link LeaseContext#bindProcessWide}) it makes fenced
-   * transactions fail while another process holds {@code name} (lease-agent's leader mode on a
-   * replica, before its first claim).
+   * verify finds no row ({@link LeaseInternals#notHeld}).
    */
-  public Lease notHeld(String name) {
-    Names.leaseName(name);
+  Lease notHeld(String name) {
+    LeaseNames.validate(name);
     Lease lease = new Lease(this, name, newHolder(), instance, 0, clock.nanoTime());
     lease.markNotHeld();
     return lease;
@@ -346,7 +352,7 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   /** Calls each listener with {@code event}, for lease-jdbc's transaction events. */
-  public void notifyListeners(Consumer<LeaseListener> event) {
+  void notifyListeners(Consumer<LeaseListener> event) {
     safely(event);
   }
 
@@ -356,7 +362,7 @@ public final class LeaseManager implements AutoCloseable {
    * timeouts); empty on databases whose verify statement carries the bound (PostgreSQL) or that
    * have no server (SQLite).
    */
-  public List<String> strictSessionStatements(
+  List<String> strictSessionStatements(
       java.time.Duration idleInTransaction, java.time.Duration lockWait) {
     return dialect.strictSessionBounds(idleInTransaction.toMillis(), lockWait.toMillis());
   }
@@ -380,7 +386,7 @@ public final class LeaseManager implements AutoCloseable {
         "verify lease " + lease.name(),
         c -> {
           try (PreparedStatement ps = c.prepareStatement(dialect.verifySql(false))) {
-            dialect.bindVerify(ps, lease.name(), lease.holder(), lease.term(), false, 0);
+            dialect.bindVerify(ps, 1, lease.name(), lease.holder(), lease.term(), false, 0);
             try (ResultSet rs = ps.executeQuery()) {
               return rs.next();
             }
@@ -472,7 +478,7 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   private static String missingTable(Dialect dialect) {
-    String table = dialect.table;
+    String table = dialect.table();
     return "lease table "
         + table
         + " does not exist in this "
@@ -516,7 +522,7 @@ public final class LeaseManager implements AutoCloseable {
       }
     }
     String id = host + "/" + ProcessHandle.current().pid();
-    return id.length() <= Names.INSTANCE_WIDTH ? id : id.substring(0, Names.INSTANCE_WIDTH);
+    return id.length() <= Dialect.INSTANCE_WIDTH ? id : id.substring(0, Dialect.INSTANCE_WIDTH);
   }
 
   /** Configures a {@link LeaseManager}; {@link #build()} validates everything before any SQL. */
@@ -569,34 +575,29 @@ public final class LeaseManager implements AutoCloseable {
       return this;
     }
 
-    /** The process's monotonic clock; default {@link System#nanoTime()}. For simulations. */
-    public Builder clock(MonotonicClock clock) {
+    /** Test hook ({@link LeaseInternals#clock}): the process's monotonic clock. */
+    Builder clock(MonotonicClock clock) {
       this.clock = Objects.requireNonNull(clock, "clock");
       return this;
     }
 
-    /**
-     * The timers of the keeper and of the grace period; default two daemon threads owned by the
-     * manager. A scheduler passed here is not shut down by {@link LeaseManager#close()}.
-     */
-    public Builder scheduler(ScheduledExecutorService scheduler) {
+    /** Test hook ({@link LeaseInternals#scheduler}): the timers of the keeper and the grace. */
+    Builder scheduler(ScheduledExecutorService scheduler) {
       this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
       return this;
     }
 
-    /** Where renewal attempts run; default a cached pool of daemon threads. */
-    public Builder attemptExecutor(Executor executor) {
+    /** Test hook ({@link LeaseInternals#attemptExecutor}): where lease statements run. */
+    Builder attemptExecutor(Executor executor) {
       this.attemptExecutor = Objects.requireNonNull(executor, "attemptExecutor");
       return this;
     }
 
     /**
-     * Reads the database clock from the SQL function {@code name()} instead of the server clock:
-     * for tests that control database time (for example a function registered on SQLite). Never in
-     * production.
+     * Test hook ({@link LeaseInternals#clockFunctionForTesting}): the database clock's function.
      */
-    public Builder clockFunctionForTesting(String name) {
-      this.clockFunction = Names.function(name);
+    Builder clockFunctionForTesting(String name) {
+      this.clockFunction = LeaseNames.function(name);
       return this;
     }
 
@@ -614,8 +615,8 @@ public final class LeaseManager implements AutoCloseable {
      *     missing
      */
     public LeaseManager build() {
-      Names.table(table);
-      instance = Names.instance(instance != null ? instance : defaultInstance());
+      LeaseNames.table(table);
+      instance = LeaseNames.instance(instance != null ? instance : defaultInstance());
       Dialect dialect;
       try (Connection c = dataSource.getConnection()) {
         dialect = Dialect.detect(c, table, clockFunction);

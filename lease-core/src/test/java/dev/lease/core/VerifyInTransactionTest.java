@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -58,7 +59,7 @@ class VerifyInTransactionTest {
       if (db == TestDatabase.POSTGRESQL && strict) {
         // the idle-in-transaction bound is LOCAL: it ends with the verified transaction
         try (Connection c = business.getConnection()) {
-          assertTrue(second.verifyInTransaction(c, true, Duration.ofMillis(1500)));
+          assertTrue(LeaseInternals.verifyInTransaction(second, c, true, Duration.ofMillis(1500)));
           assertEquals("1500ms", show(c, "idle_in_transaction_session_timeout"));
           c.commit();
           assertEquals("0", show(c, "idle_in_transaction_session_timeout"));
@@ -71,7 +72,8 @@ class VerifyInTransactionTest {
   private static boolean verifyAndCommit(HikariDataSource ds, Lease lease, boolean strict)
       throws SQLException {
     try (Connection c = ds.getConnection()) {
-      boolean verified = lease.verifyInTransaction(c, strict, Duration.ofSeconds(2));
+      boolean verified =
+          LeaseInternals.verifyInTransaction(lease, c, strict, Duration.ofSeconds(2));
       c.commit();
       return verified;
     }

@@ -1,4 +1,4 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
 import java.time.Instant;
 import java.util.Optional;

@@ -1,11 +1,15 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
-import static dev.lease.core.SchedulerReplicas.assertEachInstantOnce;
-import static dev.lease.core.SchedulerReplicas.awaitUntil;
+import static dev.lease.core.scheduler.SchedulerReplicas.assertEachInstantOnce;
+import static dev.lease.core.scheduler.SchedulerReplicas.awaitUntil;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseNames;
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -382,7 +386,8 @@ class LeaseSchedulerTest {
           Duration.ofSeconds(20),
           () -> {
             Dialect.SlotState st =
-                a.execute("state", c -> a.dialect().slotStates(c, List.of("report")))
+                LeaseInternals.execute(
+                        a, "state", c -> LeaseInternals.dialect(a).slotStates(c, List.of("report")))
                     .byName()
                     .get("report");
             return st != null && Long.valueOf(x1).equals(st.lastMs()) && st.unfinishedMs() == null;
@@ -415,7 +420,7 @@ class LeaseSchedulerTest {
     IllegalArgumentException tooLong =
         assertThrows(
             IllegalArgumentException.class,
-            () -> ScheduledJob.of("j".repeat(Names.NAME_WIDTH + 1), s, round -> {}));
+            () -> ScheduledJob.of("j".repeat(LeaseNames.MAX_LENGTH + 1), s, round -> {}));
     assertTrue(tooLong.getMessage().contains("could never be claimed"), tooLong.getMessage());
     assertThrows(IllegalArgumentException.class, () -> ScheduledJob.of("", s, round -> {}));
     assertThrows(IllegalArgumentException.class, () -> ScheduledJob.of("a\nb", s, round -> {}));

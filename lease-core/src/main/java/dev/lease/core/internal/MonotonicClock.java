@@ -1,4 +1,4 @@
-package dev.lease.core;
+package dev.lease.core.internal;
 
 /**
  * The process's monotonic clock, in nanoseconds with an arbitrary origin; compare readings only by

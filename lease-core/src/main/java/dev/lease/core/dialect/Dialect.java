@@ -1,5 +1,7 @@
-package dev.lease.core;
+package dev.lease.core.dialect;
 
+import dev.lease.core.Database;
+import dev.lease.core.LeaseException;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
@@ -7,6 +9,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -15,16 +18,26 @@ import java.util.Map;
 /**
  * The SQL of the lease protocol for one database, readable as text, with the reason for each
  * non-obvious choice beside it. Every statement reads {@code :now} from the database server's clock
- * inside the statement ({@link #clock}); no user value is ever concatenated into SQL (the table
- * name is a validated identifier, see {@link Names#table}).
+ * inside the statement ({@link #clock()}); no user value is ever concatenated into SQL (the table
+ * name is a validated identifier, checked before a dialect is made).
+ *
+ * <p>Internal: lease-core's manager and scheduler, and lease-jdbc through {@code LeaseInternals},
+ * use it; it may change in any release.
  */
-abstract class Dialect {
+public abstract class Dialect {
+
+  /** Column widths of the lease table; the DDL of every dialect uses these. */
+  public static final int NAME_WIDTH = 128;
+
+  public static final int INSTANCE_WIDTH = 128;
+  public static final int HOLDER_WIDTH = 64;
 
   /** Result of a successful claim: the new term and the expiry the database recorded. */
-  record Claimed(long term, long expiresAtMs, long databaseNowMs) {}
+  public record Claimed(long term, long expiresAtMs, long databaseNowMs) {}
 
   /** A unit of lease SQL run on one borrowed connection. */
-  interface SqlCall<T> {
+  @FunctionalInterface
+  public interface SqlCall<T> {
     T call(Connection c) throws SQLException;
   }
 
@@ -38,66 +51,98 @@ abstract class Dialect {
     this.clock = clock;
   }
 
+  /** The lease table, as written into the statements. */
+  public final String table() {
+    return table;
+  }
+
+  /** The SQL expression of the database clock (UTC epoch milliseconds) the statements use. */
+  public final String clock() {
+    return clock;
+  }
+
   /** The database's name for messages and logs: "PostgreSQL", "MySQL", "MariaDB", "SQLite". */
-  abstract String product();
+  public abstract String product();
 
   /** The statements that create the lease table if it does not exist (idempotent). */
-  abstract List<String> ddl();
+  public abstract List<String> ddl();
 
-  abstract boolean isMissingTable(SQLException e);
+  public abstract boolean isMissingTable(SQLException e);
 
   /**
    * Runs lease statements on {@code c} with each attempt bounded by the database's own timeouts, in
    * the isolation the dialect needs, committed at the end (or rolled back on failure).
    */
-  abstract <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException;
+  public abstract <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call)
+      throws SQLException;
 
   /** Creates the row of {@code name} once (term 0, expired); does nothing if it exists. */
-  abstract void createRow(Connection c, String name) throws SQLException;
+  public abstract void createRow(Connection c, String name) throws SQLException;
 
   /** Claims {@code name} if it is expired by the database clock; null if someone holds it. */
-  abstract Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
-      throws SQLException;
+  public abstract Claimed claim(
+      Connection c, String name, String holder, String instance, long leaseMs) throws SQLException;
 
   /**
    * The verify statement: selects the term when {@code holder} still holds {@code name} at {@code
    * term} by the database clock. In strict mode it also takes the lock on the lease row that the
-   * claim of the next term must wait for.
+   * claim of the next term must wait for. Its parameters are {@link #verifyParameters}, in order.
    */
-  abstract String verifySql(boolean strict);
+  public abstract String verifySql(boolean strict);
 
   /**
-   * Statements to run once on a connection before strict verifies, bounding how long a paused
-   * holder's open transaction can delay a takeover; empty when the verify statement carries them.
+   * The values of the verify statement's parameters, in order: what {@link #bindVerify} binds, for
+   * callers that send the verify together with other statements.
    */
-  List<String> strictSessionBounds(long idleInTransactionMs, long lockWaitMs) {
-    return List.of();
+  public List<Object> verifyParameters(
+      String name, String holder, long term, boolean strict, long idleInTransactionMs) {
+    List<Object> values = new ArrayList<>(4);
+    values.add(name);
+    values.add(holder);
+    values.add(term);
+    return values;
   }
 
-  /** Binds the parameters of {@link #verifySql}; returns the next free index. */
-  int bindVerify(
+  /**
+   * Binds the parameters of {@link #verifySql} from index {@code first} on; returns the next free
+   * index.
+   */
+  public final int bindVerify(
       PreparedStatement ps,
+      int first,
       String name,
       String holder,
       long term,
       boolean strict,
       long idleInTransactionMs)
       throws SQLException {
-    ps.setString(1, name);
-    ps.setString(2, holder);
-    ps.setLong(3, term);
-    return 4;
+    int i = first;
+    for (Object v : verifyParameters(name, holder, term, strict, idleInTransactionMs)) {
+      if (v instanceof Long l) {
+        ps.setLong(i++, l);
+      } else {
+        ps.setString(i++, (String) v);
+      }
+    }
+    return i;
   }
 
-  // ---- statements every dialect writes the same way
-  // ----------------------------------------------
+  /**
+   * Statements to run once on a connection before strict verifies, bounding how long a paused
+   * holder's open transaction can delay a takeover; empty when the verify statement carries them.
+   */
+  public List<String> strictSessionBounds(long idleInTransactionMs, long lockWaitMs) {
+    return List.of();
+  }
+
+  // ---- statements every dialect writes the same way -------------------------------------------
 
   /**
    * Renew: extends the lease only for its holder and only while the database has not yet let it
    * expire. {@code revision} is bumped so that a match always changes the row: the MySQL drivers
    * then report 1 whether they count found or changed rows.
    */
-  boolean renew(Connection c, String name, String holder, long term, long leaseMs)
+  public boolean renew(Connection c, String name, String holder, long term, long leaseMs)
       throws SQLException {
     String sql =
         "UPDATE "
@@ -117,7 +162,7 @@ abstract class Dialect {
   }
 
   /** Release: the row expires at once, so anyone may claim it; only its holder can release it. */
-  boolean release(Connection c, String name, String holder, long term) throws SQLException {
+  public boolean release(Connection c, String name, String holder, long term) throws SQLException {
     String sql =
         "UPDATE "
             + table
@@ -132,7 +177,7 @@ abstract class Dialect {
   }
 
   /** The database clock, UTC epoch milliseconds. */
-  long now(Connection c) throws SQLException {
+  public long now(Connection c) throws SQLException {
     try (Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT " + clock)) {
       rs.next();
@@ -141,7 +186,7 @@ abstract class Dialect {
   }
 
   /** Fails with a clear error when the lease table does not exist. */
-  void checkTable(Connection c) throws SQLException {
+  public void checkTable(Connection c) throws SQLException {
     try (Statement s = c.createStatement();
         ResultSet rs =
             s.executeQuery(
@@ -162,19 +207,21 @@ abstract class Dialect {
     }
   }
 
-  // ---- detection
-  // ----------------------------------------------------------------------------------
+  // ---- detection ------------------------------------------------------------------------------
 
-  static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB and SQLite 3.42 or later";
+  public static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB and SQLite 3.42 or later";
 
   /**
    * Chooses the dialect from the connection's metadata, never from the URL: MySQL Connector/J
    * connected to MariaDB reports product "MySQL" and a version such as "5.5.5-10.11.19-MariaDB".
    *
+   * @param table a validated table identifier
    * @param clockFunction a SQL function name to read the clock from instead of the server clock
    *     (tests with a controlled database clock), or null
+   * @throws LeaseException if the database is not supported
    */
-  static Dialect detect(Connection c, String table, String clockFunction) throws SQLException {
+  public static Dialect detect(Connection c, String table, String clockFunction)
+      throws SQLException {
     DatabaseMetaData md = c.getMetaData();
     String product = md.getDatabaseProductName();
     String version = md.getDatabaseProductVersion();
@@ -204,42 +251,73 @@ abstract class Dialect {
             + SUPPORTED);
   }
 
-  // ---- scheduler slots (LeaseScheduler, issue 6)
-  // --------------------------------------------------
+  /** The dialect of {@code database} for a validated table identifier (for the DDL). */
+  public static Dialect of(Database database, String table) {
+    return switch (database) {
+      case POSTGRESQL -> new PostgresDialect(table, null);
+      case MYSQL -> new MySqlDialect(table, null, false);
+      case MARIADB -> new MySqlDialect(table, null, true);
+      case SQLITE -> new SqliteDialect(table, null);
+    };
+  }
+
+  // ---- scheduler slots (LeaseScheduler) -------------------------------------------------------
   //
   // A job's name is a lease claimed per instant of its schedule. Three nullable columns of the row:
   //   slot_ms             the last instant on record: the last one claimed, or the last one a
-  // finished
-  //                       round overran (taken along by finish so that nobody runs it late);
+  //                       finished round overran (taken along by finish so nobody runs it late);
   //   unfinished_slot_ms  the instant claimed and not finished yet: set by a claim, cleared by
-  // finish;
-  //                       still set after the holder died or lost the lease, which is what a rerun
-  // finds;
+  //                       finish; still set after the holder died or lost the lease, which is what
+  //                       a rerun finds;
   //   rerun_slot_ms       the unfinished instant that was claimed again, so it is claimed again
-  // once.
+  //                       once.
   // Every instant is compared with the database clock inside the statement, never with the
   // process's.
 
   /**
    * A claimed instant: the new term, and what the claim replaced (to report a superseded instant).
    */
-  record SlotClaimed(long term, Long previousSlotMs, Long previousUnfinishedMs) {}
+  public record SlotClaimed(long term, Long previousSlotMs, Long previousUnfinishedMs) {}
 
   /** The slot columns of one job, and whether its lease is free by the database clock. */
-  record SlotState(Long lastMs, Long unfinishedMs, Long rerunMs, boolean free) {}
+  public record SlotState(Long lastMs, Long unfinishedMs, Long rerunMs, boolean free) {}
 
   /** The slot columns of many jobs, read in one statement together with the database clock. */
-  record SlotStates(long databaseNowMs, Map<String, SlotState> byName) {}
+  public record SlotStates(long databaseNowMs, Map<String, SlotState> byName) {}
+
+  /** How many names {@link #slotStates} takes in one statement. */
+  public static final int MAX_NAMES_PER_STATEMENT = 500;
+
+  /**
+   * The null-safe equality operator of this database ({@code a <op> b} is true when both are null
+   * or both equal): MySQL's {@code <=>}, SQLite's {@code IS}. Used by the compare-and-set slot
+   * claim of {@link #claimSlot}; PostgreSQL claims differently and never asks.
+   */
+  String nullSafeEquals() {
+    throw new UnsupportedOperationException(product() + " claims slots in one statement");
+  }
 
   /**
    * Claims instant {@code instantMs} of job {@code name}: only if the name is free, the instant is
    * later than the last on record and the database clock has reached it. Records it as the last
    * claimed and as unfinished; term + 1. Null if not claimed.
    *
+   * <p>This implementation (MySQL, MariaDB, SQLite) is a compare-and-set: neither MySQL's UPDATE
+   * (no RETURNING) nor SQLite's RETURNING (only the new row) can report what a claim replaced, and
+   * on InnoDB a locking read first would queue every polling replica behind the holder's
+   * strict-verified transactions. So: a plain read of the row, then an UPDATE that claims only if
+   * the row still is exactly what was read (term, last and unfinished instant, compared null-safe
+   * with {@link #nullSafeEquals}); what the claim reports as superseded is then exactly what it
+   * replaced, and the new term is the read term + 1. The UPDATE itself checks that the name is
+   * free, the instant later than the last on record and reached by the database clock. InnoDB in
+   * READ COMMITTED evaluates that against the newest committed row before it locks, like {@link
+   * #claim}; SQLite's single writer serialises the UPDATE with every other write. The UPDATE
+   * changes {@code term}, so 1 means claimed whatever rows a MySQL driver counts.
+   *
    * @param requireLater false only for the negative control of the tests (a broken scheduler that
    *     ignores the last instant on record)
    */
-  abstract SlotClaimed claimSlot(
+  public SlotClaimed claimSlot(
       Connection c,
       String name,
       String holder,
@@ -247,7 +325,62 @@ abstract class Dialect {
       long leaseMs,
       long instantMs,
       boolean requireLater)
-      throws SQLException;
+      throws SQLException {
+    long term;
+    Long slot;
+    Long unfinished;
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        term = rs.getLong(1);
+        slot = nullableLong(rs, 2);
+        unfinished = nullableLong(rs, 3);
+      }
+    }
+    String eq = nullSafeEquals();
+    String update =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1,"
+            + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
+            + " WHERE name = ? AND term = ? AND slot_ms "
+            + eq
+            + " ? AND unfinished_slot_ms "
+            + eq
+            + " ? AND expires_at_ms <= "
+            + clock
+            + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
+            + " AND ? <= "
+            + clock;
+    try (PreparedStatement ps = c.prepareStatement(update)) {
+      int i = 1;
+      ps.setString(i++, holder);
+      ps.setString(i++, instance);
+      ps.setLong(i++, leaseMs);
+      ps.setLong(i++, instantMs);
+      ps.setLong(i++, instantMs);
+      ps.setString(i++, name);
+      ps.setLong(i++, term);
+      setNullableLong(ps, i++, slot);
+      setNullableLong(ps, i++, unfinished);
+      if (requireLater) {
+        ps.setLong(i++, instantMs);
+      }
+      ps.setLong(i, instantMs);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+    }
+    return new SlotClaimed(term + 1, slot, unfinished);
+  }
 
   /**
    * Claims the unfinished instant {@code instantMs} of job {@code name} again, once: only if the
@@ -256,7 +389,7 @@ abstract class Dialect {
    *
    * @param once false only for the negative control of the tests (reruns without limit)
    */
-  abstract Long claimSlotAgain(
+  public abstract Long claimSlotAgain(
       Connection c,
       String name,
       String holder,
@@ -274,7 +407,7 @@ abstract class Dialect {
    * that a match always changes the row (MySQL drivers then report 1 whether they count found or
    * changed rows). The same text on every database.
    */
-  boolean finishSlot(
+  public boolean finishSlot(
       Connection c, String name, String holder, long term, long instantMs, long overrunMs)
       throws SQLException {
     String sql =
@@ -299,7 +432,7 @@ abstract class Dialect {
   }
 
   /** The last instant on record for job {@code name}; null if it never ran (or has no row). */
-  Long lastSlot(Connection c, String name) throws SQLException {
+  public Long lastSlot(Connection c, String name) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement("SELECT slot_ms FROM " + table + " WHERE name = ?")) {
       ps.setString(1, name);
@@ -314,7 +447,7 @@ abstract class Dialect {
    * clock, in one statement: a scheduler polls all its jobs with it, finding their unfinished
    * instants at once. The IN list holds only placeholders.
    */
-  SlotStates slotStates(Connection c, List<String> names) throws SQLException {
+  public SlotStates slotStates(Connection c, List<String> names) throws SQLException {
     if (names.isEmpty() || names.size() > MAX_NAMES_PER_STATEMENT) {
       throw new IllegalArgumentException(
           "slotStates takes 1 to " + MAX_NAMES_PER_STATEMENT + " names, got " + names.size());
@@ -351,8 +484,6 @@ abstract class Dialect {
     }
     return new SlotStates(databaseNow != null ? databaseNow : now(c), states);
   }
-
-  static final int MAX_NAMES_PER_STATEMENT = 500;
 
   static Long nullableLong(ResultSet rs, int column) throws SQLException {
     long v = rs.getLong(column);

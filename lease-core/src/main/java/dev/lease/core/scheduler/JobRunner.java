@@ -1,5 +1,12 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseException;
+import dev.lease.core.LeaseLostException;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseWorkException;
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.LeaseInternals;
 import java.time.Instant;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
@@ -78,7 +85,7 @@ final class JobRunner {
     this.instants = new Instants(job.schedule());
     this.scheduler = scheduler;
     this.manager = manager;
-    this.dialect = manager.dialect();
+    this.dialect = LeaseInternals.dialect(manager);
   }
 
   String name() {
@@ -89,7 +96,8 @@ final class JobRunner {
   void start() {
     String name = job.name();
     Long[] read =
-        manager.execute(
+        LeaseInternals.execute(
+            manager,
             "read the last instant of job " + name,
             c -> {
               dialect.createRow(c, name);
@@ -123,7 +131,8 @@ final class JobRunner {
       submit(
           executor,
           () ->
-              manager.execute(
+              LeaseInternals.execute(
+                  manager,
                   "create the row of job " + job.name(),
                   c -> {
                     dialect.createRow(c, job.name());
@@ -156,7 +165,7 @@ final class JobRunner {
           () -> {
             attemptThread = Thread.currentThread();
             try {
-              if (!scheduler.isClosing() && !manager.isClosed()) {
+              if (!scheduler.isClosing() && !LeaseInternals.isClosed(manager)) {
                 attempt.run();
               }
             } catch (LeaseException e) {
@@ -205,12 +214,13 @@ final class JobRunner {
   /** Claims a due instant; reports the unfinished instant it gave up and the gap before it. */
   private SlotClaim claimInstant(long instantMs) {
     String name = job.name();
-    String holder = manager.mintHolder();
-    long start = manager.clock().nanoTime();
+    String holder = LeaseInternals.mintHolder(manager);
+    long start = LeaseInternals.clock(manager).nanoTime();
     long leaseMs = manager.timings().leaseDuration().toMillis();
     boolean requireLater = !scheduler.has(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
     Dialect.SlotClaimed claimed =
-        manager.execute(
+        LeaseInternals.execute(
+            manager,
             "claim instant " + Instant.ofEpochMilli(instantMs) + " of job " + name,
             c ->
                 dialect.claimSlot(
@@ -222,7 +232,7 @@ final class JobRunner {
           Instant.ofEpochMilli(instantMs));
       return null;
     }
-    Lease lease = manager.adoptClaim(name, holder, claimed.term(), start);
+    Lease lease = LeaseInternals.adoptClaim(manager, name, holder, claimed.term(), start);
     Long gaveUp = claimed.previousUnfinishedMs();
     if (gaveUp != null && gaveUp != instantMs) {
       log.warn(
@@ -232,7 +242,7 @@ final class JobRunner {
           Instant.ofEpochMilli(gaveUp),
           Instant.ofEpochMilli(instantMs),
           claimed.term());
-      manager.notifyListeners(l -> l.instantSuperseded(name, gaveUp));
+      LeaseInternals.notifyListeners(manager, l -> l.instantSuperseded(name, gaveUp));
     }
     Long previous = claimed.previousSlotMs();
     if (previous != null && previous < instantMs) {
@@ -244,12 +254,13 @@ final class JobRunner {
   /** Claims the unfinished instant of a round cut short, once. */
   private SlotClaim claimAgain(long instantMs) {
     String name = job.name();
-    String holder = manager.mintHolder();
-    long start = manager.clock().nanoTime();
+    String holder = LeaseInternals.mintHolder(manager);
+    long start = LeaseInternals.clock(manager).nanoTime();
     long leaseMs = manager.timings().leaseDuration().toMillis();
     boolean once = !scheduler.has(LeaseScheduler.Fault.UNLIMITED_RERUNS);
     Long term =
-        manager.execute(
+        LeaseInternals.execute(
+            manager,
             "claim instant " + Instant.ofEpochMilli(instantMs) + " of job " + name + " again",
             c ->
                 dialect.claimSlotAgain(
@@ -257,7 +268,8 @@ final class JobRunner {
     if (term == null) {
       return null;
     }
-    return new SlotClaim(manager.adoptClaim(name, holder, term, start), instantMs, true);
+    return new SlotClaim(
+        LeaseInternals.adoptClaim(manager, name, holder, term, start), instantMs, true);
   }
 
   private void runRound(SlotClaim claim) {
@@ -354,9 +366,11 @@ final class JobRunner {
     Long[] overrun = new Long[1];
     try {
       boolean done =
-          lease.endWith(
+          LeaseInternals.endWith(
+              lease,
               () ->
-                  manager.execute(
+                  LeaseInternals.execute(
+                      manager,
                       "finish instant " + Instant.ofEpochMilli(instantMs) + " of job " + name,
                       c -> {
                         overrun[0] =
@@ -396,7 +410,7 @@ final class JobRunner {
             REPORT_LIMIT,
             s -> {
               log.warn("job {} instant {} skipped: {}", name, Instant.ofEpochMilli(s), why);
-              manager.notifyListeners(l -> l.instantSkipped(name, s));
+              LeaseInternals.notifyListeners(manager, l -> l.instantSkipped(name, s));
             });
     if (more > 0) {
       log.warn("job {}: {} more instants skipped ({})", name, more, why);

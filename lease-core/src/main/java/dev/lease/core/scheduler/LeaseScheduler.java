@@ -1,5 +1,10 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
+import dev.lease.core.LeaseException;
+import dev.lease.core.LeaseListener;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.LeaseInternals;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -218,7 +223,7 @@ public final class LeaseScheduler implements AutoCloseable {
 
   private void poll() {
     while (!closing) {
-      if (manager.isClosed()) {
+      if (LeaseInternals.isClosed(manager)) {
         // the manager released the rounds' leases without finishing them; stop claiming, and cut
         // the rounds still running short (their instants run again once on another replica)
         log.warn(
@@ -232,9 +237,10 @@ public final class LeaseScheduler implements AutoCloseable {
       try {
         for (List<String> names : nameChunks) {
           Dialect.SlotStates states =
-              manager.execute(
+              LeaseInternals.execute(
+                  manager,
                   "read the slots of " + names.size() + " jobs",
-                  c -> manager.dialect().slotStates(c, names));
+                  c -> LeaseInternals.dialect(manager).slotStates(c, names));
           long now = dueTime(states.databaseNowMs());
           for (JobRunner job : jobs) {
             if (!names.contains(job.name())) {

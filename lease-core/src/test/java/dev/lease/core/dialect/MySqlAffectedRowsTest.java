@@ -1,8 +1,12 @@
-package dev.lease.core;
+package dev.lease.core.dialect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.Fixture;
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -21,7 +25,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * changes a column when it matches, so the answers are the same either way. The hard case is two
  * renewals within the same millisecond, which write the same {@code expires_at_ms}: the database
  * clock is frozen here (a SQL function returning a constant, through {@code
- * clockFunctionForTesting}), so every renewal is that case.
+ * LeaseInternals#clockFunctionForTesting}), so every renewal is that case.
  */
 class MySqlAffectedRowsTest {
 
@@ -44,9 +48,10 @@ class MySqlAffectedRowsTest {
       try {
         LeaseManager m =
             f.track(
-                f.builder(ds, "affected")
-                    .timings(Fixture.timings(60_000, 2_000, 10_000, 5_000, 1_000))
-                    .clockFunctionForTesting(frozen)
+                LeaseInternals.clockFunctionForTesting(
+                        f.builder(ds, "affected")
+                            .timings(Fixture.timings(60_000, 2_000, 10_000, 5_000, 1_000)),
+                        frozen)
                     .build());
         assertEquals(now, m.databaseTimeMillis(), "the database clock is frozen");
         Lease lease = m.tryClaim("same-ms").orElseThrow();

@@ -1,4 +1,4 @@
-package dev.lease.core;
+package dev.lease.core.dialect;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -28,25 +28,25 @@ final class MySqlDialect extends Dialect {
   }
 
   @Override
-  String product() {
+  public String product() {
     return mariadb ? "MariaDB" : "MySQL";
   }
 
   /** utf8mb4_bin: lease names compare exactly, as on the other databases. */
   @Override
-  List<String> ddl() {
+  public List<String> ddl() {
     return List.of(
         "CREATE TABLE IF NOT EXISTS "
             + table
             + " ("
             + "name varchar("
-            + Names.NAME_WIDTH
+            + NAME_WIDTH
             + ") CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
             + "holder varchar("
-            + Names.HOLDER_WIDTH
+            + HOLDER_WIDTH
             + ") CHARACTER SET ascii NOT NULL DEFAULT '', "
             + "instance varchar("
-            + Names.INSTANCE_WIDTH
+            + INSTANCE_WIDTH
             + ") CHARACTER SET utf8mb4 NOT NULL DEFAULT '', "
             + "term bigint NOT NULL DEFAULT 0, "
             + "expires_at_ms bigint NOT NULL DEFAULT 0, "
@@ -58,7 +58,7 @@ final class MySqlDialect extends Dialect {
   }
 
   @Override
-  boolean isMissingTable(SQLException e) {
+  public boolean isMissingTable(SQLException e) {
     return e.getErrorCode() == 1146 || "42S02".equals(e.getSQLState());
   }
 
@@ -71,7 +71,7 @@ final class MySqlDialect extends Dialect {
    * one the application also uses.
    */
   @Override
-  <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
+  public <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
     int isolation = c.getTransactionIsolation();
     boolean autoCommit = c.getAutoCommit();
     long lockWaitSeconds = Math.max(1, (timeoutMs + 999) / 1000);
@@ -123,7 +123,7 @@ final class MySqlDialect extends Dialect {
    * lock, compatible with strict verifies, and its affected-row count is never used.
    */
   @Override
-  void createRow(Connection c, String name) throws SQLException {
+  public void createRow(Connection c, String name) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement("INSERT IGNORE INTO " + table + " (name) VALUES (?)")) {
       ps.setString(1, name);
@@ -138,7 +138,7 @@ final class MySqlDialect extends Dialect {
    * so it waits for every transaction whose strict verify holds a share lock on the row.
    */
   @Override
-  Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
+  public Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
       throws SQLException {
     String update =
         "UPDATE "
@@ -180,7 +180,7 @@ final class MySqlDialect extends Dialect {
    * whatever the transaction's isolation level.
    */
   @Override
-  String verifySql(boolean strict) {
+  public String verifySql(boolean strict) {
     return "SELECT term FROM "
         + table
         + " WHERE name = ? AND holder = ? AND term = ?"
@@ -195,7 +195,7 @@ final class MySqlDialect extends Dialect {
    * session, so a paused holder cannot keep its share lock for ever. Both in whole seconds.
    */
   @Override
-  List<String> strictSessionBounds(long idleInTransactionMs, long lockWaitMs) {
+  public List<String> strictSessionBounds(long idleInTransactionMs, long lockWaitMs) {
     long lockWait = Math.max(1, (lockWaitMs + 999) / 1000);
     if (!mariadb) {
       return List.of("SET SESSION innodb_lock_wait_timeout = " + lockWait);
@@ -208,78 +208,12 @@ final class MySqlDialect extends Dialect {
             + idle);
   }
 
-  // ---- scheduler slots
-  // ----------------------------------------------------------------------------
+  // ---- scheduler slots ------------------------------------------------------------------------
 
-  /**
-   * MySQL has no UPDATE ... RETURNING, and a locking read first would queue every polling replica
-   * behind the holder's strict-verified transactions. So: a plain read of the row, then an UPDATE
-   * that claims only if the row still is exactly what was read (term, last and unfinished instant,
-   * compared null-safe with {@code <=>}); what the claim reports as superseded is then exactly what
-   * it replaced. The UPDATE itself checks that the name is free, the instant later than the last on
-   * record and reached by the database clock; in READ COMMITTED it evaluates that against the
-   * newest committed row before it locks, like {@link #claim}.
-   */
+  /** {@link Dialect#claimSlot}'s compare-and-set compares the slot columns with this. */
   @Override
-  SlotClaimed claimSlot(
-      Connection c,
-      String name,
-      String holder,
-      String instance,
-      long leaseMs,
-      long instantMs,
-      boolean requireLater)
-      throws SQLException {
-    long term;
-    Long slot;
-    Long unfinished;
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
-      ps.setString(1, name);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        term = rs.getLong(1);
-        slot = nullableLong(rs, 2);
-        unfinished = nullableLong(rs, 3);
-      }
-    }
-    String update =
-        "UPDATE "
-            + table
-            + " SET holder = ?, instance = ?, term = term + 1,"
-            + " expires_at_ms = "
-            + clock
-            + " + ?, revision = revision + 1,"
-            + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
-            + " WHERE name = ? AND term = ? AND slot_ms <=> ? AND unfinished_slot_ms <=> ?"
-            + " AND expires_at_ms <= "
-            + clock
-            + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
-            + " AND ? <= "
-            + clock;
-    try (PreparedStatement ps = c.prepareStatement(update)) {
-      int i = 1;
-      ps.setString(i++, holder);
-      ps.setString(i++, instance);
-      ps.setLong(i++, leaseMs);
-      ps.setLong(i++, instantMs);
-      ps.setLong(i++, instantMs);
-      ps.setString(i++, name);
-      ps.setLong(i++, term);
-      setNullableLong(ps, i++, slot);
-      setNullableLong(ps, i++, unfinished);
-      if (requireLater) {
-        ps.setLong(i++, instantMs);
-      }
-      ps.setLong(i, instantMs);
-      if (ps.executeUpdate() != 1) {
-        return null;
-      }
-    }
-    return new SlotClaimed(term + 1, slot, unfinished);
+  String nullSafeEquals() {
+    return "<=>";
   }
 
   /**
@@ -287,7 +221,7 @@ final class MySqlDialect extends Dialect {
    * new term is read back in the same transaction, as in {@link #claim}.
    */
   @Override
-  Long claimSlotAgain(
+  public Long claimSlotAgain(
       Connection c,
       String name,
       String holder,

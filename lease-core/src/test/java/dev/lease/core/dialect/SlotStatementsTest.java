@@ -1,4 +1,4 @@
-package dev.lease.core;
+package dev.lease.core.dialect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.TestDatabase;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
@@ -32,7 +34,7 @@ class SlotStatementsTest {
     table = TestDatabase.uniqueTable("slots");
     manager =
         LeaseManager.builder(ds).table(table).instance("slots-test").createTableIfMissing().build();
-    dialect = manager.dialect();
+    dialect = LeaseInternals.dialect(manager);
   }
 
   @AfterEach
@@ -45,7 +47,8 @@ class SlotStatementsTest {
   }
 
   private void createRow(String name) {
-    manager.execute(
+    LeaseInternals.execute(
+        manager,
         "create",
         c -> {
           dialect.createRow(c, name);
@@ -59,30 +62,36 @@ class SlotStatementsTest {
 
   private Dialect.SlotClaimed claim(
       String name, String holder, long instant, boolean requireLater) {
-    return manager.execute(
-        "claim", c -> dialect.claimSlot(c, name, holder, "i", LEASE_MS, instant, requireLater));
+    return LeaseInternals.execute(
+        manager,
+        "claim",
+        c -> dialect.claimSlot(c, name, holder, "i", LEASE_MS, instant, requireLater));
   }
 
   private Long claimAgain(String name, String holder, long instant, boolean once) {
-    return manager.execute(
-        "claim again", c -> dialect.claimSlotAgain(c, name, holder, "i", LEASE_MS, instant, once));
+    return LeaseInternals.execute(
+        manager,
+        "claim again",
+        c -> dialect.claimSlotAgain(c, name, holder, "i", LEASE_MS, instant, once));
   }
 
   private boolean finish(String name, String holder, long term, long instant, long overrun) {
-    return manager.execute(
-        "finish", c -> dialect.finishSlot(c, name, holder, term, instant, overrun));
+    return LeaseInternals.execute(
+        manager, "finish", c -> dialect.finishSlot(c, name, holder, term, instant, overrun));
   }
 
   private boolean release(String name, String holder, long term) {
-    return manager.execute("release", c -> dialect.release(c, name, holder, term));
+    return LeaseInternals.execute(manager, "release", c -> dialect.release(c, name, holder, term));
   }
 
   private Long last(String name) {
-    return manager.execute("last", c -> dialect.lastSlot(c, name));
+    return LeaseInternals.execute(manager, "last", c -> dialect.lastSlot(c, name));
   }
 
   private Dialect.SlotState state(String name) {
-    return manager.execute("states", c -> dialect.slotStates(c, List.of(name))).byName().get(name);
+    return LeaseInternals.execute(manager, "states", c -> dialect.slotStates(c, List.of(name)))
+        .byName()
+        .get(name);
   }
 
   @ParameterizedTest(name = "{0}")
@@ -211,7 +220,8 @@ class SlotStatementsTest {
     assertNotNull(claim("b", "hb", t + 1));
     release("b", "hb", 1);
     Dialect.SlotStates states =
-        manager.execute("states", c -> dialect.slotStates(c, List.of("a", "b", "c", "missing")));
+        LeaseInternals.execute(
+            manager, "states", c -> dialect.slotStates(c, List.of("a", "b", "c", "missing")));
     long now = manager.databaseTimeMillis();
     assertTrue(Math.abs(now - states.databaseNowMs()) < 60_000, "the database clock came along");
     assertEquals(3, states.byName().size(), "a name without a row is absent");

@@ -1,9 +1,10 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.LeaseManager;
 import dev.lease.testing.TestDatabase;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -76,7 +77,8 @@ class ReadmeSchedulingExampleTest {
   @Test
   void theReadmeShowsExactlyTheCodeThatCompilesHere() throws IOException {
     Path module = Path.of("").toAbsolutePath();
-    Path source = module.resolve("src/test/java/dev/lease/core/ReadmeSchedulingExampleTest.java");
+    Path source =
+        module.resolve("src/test/java/dev/lease/core/scheduler/ReadmeSchedulingExampleTest.java");
     Path readme = module.resolveSibling("README.md");
     if (!Files.exists(readme)) {
       readme = module.resolve("README.md");

@@ -1,5 +1,8 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseNames;
 import java.time.Instant;
 import java.util.Objects;
 
@@ -28,7 +31,7 @@ public final class ScheduledJob {
    */
   public static ScheduledJob of(String name, Schedule schedule, Work work) {
     try {
-      Names.leaseName(name);
+      LeaseNames.validate(name);
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("job name could never be claimed: " + e.getMessage(), e);
     }

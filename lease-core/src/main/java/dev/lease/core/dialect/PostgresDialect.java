@@ -1,10 +1,11 @@
-package dev.lease.core;
+package dev.lease.core.dialect;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
 import java.util.List;
 
 /** PostgreSQL 12 or later. */
@@ -22,24 +23,24 @@ final class PostgresDialect extends Dialect {
   }
 
   @Override
-  String product() {
+  public String product() {
     return "PostgreSQL";
   }
 
   @Override
-  List<String> ddl() {
+  public List<String> ddl() {
     return List.of(
         "CREATE TABLE IF NOT EXISTS "
             + table
             + " ("
             + "name varchar("
-            + Names.NAME_WIDTH
+            + NAME_WIDTH
             + ") NOT NULL PRIMARY KEY, "
             + "holder varchar("
-            + Names.HOLDER_WIDTH
+            + HOLDER_WIDTH
             + ") NOT NULL DEFAULT '', "
             + "instance varchar("
-            + Names.INSTANCE_WIDTH
+            + INSTANCE_WIDTH
             + ") NOT NULL DEFAULT '', "
             + "term bigint NOT NULL DEFAULT 0, "
             + "expires_at_ms bigint NOT NULL DEFAULT 0, "
@@ -50,7 +51,7 @@ final class PostgresDialect extends Dialect {
   }
 
   @Override
-  boolean isMissingTable(SQLException e) {
+  public boolean isMissingTable(SQLException e) {
     return "42P01".equals(e.getSQLState()); // undefined_table
   }
 
@@ -59,7 +60,7 @@ final class PostgresDialect extends Dialect {
    * so they end with it and never leak into a pooled connection's next user.
    */
   @Override
-  <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
+  public <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
     boolean autoCommit = c.getAutoCommit();
     if (autoCommit) {
       c.setAutoCommit(false);
@@ -95,7 +96,7 @@ final class PostgresDialect extends Dialect {
   }
 
   @Override
-  void createRow(Connection c, String name) throws SQLException {
+  public void createRow(Connection c, String name) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
             "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING")) {
@@ -113,7 +114,7 @@ final class PostgresDialect extends Dialect {
    * renewal that got in first makes the claim find nothing.
    */
   @Override
-  Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
+  public Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
       throws SQLException {
     String sql =
         "WITH expired AS (SELECT name FROM "
@@ -153,7 +154,7 @@ final class PostgresDialect extends Dialect {
    * the server end a paused holder's session, so it cannot delay a takeover without bound.
    */
   @Override
-  String verifySql(boolean strict) {
+  public String verifySql(boolean strict) {
     if (!strict) {
       return "SELECT term FROM "
           + table
@@ -168,27 +169,21 @@ final class PostgresDialect extends Dialect {
         + " FOR KEY SHARE";
   }
 
+  /** The strict verify's first parameter is the idle-in-transaction bound, in ms. */
   @Override
-  int bindVerify(
-      PreparedStatement ps,
-      String name,
-      String holder,
-      long term,
-      boolean strict,
-      long idleInTransactionMs)
-      throws SQLException {
-    int i = 1;
+  public List<Object> verifyParameters(
+      String name, String holder, long term, boolean strict, long idleInTransactionMs) {
+    List<Object> values = new ArrayList<>(4);
     if (strict) {
-      ps.setString(i++, Long.toString(Math.max(1, idleInTransactionMs)));
+      values.add(Long.toString(Math.max(1, idleInTransactionMs)));
     }
-    ps.setString(i++, name);
-    ps.setString(i++, holder);
-    ps.setLong(i++, term);
-    return i;
+    values.add(name);
+    values.add(holder);
+    values.add(term);
+    return values;
   }
 
-  // ---- scheduler slots
-  // ----------------------------------------------------------------------------
+  // ---- scheduler slots ------------------------------------------------------------------------
 
   /**
    * One statement. The CTE locks the row {@code FOR UPDATE} for the same reason as {@link #claim}
@@ -199,7 +194,7 @@ final class PostgresDialect extends Dialect {
    * than the last.
    */
   @Override
-  SlotClaimed claimSlot(
+  public SlotClaimed claimSlot(
       Connection c,
       String name,
       String holder,
@@ -251,7 +246,7 @@ final class PostgresDialect extends Dialect {
    * Like {@link #claimSlot}: locked {@code FOR UPDATE} in the CTE, the rerun recorded in the row.
    */
   @Override
-  Long claimSlotAgain(
+  public Long claimSlotAgain(
       Connection c,
       String name,
       String holder,

@@ -1,5 +1,6 @@
-package dev.lease.core;
+package dev.lease.core.dialect;
 
+import dev.lease.core.LeaseException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -40,12 +41,12 @@ final class SqliteDialect extends Dialect {
   }
 
   @Override
-  String product() {
+  public String product() {
     return "SQLite";
   }
 
   @Override
-  List<String> ddl() {
+  public List<String> ddl() {
     return List.of(
         "CREATE TABLE IF NOT EXISTS "
             + table
@@ -62,7 +63,7 @@ final class SqliteDialect extends Dialect {
   }
 
   @Override
-  boolean isMissingTable(SQLException e) {
+  public boolean isMissingTable(SQLException e) {
     String m = e.getMessage();
     return m != null && m.contains("no such table");
   }
@@ -74,7 +75,7 @@ final class SqliteDialect extends Dialect {
    * pooled one the application also uses (PooledSessionTest).
    */
   @Override
-  <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
+  public <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
     long savedBusyTimeout;
     try (Statement s = c.createStatement()) {
       try (ResultSet rs = s.executeQuery("PRAGMA busy_timeout")) {
@@ -99,7 +100,7 @@ final class SqliteDialect extends Dialect {
   }
 
   @Override
-  void createRow(Connection c, String name) throws SQLException {
+  public void createRow(Connection c, String name) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
             "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING")) {
@@ -110,7 +111,7 @@ final class SqliteDialect extends Dialect {
 
   /** One UPDATE ... RETURNING, run with executeQuery (sqlite-jdbc refuses executeUpdate on it). */
   @Override
-  Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
+  public Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
       throws SQLException {
     String sql =
         "UPDATE "
@@ -150,7 +151,7 @@ final class SqliteDialect extends Dialect {
    * leaves {@code last_insert_rowid()} alone.
    */
   @Override
-  String verifySql(boolean strict) {
+  public String verifySql(boolean strict) {
     if (strict) {
       return "UPDATE "
           + table
@@ -166,80 +167,17 @@ final class SqliteDialect extends Dialect {
         + clock;
   }
 
-  // ---- scheduler slots
-  // ----------------------------------------------------------------------------
+  // ---- scheduler slots ------------------------------------------------------------------------
 
-  /**
-   * SQLite's RETURNING shows only the new row, so the claim reads the row first and then updates
-   * only if it is still exactly what was read (term, last and unfinished instant, compared
-   * null-safe with {@code IS}); what it reports as superseded is then exactly what it replaced.
-   * Writes are serialised by SQLite's single writer, so the compare-and-set is atomic.
-   */
+  /** {@link Dialect#claimSlot}'s compare-and-set compares the slot columns with this. */
   @Override
-  SlotClaimed claimSlot(
-      Connection c,
-      String name,
-      String holder,
-      String instance,
-      long leaseMs,
-      long instantMs,
-      boolean requireLater)
-      throws SQLException {
-    long term;
-    Long slot;
-    Long unfinished;
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
-      ps.setString(1, name);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        term = rs.getLong(1);
-        slot = nullableLong(rs, 2);
-        unfinished = nullableLong(rs, 3);
-      }
-    }
-    String sql =
-        "UPDATE "
-            + table
-            + " SET holder = ?, instance = ?, term = term + 1,"
-            + " expires_at_ms = "
-            + clock
-            + " + ?, revision = revision + 1,"
-            + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
-            + " WHERE name = ? AND term = ? AND slot_ms IS ? AND unfinished_slot_ms IS ?"
-            + " AND expires_at_ms <= "
-            + clock
-            + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
-            + " AND ? <= "
-            + clock
-            + " RETURNING term";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      int i = 1;
-      ps.setString(i++, holder);
-      ps.setString(i++, instance);
-      ps.setLong(i++, leaseMs);
-      ps.setLong(i++, instantMs);
-      ps.setLong(i++, instantMs);
-      ps.setString(i++, name);
-      ps.setLong(i++, term);
-      setNullableLong(ps, i++, slot);
-      setNullableLong(ps, i++, unfinished);
-      if (requireLater) {
-        ps.setLong(i++, instantMs);
-      }
-      ps.setLong(i, instantMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? new SlotClaimed(rs.getLong(1), slot, unfinished) : null;
-      }
-    }
+  String nullSafeEquals() {
+    return "IS";
   }
 
   /** One UPDATE ... RETURNING, as {@link #claim}. */
   @Override
-  Long claimSlotAgain(
+  public Long claimSlotAgain(
       Connection c,
       String name,
       String holder,

@@ -1,7 +1,11 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.FailurePolicy;
+import dev.lease.core.LeaseListener;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.TestDatabase;
 import java.io.IOException;
 import java.sql.Connection;
@@ -70,7 +74,7 @@ public final class SchedulerReplicaMain {
                           round.instant().toEpochMilli(),
                           instance,
                           "run",
-                          manager.dialect().clock));
+                          LeaseInternals.dialect(manager).clock()));
       if (broken) {
         b.faultForTesting(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
       }

@@ -1,10 +1,11 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
-import static dev.lease.core.SchedulerReplicas.assertEachInstantOnce;
-import static dev.lease.core.SchedulerReplicas.awaitUntil;
+import static dev.lease.core.scheduler.SchedulerReplicas.assertEachInstantOnce;
+import static dev.lease.core.scheduler.SchedulerReplicas.awaitUntil;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.LeaseManager;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.io.File;

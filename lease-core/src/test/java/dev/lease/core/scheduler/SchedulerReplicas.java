@@ -1,8 +1,15 @@
-package dev.lease.core;
+package dev.lease.core.scheduler;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.FailurePolicy;
+import dev.lease.core.LeaseListener;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseTimings;
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.MonotonicClock;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -77,14 +84,15 @@ final class SchedulerReplicas implements AutoCloseable {
   /** A lease manager for replica {@code instance} whose process clock is {@code clock}. */
   LeaseManager manager(String instance, MonotonicClock clock) {
     LeaseManager m =
-        LeaseManager.builder(dataSource())
-            .table(table)
-            .instance(instance)
-            .timings(TIMINGS)
-            .failurePolicy(FailurePolicy.logOnly())
-            .clock(clock)
-            .listener(listener(instance))
-            .createTableIfMissing()
+        LeaseInternals.clock(
+                LeaseManager.builder(dataSource())
+                    .table(table)
+                    .instance(instance)
+                    .timings(TIMINGS)
+                    .failurePolicy(FailurePolicy.logOnly())
+                    .listener(listener(instance))
+                    .createTableIfMissing(),
+                clock)
             .build();
     managers.add(m);
     return m;
@@ -111,7 +119,7 @@ final class SchedulerReplicas implements AutoCloseable {
                         job,
                         schedule,
                         round -> {
-                          long at = databaseNow(round.lease().manager().dialect());
+                          long at = databaseNow(LeaseInternals.dialect(round.lease().manager()));
                           runs.computeIfAbsent(
                                   round.instant().toEpochMilli(), k -> new CopyOnWriteArrayList<>())
                               .add(
@@ -150,7 +158,7 @@ final class SchedulerReplicas implements AutoCloseable {
   /** The database clock, read on a plain connection (a replica's manager may be closed). */
   long databaseNow() {
     try {
-      return databaseNow(managers.get(0).dialect());
+      return databaseNow(LeaseInternals.dialect(managers.get(0)));
     } catch (java.sql.SQLException e) {
       throw new IllegalStateException(e);
     }

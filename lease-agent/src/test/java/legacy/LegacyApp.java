@@ -61,7 +61,11 @@ public final class LegacyApp {
         System.exit(0);
         break;
       case "vendor":
-        XaAndVendor.vendor(args[1]);
+        if (args[1].startsWith("jdbc:mysql:")) {
+          XaAndVendor.vendorMysql(args[1]);
+        } else {
+          XaAndVendor.vendor(args[1]);
+        }
         System.exit(0);
         break;
       case "isolated":

@@ -135,6 +135,31 @@ final class XaAndVendor {
     System.out.println("VENDOR-DONE");
   }
 
+  /** MySQL Connector/J's public connection interface, as legacy code casts to it. */
+  static void vendorMysql(String url) throws Exception {
+    try (Connection c = DriverManager.getConnection(url)) {
+      com.mysql.cj.jdbc.JdbcConnection j;
+      try {
+        j = (com.mysql.cj.jdbc.JdbcConnection) c;
+        System.out.println("VENDOR-OK mysql-cast " + c.getClass().getName());
+      } catch (ClassCastException e) {
+        System.out.println("VENDOR-FAILED mysql-cast " + e);
+        System.out.println("VENDOR-DONE");
+        return;
+      }
+      c.setAutoCommit(false);
+      try {
+        j.ping(); // the transaction's first act: verified before the driver's
+        System.out.println("VENDOR-OK mysql-call");
+      } catch (SQLException e) {
+        System.out.println(
+            "VENDOR-FAILED mysql-call " + e.getClass().getName() + ": " + e.getMessage());
+      }
+      c.rollback();
+    }
+    System.out.println("VENDOR-DONE");
+  }
+
   /** A transaction manager's transaction id. */
   private static final class SimpleXid implements Xid {
     private final byte[] gtrid;

@@ -38,7 +38,8 @@ final class AppProcess implements AutoCloseable {
       Pattern.compile(
           ".*(HikariCP|postgresql|mariadb-java-client|sqlite-jdbc|slf4j-api|slf4j-simple|"
               + "commons-dbcp2|commons-pool2|commons-logging|jakarta.transaction-api|tomcat-jdbc|"
-              + "tomcat-juli|c3p0|mchange-commons-java|agroal-api|agroal-pool|ucp11|ojdbc11)-[0-9][^"
+              + "tomcat-juli|c3p0|mchange-commons-java|agroal-api|agroal-pool|ucp11|ojdbc11|"
+              + "mysql-connector-j|protobuf-java)-[0-9][^"
               + Pattern.quote(File.separator)
               + "]*\\.jar");
 

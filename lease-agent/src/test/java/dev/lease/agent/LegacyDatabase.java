@@ -72,6 +72,23 @@ final class LegacyDatabase implements AutoCloseable {
     }
   }
 
+  /** After a process held {@code leaseName} and released it: now another process ("Z") holds it. */
+  void releaseAndHoldElsewhere(String leaseName) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "UPDATE "
+                    + leases
+                    + " SET holder = 'z', instance = 'Z', term = term + 1, expires_at_ms = ?"
+                    + " WHERE name = ?")) {
+      ps.setLong(1, System.currentTimeMillis() + 3_600_000L);
+      ps.setString(2, leaseName);
+      if (ps.executeUpdate() != 1) {
+        throw new IllegalStateException("no lease row " + leaseName + " in " + leases);
+      }
+    }
+  }
+
   private dev.lease.core.Database database() {
     return dev.lease.core.Database.valueOf(db.name());
   }

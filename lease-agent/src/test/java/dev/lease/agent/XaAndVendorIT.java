@@ -157,6 +157,26 @@ class XaAndVendorIT {
     }
   }
 
+  /** MySQL Connector/J's JdbcConnection (against MariaDB): cast and call, leader and replica. */
+  @Test
+  void mysqlJdbcConnectionCastWorksAndItsCallsAreVerified_mysql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL)) {
+      try (AppProcess app = vendor(d, "L", null)) {
+        assertEquals(
+            List.of("mysql-cast", "mysql-call"),
+            lines(app, "VENDOR-OK").stream().map(l -> l.split(" ")[1]).toList(),
+            app.describe());
+      }
+      d.releaseAndHoldElsewhere(LEASE);
+      try (AppProcess app = vendor(d, "R", null)) {
+        assertEquals(1, lines(app, "VENDOR-OK mysql-cast").size(), app.describe());
+        List<String> failed = lines(app, "VENDOR-FAILED mysql-call");
+        assertEquals(1, failed.size(), app.describe());
+        assertTrue(failed.get(0).contains("LeaseLostSQLException"), app.describe());
+      }
+    }
+  }
+
   /** Negative control: without vendor faces the legacy cast fails again. */
   @Test
   void withoutVendorFacesTheCastFails_postgresql() throws Exception {

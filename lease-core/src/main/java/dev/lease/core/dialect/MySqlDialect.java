@@ -79,8 +79,13 @@ final class MySqlDialect extends Dialect {
       s.execute(
           "SET @lease_saved_tz = @@session.time_zone,"
               + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
+              + (mariadb ? " @lease_saved_it = @@session.idle_transaction_timeout," : "")
               + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
-              + lockWaitSeconds);
+              + lockWaitSeconds
+              // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
+              // locked (no successor could claim) until it resumes; the server ends such a
+              // session. MySQL 8 has no such bound.
+              + (mariadb ? ", idle_transaction_timeout = " + lockWaitSeconds : ""));
     }
     try {
       if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
@@ -111,7 +116,8 @@ final class MySqlDialect extends Dialect {
         } finally {
           try (Statement s = c.createStatement()) {
             s.execute(
-                "SET time_zone = @lease_saved_tz," + " innodb_lock_wait_timeout = @lease_saved_lw");
+                "SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw"
+                    + (mariadb ? ", idle_transaction_timeout = @lease_saved_it" : ""));
           }
         }
       }

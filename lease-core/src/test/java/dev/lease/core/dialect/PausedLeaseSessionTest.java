@@ -32,7 +32,7 @@ class PausedLeaseSessionTest {
   private static final long TIMEOUT_MS = 1_000;
 
   /** How long the paused holder stays paused: far past the timeout. */
-  private static final long PAUSE_MS = 6_000;
+  private static final long PAUSE_MS = 4_500;
 
   private HikariDataSource ds;
   private String table;

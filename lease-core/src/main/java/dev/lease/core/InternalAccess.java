@@ -3,9 +3,11 @@ package dev.lease.core;
 import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseAccess;
 import dev.lease.core.internal.MonotonicClock;
+import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
@@ -115,5 +117,25 @@ final class InternalAccess extends LeaseAccess {
   @Override
   public void attemptExecutor(LeaseManager.Builder builder, Executor executor) {
     builder.attemptExecutor(executor);
+  }
+
+  @Override
+  public void lossExecutor(LeaseManager.Builder builder, Executor executor) {
+    builder.lossExecutor(executor);
+  }
+
+  @Override
+  public void fault(LeaseManager.Builder builder, TestFault fault) {
+    builder.faultForTesting(fault);
+  }
+
+  @Override
+  public void afterWork(LeaseManager.Builder builder, Consumer<Lease> hook) {
+    builder.afterWorkForTesting(hook);
+  }
+
+  @Override
+  public void release(LeaseManager manager, Collection<Lease> leases) {
+    manager.release(leases, false);
   }
 }

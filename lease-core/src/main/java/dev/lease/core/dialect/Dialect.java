@@ -2,6 +2,7 @@ package dev.lease.core.dialect;
 
 import dev.lease.core.Database;
 import dev.lease.core.LeaseException;
+import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
@@ -10,10 +11,12 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The SQL of the lease protocol for one database, readable as text, with the reason for each
@@ -41,14 +44,24 @@ public abstract class Dialect {
     T call(Connection c) throws SQLException;
   }
 
+  /** A step that puts a session setting back after an attempt. */
+  @FunctionalInterface
+  interface Restore {
+    void run() throws SQLException;
+  }
+
   final String table;
 
   /** SQL expression: the database server's clock, UTC epoch milliseconds, as a bigint. */
   final String clock;
 
-  Dialect(String table, String clock) {
+  /** Negative controls of the tests only; empty in production. */
+  final Set<TestFault> faults;
+
+  Dialect(String table, String clock, Set<TestFault> faults) {
     this.table = table;
     this.clock = clock;
+    this.faults = faults.isEmpty() ? Set.of() : EnumSet.copyOf(faults);
   }
 
   /** The lease table, as written into the statements. */
@@ -76,8 +89,29 @@ public abstract class Dialect {
   public abstract <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call)
       throws SQLException;
 
-  /** Creates the row of {@code name} once (term 0, expired); does nothing if it exists. */
+  /**
+   * Creates the row of {@code name} once, expired, at the term {@link #startTerm()}; does nothing
+   * if it exists (its term stays what it is).
+   */
   public abstract void createRow(Connection c, String name) throws SQLException;
+
+  /**
+   * The SQL expression of the term a new row starts at: the database clock in milliseconds × 1000,
+   * so terms never repeat for a name even when its row is deleted (by hand, a TRUNCATE, a dropped
+   * and recreated table). An earlier row of the same name was created at some earlier clock value
+   * t0 and ended at most at 1000 × t0 + n after n hand-overs; the new row starts at 1000 × t1,
+   * above that whenever t1 − t0 > n / 1000 ms, that is unless the old row saw more than 1000
+   * hand-overs per millisecond of its life (each is a committed claim transaction; none of the
+   * supported databases comes near) or the database clock was stepped back to within that margin of
+   * t0. Stateless: nothing to keep, nothing to lose with the table. The values stay far inside a
+   * bigint (about 1.8e15 in 2026; the limit is near the year 292,000).
+   */
+  final String startTerm() {
+    if (faults.contains(TestFault.TERM_FROM_ZERO)) {
+      return "0";
+    }
+    return "(" + clock + ") * 1000";
+  }
 
   /** Claims {@code name} if it is expired by the database clock; null if someone holds it. */
   public abstract Claimed claim(
@@ -198,12 +232,78 @@ public abstract class Dialect {
     }
   }
 
+  /**
+   * What the lease row of {@code name} says now, read with the database clock in one statement;
+   * null if there is no row.
+   */
+  public RowState describe(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT instance, term, expires_at_ms, "
+                + clock
+                + " FROM "
+                + table
+                + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        return new RowState(rs.getString(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
+      }
+    }
+  }
+
+  /** The lease row of one name as {@link #describe} read it. */
+  public record RowState(String instance, long term, long expiresAtMs, long databaseNowMs) {}
+
+  /**
+   * Fails if this session may not write the lease table: an UPDATE that matches no row, which the
+   * servers still check the UPDATE privilege for (SQLite has no privileges).
+   */
+  public void checkWritable(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.executeUpdate("UPDATE " + table + " SET revision = revision WHERE 1 = 0");
+    }
+  }
+
   /** Rolls back after {@code cause}, keeping a rollback failure as suppressed on it. */
-  static void rollbackQuietly(Connection c, Exception cause) {
+  static void rollbackQuietly(Connection c, Throwable cause) {
     try {
       c.rollback();
     } catch (SQLException r) {
       cause.addSuppressed(r);
+    }
+  }
+
+  /**
+   * Puts a session back after an attempt, each step even if the one before failed. A step that
+   * fails never hides the attempt's own error {@code failure} (it is added to it as suppressed):
+   * when the connection broke, every restore fails too, and the caller must see why the attempt
+   * failed, not that the connection was closed afterwards. With no {@code failure}, the first
+   * failed step is thrown (the others suppressed on it); a broken connection is discarded by its
+   * pool anyway.
+   */
+  final void restore(Throwable failure, Restore... steps) throws SQLException {
+    SQLException first = null;
+    for (Restore step : steps) {
+      try {
+        step.run();
+      } catch (SQLException e) {
+        if (faults.contains(TestFault.RESTORE_HIDES_ERROR)) {
+          throw e; // the bug: a finally that throws replaces the attempt's own error
+        }
+        if (failure != null) {
+          failure.addSuppressed(e);
+        } else if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
     }
   }
 
@@ -218,10 +318,11 @@ public abstract class Dialect {
    * @param table a validated table identifier
    * @param clockFunction a SQL function name to read the clock from instead of the server clock
    *     (tests with a controlled database clock), or null
+   * @param faults negative controls of the tests; empty in production
    * @throws LeaseException if the database is not supported
    */
-  public static Dialect detect(Connection c, String table, String clockFunction)
-      throws SQLException {
+  public static Dialect detect(
+      Connection c, String table, String clockFunction, Set<TestFault> faults) throws SQLException {
     DatabaseMetaData md = c.getMetaData();
     String product = md.getDatabaseProductName();
     String version = md.getDatabaseProductVersion();
@@ -229,17 +330,17 @@ public abstract class Dialect {
     String v = version == null ? "" : version.toLowerCase(Locale.ROOT);
     String fn = clockFunction == null ? null : clockFunction + "()";
     if (p.contains("postgresql")) {
-      return new PostgresDialect(table, fn);
+      return new PostgresDialect(table, fn, faults);
     }
     if (p.contains("mariadb") || (p.contains("mysql") && v.contains("mariadb"))) {
-      return new MySqlDialect(table, fn, true);
+      return new MySqlDialect(table, fn, true, faults);
     }
     if (p.contains("mysql")) {
-      return new MySqlDialect(table, fn, false);
+      return new MySqlDialect(table, fn, false, faults);
     }
     if (p.contains("sqlite")) {
       SqliteDialect.checkVersion(c);
-      return new SqliteDialect(table, fn);
+      return new SqliteDialect(table, fn, faults);
     }
     throw new LeaseException(
         "database "
@@ -254,10 +355,10 @@ public abstract class Dialect {
   /** The dialect of {@code database} for a validated table identifier (for the DDL). */
   public static Dialect of(Database database, String table) {
     return switch (database) {
-      case POSTGRESQL -> new PostgresDialect(table, null);
-      case MYSQL -> new MySqlDialect(table, null, false);
-      case MARIADB -> new MySqlDialect(table, null, true);
-      case SQLITE -> new SqliteDialect(table, null);
+      case POSTGRESQL -> new PostgresDialect(table, null, Set.of());
+      case MYSQL -> new MySqlDialect(table, null, false, Set.of());
+      case MARIADB -> new MySqlDialect(table, null, true, Set.of());
+      case SQLITE -> new SqliteDialect(table, null, Set.of());
     };
   }
 

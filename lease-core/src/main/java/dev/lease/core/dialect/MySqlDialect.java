@@ -1,11 +1,13 @@
 package dev.lease.core.dialect;
 
+import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
+import java.util.Set;
 
 /** MySQL 8 and MariaDB 10.6 or later (InnoDB), through MySQL Connector/J or MariaDB Connector/J. */
 final class MySqlDialect extends Dialect {
@@ -22,8 +24,8 @@ final class MySqlDialect extends Dialect {
 
   private final boolean mariadb;
 
-  MySqlDialect(String table, String clockFunction, boolean mariadb) {
-    super(table, clockFunction != null ? clockFunction : CLOCK);
+  MySqlDialect(String table, String clockFunction, boolean mariadb, Set<TestFault> faults) {
+    super(table, clockFunction != null ? clockFunction : CLOCK, faults);
     this.mariadb = mariadb;
   }
 
@@ -66,27 +68,50 @@ final class MySqlDialect extends Dialect {
    * Lease statements run in READ COMMITTED: an UPDATE then reads the newest committed row
    * ("semi-consistent read") and waits for a strict verify's share lock only when the row matches,
    * so a claimer polling a live lease never queues behind the holder's transactions; REPEATABLE
-   * READ would lock the row before evaluating the WHERE. The session is pinned to UTC and its lock
-   * wait bounded for the attempt, and both are put back afterwards: the connection may be a pooled
-   * one the application also uses.
+   * READ would lock the row before evaluating the WHERE. The session is pinned to UTC, its session
+   * clock reset ({@code timestamp = DEFAULT}: a frozen session clock would freeze the lease clock)
+   * and its lock wait bounded for the attempt; the time zone and lock wait are put back afterwards,
+   * since the connection may be a pooled one the application also uses. Their old values are read
+   * into Java, not into {@code @lease_*} user variables, so the session keeps nothing of ours.
    */
   @Override
   public <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
     int isolation = c.getTransactionIsolation();
     boolean autoCommit = c.getAutoCommit();
     long lockWaitSeconds = Math.max(1, (timeoutMs + 999) / 1000);
+    String savedZone = null;
+    long savedLockWait = 0;
+    long savedIdle = 0;
     try (Statement s = c.createStatement()) {
-      s.execute(
-          "SET @lease_saved_tz = @@session.time_zone,"
-              + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
-              + (mariadb ? " @lease_saved_it = @@session.idle_transaction_timeout," : "")
-              + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
-              + lockWaitSeconds
-              // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
-              // locked (no successor could claim) until it resumes; the server ends such a
-              // session. MySQL 8 has no such bound.
-              + (mariadb ? ", idle_transaction_timeout = " + lockWaitSeconds : ""));
+      if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
+        s.execute(
+            "SET @lease_saved_tz = @@session.time_zone,"
+                + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
+                + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
+                + lockWaitSeconds);
+      } else {
+        try (ResultSet rs =
+            s.executeQuery(
+                "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout"
+                    + (mariadb ? ", @@session.idle_transaction_timeout" : ""))) {
+          rs.next();
+          savedZone = rs.getString(1);
+          savedLockWait = rs.getLong(2);
+          savedIdle = mariadb ? rs.getLong(3) : 0;
+        }
+        s.execute(
+            "SET time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
+                + lockWaitSeconds
+                // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
+                // locked (no successor could claim) until it resumes; the server ends such a
+                // session (PausedLeaseSessionTest). MySQL 8 has no such bound.
+                + (mariadb ? ", idle_transaction_timeout = " + lockWaitSeconds : ""));
+      }
     }
+    String zone = savedZone;
+    long lockWait = savedLockWait;
+    long idle = savedIdle;
+    Throwable failure = null;
     try {
       if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
         c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
@@ -94,33 +119,49 @@ final class MySqlDialect extends Dialect {
       if (autoCommit) {
         c.setAutoCommit(false);
       }
-      try {
-        T result = call.call(c);
-        c.commit();
-        return result;
-      } catch (SQLException | RuntimeException e) {
-        rollbackQuietly(c, e);
-        throw e;
-      }
+      T result = call.call(c);
+      c.commit();
+      return result;
+    } catch (SQLException | RuntimeException | Error e) {
+      failure = e;
+      rollbackQuietly(c, e);
+      throw e;
     } finally {
-      // each restore runs even if the one before it failed
-      try {
-        if (autoCommit) {
-          c.setAutoCommit(true);
-        }
-      } finally {
-        try {
-          if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
-            c.setTransactionIsolation(isolation);
-          }
-        } finally {
-          try (Statement s = c.createStatement()) {
-            s.execute(
-                "SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw"
-                    + (mariadb ? ", idle_transaction_timeout = @lease_saved_it" : ""));
-          }
-        }
+      restore(
+          failure,
+          () -> {
+            if (autoCommit) {
+              c.setAutoCommit(true);
+            }
+          },
+          () -> {
+            if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
+              c.setTransactionIsolation(isolation);
+            }
+          },
+          () -> restoreSettings(c, zone, lockWait, idle));
+    }
+  }
+
+  private void restoreSettings(Connection c, String zone, long lockWait, long idle)
+      throws SQLException {
+    if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
+      try (Statement s = c.createStatement()) {
+        s.execute("SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw");
       }
+      return;
+    }
+    // bound, not concatenated: a named time zone is the server's text
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SET time_zone = ?, innodb_lock_wait_timeout = ?"
+                + (mariadb ? ", idle_transaction_timeout = ?" : ""))) {
+      ps.setString(1, zone);
+      ps.setLong(2, lockWait);
+      if (mariadb) {
+        ps.setLong(3, idle);
+      }
+      ps.execute();
     }
   }
 
@@ -131,7 +172,8 @@ final class MySqlDialect extends Dialect {
   @Override
   public void createRow(Connection c, String name) throws SQLException {
     try (PreparedStatement ps =
-        c.prepareStatement("INSERT IGNORE INTO " + table + " (name) VALUES (?)")) {
+        c.prepareStatement(
+            "INSERT IGNORE INTO " + table + " (name, term) VALUES (?, " + startTerm() + ")")) {
       ps.setString(1, name);
       ps.executeUpdate();
     }

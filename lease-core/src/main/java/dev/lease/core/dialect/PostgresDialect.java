@@ -1,5 +1,6 @@
 package dev.lease.core.dialect;
 
+import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -7,6 +8,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 
 /** PostgreSQL 12 or later. */
 final class PostgresDialect extends Dialect {
@@ -18,8 +20,8 @@ final class PostgresDialect extends Dialect {
   private static final String CLOCK =
       "(floor(extract(epoch from clock_timestamp()) * 1000))::bigint";
 
-  PostgresDialect(String table, String clockFunction) {
-    super(table, clockFunction != null ? clockFunction : CLOCK);
+  PostgresDialect(String table, String clockFunction, Set<TestFault> faults) {
+    super(table, clockFunction != null ? clockFunction : CLOCK, faults);
   }
 
   @Override
@@ -65,12 +67,13 @@ final class PostgresDialect extends Dialect {
     if (autoCommit) {
       c.setAutoCommit(false);
     }
+    Throwable failure = null;
     try {
       // READ COMMITTED whatever the pool's default: the claim relies on READ COMMITTED re-checking
       // the newest row version after a lock wait, and under REPEATABLE READ or SERIALIZABLE a lost
       // race (claim, or create-row's ON CONFLICT) fails with "could not serialize access" instead
-      // of
-      // finding the lease held (ClaimRaceTest). First statement of the transaction, so it applies
+      // of finding the lease held (ClaimRaceTest). First statement of the transaction, so it
+      // applies
       // to this transaction only and never leaks into the pooled connection.
       try (Statement s = c.createStatement()) {
         s.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
@@ -89,13 +92,18 @@ final class PostgresDialect extends Dialect {
       T result = call.call(c);
       c.commit();
       return result;
-    } catch (SQLException | RuntimeException e) {
+    } catch (SQLException | RuntimeException | Error e) {
+      failure = e;
       rollbackQuietly(c, e);
       throw e;
     } finally {
-      if (autoCommit) {
-        c.setAutoCommit(true);
-      }
+      restore(
+          failure,
+          () -> {
+            if (autoCommit) {
+              c.setAutoCommit(true);
+            }
+          });
     }
   }
 
@@ -103,7 +111,11 @@ final class PostgresDialect extends Dialect {
   public void createRow(Connection c, String name) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
-            "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING")) {
+            "INSERT INTO "
+                + table
+                + " (name, term) VALUES (?, "
+                + startTerm()
+                + ") ON CONFLICT (name) DO NOTHING")) {
       ps.setString(1, name);
       ps.executeUpdate();
     }

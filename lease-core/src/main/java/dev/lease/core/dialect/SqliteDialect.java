@@ -1,12 +1,14 @@
 package dev.lease.core.dialect;
 
 import dev.lease.core.LeaseException;
+import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
+import java.util.Set;
 
 /** SQLite 3.42 or later (sqlite-jdbc 3.42+ bundles it). */
 final class SqliteDialect extends Dialect {
@@ -18,8 +20,8 @@ final class SqliteDialect extends Dialect {
    */
   private static final String CLOCK = "CAST(unixepoch('now', 'subsec') * 1000 AS INTEGER)";
 
-  SqliteDialect(String table, String clockFunction) {
-    super(table, clockFunction != null ? clockFunction : CLOCK);
+  SqliteDialect(String table, String clockFunction, Set<TestFault> faults) {
+    super(table, clockFunction != null ? clockFunction : CLOCK, faults);
   }
 
   static void checkVersion(Connection c) throws SQLException {
@@ -84,18 +86,28 @@ final class SqliteDialect extends Dialect {
       s.execute("PRAGMA busy_timeout = " + timeoutMs);
     }
     boolean autoCommit = c.getAutoCommit();
-    if (!autoCommit) {
-      c.setAutoCommit(true);
-    }
+    Throwable failure = null;
     try {
-      return call.call(c);
-    } finally {
       if (!autoCommit) {
-        c.setAutoCommit(false);
+        c.setAutoCommit(true);
       }
-      try (Statement s = c.createStatement()) {
-        s.execute("PRAGMA busy_timeout = " + savedBusyTimeout);
-      }
+      return call.call(c);
+    } catch (SQLException | RuntimeException | Error e) {
+      failure = e;
+      throw e;
+    } finally {
+      restore(
+          failure,
+          () -> {
+            if (!autoCommit) {
+              c.setAutoCommit(false);
+            }
+          },
+          () -> {
+            try (Statement s = c.createStatement()) {
+              s.execute("PRAGMA busy_timeout = " + savedBusyTimeout);
+            }
+          });
     }
   }
 
@@ -103,7 +115,11 @@ final class SqliteDialect extends Dialect {
   public void createRow(Connection c, String name) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
-            "INSERT INTO " + table + " (name) VALUES (?) ON CONFLICT (name) DO NOTHING")) {
+            "INSERT INTO "
+                + table
+                + " (name, term) VALUES (?, "
+                + startTerm()
+                + ") ON CONFLICT (name) DO NOTHING")) {
       ps.setString(1, name);
       ps.executeUpdate();
     }

@@ -7,6 +7,7 @@ import dev.lease.core.dialect.Dialect;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ScheduledExecutorService;
@@ -66,4 +67,12 @@ public abstract class LeaseAccess {
   public abstract void scheduler(LeaseManager.Builder builder, ScheduledExecutorService scheduler);
 
   public abstract void attemptExecutor(LeaseManager.Builder builder, Executor executor);
+
+  public abstract void lossExecutor(LeaseManager.Builder builder, Executor executor);
+
+  public abstract void fault(LeaseManager.Builder builder, TestFault fault);
+
+  public abstract void afterWork(LeaseManager.Builder builder, Consumer<Lease> hook);
+
+  public abstract void release(LeaseManager manager, Collection<Lease> leases);
 }

@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Executor;
@@ -223,6 +224,15 @@ public final class LeaseInternals {
     return access().endWith(lease, end);
   }
 
+  /**
+   * Releases {@code leases} of {@code manager} together, in the order of every release: interrupts
+   * the work under all of them, waits up to one grace period for it to end, then releases the rows;
+   * failures are logged. A scheduler closing uses it for the leases of its running rounds.
+   */
+  public static void release(LeaseManager manager, Collection<Lease> leases) {
+    access().release(manager, leases);
+  }
+
   /** True once {@link LeaseManager#close()} began. */
   public static boolean isClosed(LeaseManager manager) {
     return access().isClosed(manager);
@@ -255,6 +265,35 @@ public final class LeaseInternals {
   public static LeaseManager.Builder scheduler(
       LeaseManager.Builder builder, ScheduledExecutorService scheduler) {
     access().scheduler(builder, scheduler);
+    return builder;
+  }
+
+  /**
+   * Where loss handling runs (listeners' {@code lost}, {@code onLoss} callbacks, the grace period,
+   * the failure policy); default a cached pool of daemon threads owned by the manager. The
+   * simulations run it inline, on their event loop.
+   */
+  public static LeaseManager.Builder lossExecutor(LeaseManager.Builder builder, Executor executor) {
+    access().lossExecutor(builder, executor);
+    return builder;
+  }
+
+  /**
+   * Builds a deliberately broken manager: the negative controls of the tests. Never in production.
+   */
+  public static LeaseManager.Builder faultForTesting(
+      LeaseManager.Builder builder, TestFault fault) {
+    access().fault(builder, fault);
+    return builder;
+  }
+
+  /**
+   * Runs {@code hook} in {@code runUnder} after the work ended and before its outcome is decided:
+   * the tests make a lease lost in exactly that window. Never in production.
+   */
+  public static LeaseManager.Builder afterWorkForTesting(
+      LeaseManager.Builder builder, Consumer<Lease> hook) {
+    access().afterWork(builder, hook);
     return builder;
   }
 

@@ -4,6 +4,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseLostException;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseReleasedException;
 import dev.lease.core.LeaseWorkException;
 import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseInternals;
@@ -11,6 +12,7 @@ import java.time.Instant;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,7 +74,9 @@ final class JobRunner {
   private final LeaseManager manager;
   private final Dialect dialect;
   private final AtomicBoolean busy = new AtomicBoolean();
-  private volatile Thread attemptThread;
+
+  /** The lease of the round running now, if any: a closing scheduler releases it. */
+  private volatile Lease roundLease;
 
   /**
    * Instants before this (database clock at start) are never claimed while the record says the job
@@ -163,7 +167,6 @@ final class JobRunner {
     try {
       executor.execute(
           () -> {
-            attemptThread = Thread.currentThread();
             try {
               if (!scheduler.isClosing() && !LeaseInternals.isClosed(manager)) {
                 attempt.run();
@@ -173,13 +176,17 @@ final class JobRunner {
                   "job {}: attempt failed, retrying at the next poll: {}",
                   job.name(),
                   e.getMessage());
+            } catch (IllegalStateException e) {
+              if (LeaseInternals.isClosed(manager)) {
+                log.debug("job {}: its LeaseManager closed: {}", job.name(), e.getMessage());
+              } else {
+                log.error("job {}: attempt failed", job.name(), e);
+              }
             } catch (RuntimeException e) {
               log.error("job {}: attempt failed", job.name(), e);
             } finally {
-              attemptThread = null;
-              Thread
-                  .interrupted(); // a pooled thread must not carry a close's interrupt to the next
-              // job
+              // a pooled thread must not carry an interrupt to the next job
+              Thread.interrupted();
               busy.set(false);
               scheduler.wake();
             }
@@ -189,12 +196,9 @@ final class JobRunner {
     }
   }
 
-  /** Interrupts the running attempt (the scheduler is closing): its round is cut short. */
-  void interrupt() {
-    Thread t = attemptThread;
-    if (t != null) {
-      t.interrupt();
-    }
+  /** The lease of the round running now, or null: a closing scheduler releases it. */
+  Lease roundLease() {
+    return roundLease;
   }
 
   private void claimAndRun(long instantMs) {
@@ -287,6 +291,9 @@ final class JobRunner {
         rerun ? " (rerun of a round cut short)" : "");
     Outcome outcome;
     Throwable failure = null;
+    // set before the closing check, which close() makes after it set closing: either close() sees
+    // this round's lease and releases it (stopping the work first), or the round sees the close
+    roundLease = lease;
     try {
       if (scheduler.isClosing()) {
         throw new InterruptedException("the scheduler is closing");
@@ -301,11 +308,18 @@ final class JobRunner {
     } catch (LeaseWorkException e) {
       failure = e.getCause();
       outcome = Outcome.FAILED;
-    } catch (LeaseLostException e) {
+    } catch (LeaseLostException | LeaseReleasedException e) {
+      // lost, or released by a closing scheduler or manager (which stopped the work first)
+      failure = e;
+      outcome = Outcome.CUT_SHORT;
+    } catch (IllegalStateException e) {
+      // the manager closed, or the lease was released by a close, before the work started
       failure = e;
       outcome = Outcome.CUT_SHORT;
     } catch (InterruptedException e) {
       outcome = Outcome.CUT_SHORT;
+    } finally {
+      roundLease = null;
     }
     if (outcome != Outcome.CUT_SHORT) {
       Outcome finished = finish(claim);
@@ -365,21 +379,42 @@ final class JobRunner {
     boolean recordOverrun = !scheduler.has(LeaseScheduler.Fault.NO_OVERRUN_RECORD);
     Long[] overrun = new Long[1];
     try {
+      BooleanSupplier end =
+          () ->
+              LeaseInternals.execute(
+                  manager,
+                  "finish instant " + Instant.ofEpochMilli(instantMs) + " of job " + name,
+                  c -> {
+                    overrun[0] =
+                        instants.latestIn(
+                            instantMs, scheduler.dueTime(LeaseInternals.dialect(manager).now(c)));
+                    long recordMs = overrun[0] != null && recordOverrun ? overrun[0] : instantMs;
+                    return dialect.finishSlot(
+                        c, name, lease.holder(), lease.term(), instantMs, recordMs);
+                  });
+      AtomicBoolean endedHere = new AtomicBoolean();
       boolean done =
           LeaseInternals.endWith(
               lease,
-              () ->
-                  LeaseInternals.execute(
-                      manager,
-                      "finish instant " + Instant.ofEpochMilli(instantMs) + " of job " + name,
-                      c -> {
-                        overrun[0] =
-                            instants.latestIn(instantMs, scheduler.dueTime(dialect.now(c)));
-                        long recordMs =
-                            overrun[0] != null && recordOverrun ? overrun[0] : instantMs;
-                        return dialect.finishSlot(
-                            c, name, lease.holder(), lease.term(), instantMs, recordMs);
-                      }));
+              () -> {
+                endedHere.set(true);
+                return end.getAsBoolean();
+              });
+      if (!endedHere.get() && !scheduler.has(LeaseScheduler.Fault.NO_FINISH_WITHOUT_LEASE)) {
+        // The work returned, but the lease object is no longer held here: lost after the work
+        // ended (its local deadline passed meanwhile), or released by a close. The round did run
+        // to its end, so record it if the row is still our claim: finishSlot matches holder, term
+        // and instant, so it cannot touch a successor's claim.
+        done = end.getAsBoolean();
+        if (done) {
+          log.info(
+              "job {} instant {} term {}: recorded the finish without the lease (it ended after"
+                  + " the round's work returned)",
+              name,
+              Instant.ofEpochMilli(instantMs),
+              lease.term());
+        }
+      }
       if (!done) {
         return Outcome.NOT_RECORDED;
       }

@@ -1,5 +1,6 @@
 package dev.lease.core.scheduler;
 
+import dev.lease.core.Lease;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
@@ -61,7 +62,11 @@ public final class LeaseScheduler implements AutoCloseable {
     /** Claims an unfinished instant again however often it was cut short. */
     UNLIMITED_RERUNS,
     /** Finishes without taking along the instants the round overran. */
-    NO_OVERRUN_RECORD
+    NO_OVERRUN_RECORD,
+    /** Records no finish when the round's lease ended after its work returned. */
+    NO_FINISH_WITHOUT_LEASE,
+    /** The poll thread keeps polling after an interrupt, with the interrupt still set. */
+    POLL_KEEPS_INTERRUPT
   }
 
   private final LeaseManager manager;
@@ -146,9 +151,12 @@ public final class LeaseScheduler implements AutoCloseable {
   }
 
   /**
-   * Stops polling and cuts running rounds short (their threads are interrupted; their instants stay
-   * unfinished, so they run again once on another replica), waiting up to the lease's grace period
-   * for them to end. Does not close the {@link LeaseManager}.
+   * Stops polling and cuts running rounds short, in the order every release follows: the rounds'
+   * work is interrupted, the scheduler waits up to the lease's grace period for it to end, then
+   * their leases are released (their instants stay unfinished, so they run again once, on this or
+   * another replica). A round that does not stop within the grace period is left running and
+   * logged: closing is not a loss, so the failure policy does not run and the JVM is not halted.
+   * Does not close the {@link LeaseManager}. Idempotent.
    */
   @Override
   public void close() {
@@ -165,11 +173,19 @@ public final class LeaseScheduler implements AutoCloseable {
     } finally {
       lock.unlock();
     }
-    jobs.forEach(JobRunner::interrupt);
+    List<Lease> rounds = new ArrayList<>();
+    for (JobRunner job : jobs) {
+      Lease lease = job.roundLease();
+      if (lease != null) {
+        rounds.add(lease);
+      }
+    }
+    LeaseInternals.release(manager, rounds);
     attempts.shutdown();
     long waitMs =
         manager.timings().gracePeriod().toMillis()
             + 2 * manager.timings().attemptTimeout().toMillis();
+    boolean interrupted = false;
     try {
       if (!attempts.awaitTermination(waitMs, TimeUnit.MILLISECONDS)) {
         log.warn(
@@ -179,6 +195,9 @@ public final class LeaseScheduler implements AutoCloseable {
         t.join(waitMs);
       }
     } catch (InterruptedException e) {
+      interrupted = true;
+    }
+    if (interrupted) {
       Thread.currentThread().interrupt();
     }
   }
@@ -261,11 +280,20 @@ public final class LeaseScheduler implements AutoCloseable {
       } catch (RuntimeException e) {
         log.error("scheduler of {}: poll failed", manager.instance(), e);
       }
-      awaitWake(waitNanos);
+      if (!awaitWake(waitNanos)) {
+        // An interrupt of the poll thread is a request to stop (it is this scheduler's own
+        // thread); polling on with the interrupt set would spin, every wait returning at once.
+        log.warn(
+            "scheduler of {}: its poll thread was interrupted; closing the scheduler",
+            manager.instance());
+        close();
+        return;
+      }
     }
   }
 
-  private void awaitWake(long nanos) {
+  /** Waits for the next poll; false if the poll thread was interrupted (the scheduler stops). */
+  private boolean awaitWake(long nanos) {
     lock.lock();
     try {
       long left = nanos;
@@ -273,8 +301,13 @@ public final class LeaseScheduler implements AutoCloseable {
         left = wakeUp.awaitNanos(left);
       }
       woken = false;
+      return true;
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      if (has(Fault.POLL_KEEPS_INTERRUPT)) {
+        Thread.currentThread().interrupt(); // the bug: every later wait returns at once
+        return true;
+      }
+      return false;
     } finally {
       lock.unlock();
     }

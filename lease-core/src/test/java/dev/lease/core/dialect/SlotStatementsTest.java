@@ -46,14 +46,18 @@ class SlotStatementsTest {
     }
   }
 
+  /** The term a new row starts at (the database clock in ms × 1000): claims count from it. */
+  private long base;
+
   private void createRow(String name) {
-    LeaseInternals.execute(
-        manager,
-        "create",
-        c -> {
-          dialect.createRow(c, name);
-          return null;
-        });
+    base =
+        LeaseInternals.execute(
+            manager,
+            "create",
+            c -> {
+              dialect.createRow(c, name);
+              return dialect.describe(c, name).term();
+            });
   }
 
   private Dialect.SlotClaimed claim(String name, String holder, long instant) {
@@ -105,7 +109,7 @@ class SlotStatementsTest {
 
     Dialect.SlotClaimed first = claim("job", "h1", t);
     assertNotNull(first);
-    assertEquals(1, first.term());
+    assertEquals(base + 1, first.term());
     assertNull(first.previousSlotMs());
     assertNull(first.previousUnfinishedMs());
     assertEquals(t, last("job"), "the claim records the instant as the last claimed");
@@ -113,7 +117,7 @@ class SlotStatementsTest {
     assertFalse(state("job").free());
 
     assertNull(claim("job", "h2", t + 1), "the name is held");
-    assertTrue(finish("job", "h1", 1, t, t));
+    assertTrue(finish("job", "h1", base + 1, t, t));
     assertTrue(state("job").free(), "finish gives the name back");
     assertNull(state("job").unfinishedMs(), "and records the round ran to its end");
 
@@ -124,7 +128,7 @@ class SlotStatementsTest {
 
     Dialect.SlotClaimed second = claim("job", "h2", t + 1);
     assertNotNull(second);
-    assertEquals(2, second.term(), "term + 1");
+    assertEquals(base + 2, second.term(), "term + 1");
     assertEquals(t, second.previousSlotMs());
     assertNull(second.previousUnfinishedMs(), "nothing unfinished was given up");
   }
@@ -137,7 +141,7 @@ class SlotStatementsTest {
     createRow("job");
     long t = manager.databaseTimeMillis() - 10_000;
     assertNotNull(claim("job", "h1", t));
-    assertTrue(finish("job", "h1", 1, t, t));
+    assertTrue(finish("job", "h1", base + 1, t, t));
     assertNull(claim("job", "h2", t, true));
     assertNotNull(claim("job", "h2", t, false), "the broken claim takes the instant again");
   }
@@ -151,15 +155,16 @@ class SlotStatementsTest {
     assertNotNull(claim("job", "h1", t));
     assertNull(claimAgain("job", "h2", t, true), "not while its holder holds the name");
     assertTrue(
-        release("job", "h1", 1), "the holder dies: the name is free, the instant unfinished");
+        release("job", "h1", base + 1),
+        "the holder dies: the name is free, the instant unfinished");
     assertEquals(t, state("job").unfinishedMs());
     assertNull(state("job").rerunMs());
 
     assertNull(claimAgain("job", "h2", t + 1, true), "only the unfinished instant itself");
     Long rerunTerm = claimAgain("job", "h2", t, true);
-    assertEquals(2L, rerunTerm, "claimed again; term + 1");
+    assertEquals(base + 2, rerunTerm, "claimed again; term + 1");
     assertEquals(t, state("job").rerunMs());
-    assertTrue(release("job", "h2", 2), "cut short a second time");
+    assertTrue(release("job", "h2", base + 2), "cut short a second time");
 
     assertNull(claimAgain("job", "h3", t, true), "claimed again once only");
     Dialect.SlotClaimed later = claim("job", "h3", t + 100);
@@ -177,11 +182,12 @@ class SlotStatementsTest {
     createRow("job");
     long t = manager.databaseTimeMillis() - 10_000;
     assertNotNull(claim("job", "h1", t));
-    release("job", "h1", 1);
-    assertEquals(2L, claimAgain("job", "h2", t, true));
-    release("job", "h2", 2);
+    release("job", "h1", base + 1);
+    assertEquals(base + 2, claimAgain("job", "h2", t, true));
+    release("job", "h2", base + 2);
     assertNull(claimAgain("job", "h3", t, true));
-    assertEquals(3L, claimAgain("job", "h3", t, false), "the broken claim runs it a third time");
+    assertEquals(
+        base + 3, claimAgain("job", "h3", t, false), "the broken claim runs it a third time");
   }
 
   @ParameterizedTest(name = "{0}")
@@ -192,16 +198,16 @@ class SlotStatementsTest {
     createRow("job");
     long t = manager.databaseTimeMillis() - 10_000;
     assertNotNull(claim("job", "h1", t));
-    assertFalse(finish("job", "other", 1, t, t), "another holder");
-    assertFalse(finish("job", "h1", 2, t, t), "another term");
-    assertFalse(finish("job", "h1", 1, t - 1, t), "another instant");
+    assertFalse(finish("job", "other", base + 1, t, t), "another holder");
+    assertFalse(finish("job", "h1", base + 2, t, t), "another term");
+    assertFalse(finish("job", "h1", base + 1, t - 1, t), "another instant");
     long future = manager.databaseTimeMillis() + 60_000;
-    assertTrue(finish("job", "h1", 1, t, future));
+    assertTrue(finish("job", "h1", base + 1, t, future));
     assertEquals(t, last("job"), "an overrun instant in the future is not taken along");
-    assertFalse(finish("job", "h1", 1, t, t), "finished once");
+    assertFalse(finish("job", "h1", base + 1, t, t), "finished once");
 
     assertNotNull(claim("job", "h2", t + 1));
-    assertTrue(finish("job", "h2", 2, t + 1, t + 500));
+    assertTrue(finish("job", "h2", base + 2, t + 1, t + 500));
     assertEquals(t + 500, last("job"), "the last overrun instant is the last on record");
     assertNull(claim("job", "h3", t + 400), "so no replica runs an overrun instant late");
     assertNotNull(claim("job", "h3", t + 501));
@@ -217,8 +223,9 @@ class SlotStatementsTest {
       createRow(n);
     }
     assertNotNull(claim("a", "ha", t));
-    assertNotNull(claim("b", "hb", t + 1));
-    release("b", "hb", 1);
+    Dialect.SlotClaimed b = claim("b", "hb", t + 1);
+    assertNotNull(b);
+    release("b", "hb", b.term());
     Dialect.SlotStates states =
         LeaseInternals.execute(
             manager, "states", c -> dialect.slotStates(c, List.of("a", "b", "c", "missing")));

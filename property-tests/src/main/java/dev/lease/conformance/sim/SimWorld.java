@@ -96,6 +96,7 @@ public final class SimWorld implements AutoCloseable {
       LeaseInternals.clock(builder, clock);
       LeaseInternals.scheduler(builder, p.scheduler);
       LeaseInternals.attemptExecutor(builder, Runnable::run);
+      LeaseInternals.lossExecutor(builder, Runnable::run);
       LeaseInternals.clockFunctionForTesting(builder, SimDatabase.CLOCK_FUNCTION);
       p.manager = builder.build();
       processes.add(p);

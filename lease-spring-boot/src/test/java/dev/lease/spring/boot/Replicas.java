@@ -97,7 +97,11 @@ final class Replicas implements AutoCloseable {
 
   /** The count of counter {@code name} with {@code tags}, 0 if it was never incremented. */
   static double count(ConfigurableApplicationContext ctx, String name, String... tags) {
-    MeterRegistry registry = ctx.getBean(MeterRegistry.class);
+    return count(ctx.getBean(MeterRegistry.class), name, tags);
+  }
+
+  /** The count of counter {@code name} with {@code tags} in {@code registry}. */
+  static double count(MeterRegistry registry, String name, String... tags) {
     RequiredSearch search = registry.get(name);
     try {
       return search.tags(tags).counters().stream().mapToDouble(c -> c.count()).sum();
@@ -108,8 +112,12 @@ final class Replicas implements AutoCloseable {
 
   /** Every meter of {@code ctx}'s registry with its value, for failure messages. */
   static String meters(ConfigurableApplicationContext ctx) {
+    return meters(ctx.getBean(MeterRegistry.class));
+  }
+
+  static String meters(MeterRegistry registry) {
     StringBuilder b = new StringBuilder();
-    ctx.getBean(MeterRegistry.class).getMeters().stream()
+    registry.getMeters().stream()
         .filter(m -> m.getId().getName().startsWith("lease."))
         .forEach(
             m -> {

@@ -57,7 +57,7 @@ public final class LeaseHealthCheck {
     details.put("losses", tracker.losses());
     List<String> lostWhileRunning = new ArrayList<>();
     for (LeasedWork.Running r : work.running()) {
-      if (!r.lease().isHeld()) {
+      if (r.lease().isLost()) {
         lostWhileRunning.add(r.lease().name());
       }
     }

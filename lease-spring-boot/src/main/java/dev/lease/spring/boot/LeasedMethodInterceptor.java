@@ -115,10 +115,10 @@ public final class LeasedMethodInterceptor implements MethodInterceptor, Disposa
         if (running.end()) {
           Thread.interrupted(); // the interrupt was ours (loss or shutdown), not the caller's
         }
-        work.end(running);
       }
     } finally {
       release(lease);
+      work.end(running); // after the release: a shutdown waits for it before closing the pool
     }
     if (lease.isLost()) {
       tell(name, LeasedCallListener.Outcome.LOST);

@@ -74,8 +74,9 @@ public final class LeasedWork {
   }
 
   /**
-   * Interrupts every running call and waits, at most {@code max}, for them to end: a shutdown stops
-   * the work before its leases are released.
+   * Interrupts every running call and waits, at most {@code max}, for them to end and release their
+   * leases: a shutdown stops the work before its leases are released, and the pool stays open for
+   * the release.
    *
    * @return true if every call ended in time
    */

@@ -234,10 +234,17 @@ class FencedTransactionAcrossReplicasTest {
           assertThrows(ExecutionException.class, () -> call.get(20, TimeUnit.SECONDS));
       assertInstanceOf(LeaseLostException.class, e.getCause());
       assertEquals("UP", Replicas.health(a).get("status"));
+      // the listeners hear of the loss on the keeper's thread, after the method was interrupted
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (Replicas.count(a, "lease.losses", "lease", "ledger-2", "reason", "local_deadline") < 1
+          && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
       assertEquals(
           1.0,
           Replicas.count(a, "lease.losses", "lease", "ledger-2", "reason", "local_deadline"),
           () -> Replicas.meters(a));
+      assertEquals(0.0, Replicas.gauge(a, "lease.held", "lease", "ledger-2"));
       assertEquals(1.0, Replicas.count(a, "lease.calls", "lease", "ledger-2", "outcome", "lost"));
       assertEquals(
           List.of(),

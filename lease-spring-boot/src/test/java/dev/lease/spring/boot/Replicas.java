@@ -66,6 +66,17 @@ final class Replicas implements AutoCloseable {
     return ctx;
   }
 
+  /** Starts an application with exactly {@code properties} (and the test's web and banner off). */
+  ConfigurableApplicationContext builderStart(Class<?> app, Map<String, Object> properties) {
+    Map<String, Object> p = new HashMap<>(properties);
+    p.put("spring.main.web-application-type", "none");
+    p.put("spring.main.banner-mode", "off");
+    p.put("spring.autoconfigure.exclude", NO_JPA);
+    ConfigurableApplicationContext ctx = builder(app, p).run();
+    started.add(ctx);
+    return ctx;
+  }
+
   static SpringApplicationBuilder builder(Class<?> app, Map<String, Object> properties) {
     SpringApplicationBuilder b = new SpringApplicationBuilder(app).properties(properties);
     b.application().setRegisterShutdownHook(false);

@@ -1,9 +1,9 @@
 package dev.lease.agent;
 
 import dev.lease.core.Lease;
-import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.LeaseInternals;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -12,7 +12,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Leader mode: this process holds one named lease whenever it can, and that lease is the
- * process-wide lease of every thread ({@link LeaseContext#bindProcessWide}), so every fenced
+ * process-wide lease of every thread ({@link LeaseInternals#bindProcessWide}), so every fenced
  * transaction of the application runs under it.
  *
  * <p>The loop: claim; while another process holds the lease, poll at the renew interval; once
@@ -43,11 +43,11 @@ final class LeaderElection {
    * @throws LeaseException if the first attempt could not reach the lease database
    */
   void start() {
-    LeaseContext.bindProcessWide(manager.notHeld(name));
+    LeaseInternals.bindProcessWide(LeaseInternals.notHeld(manager, name));
     Optional<Lease> first = manager.tryClaim(name);
     if (first.isPresent()) {
       // bound before the application's main starts, so its first transaction already runs fenced
-      LeaseContext.bindProcessWide(first.get().hold());
+      LeaseInternals.bindProcessWide(first.get().hold());
     } else {
       log.info(
           "lease {} is held by another process; this process waits as a replica (its"
@@ -106,7 +106,7 @@ final class LeaderElection {
     CountDownLatch ended = new CountDownLatch(1);
     lease.onLoss(l -> ended.countDown());
     lease.hold();
-    LeaseContext.bindProcessWide(lease);
+    LeaseInternals.bindProcessWide(lease);
     log.info(
         "this process leads: lease {} term {} instance {}; its transactions are fenced by it",
         lease.name(),

@@ -1,46 +1,35 @@
 package dev.lease.agent;
 
-import java.io.PrintWriter;
+import dev.lease.core.internal.DriverManagerDataSource;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
-import java.util.Properties;
-import java.util.logging.Logger;
-import javax.sql.DataSource;
 
 /**
  * The agent's own connections to the lease database (claims, renewals, releases): plain {@link
  * DriverManager} connections with the application's JDBC driver, never fenced themselves. Errors
  * never carry the password.
  */
-final class LeaseDatabase implements DataSource {
+final class LeaseDatabase extends DriverManagerDataSource {
 
-  private final String url;
   private final String password;
-  private final Properties properties = new Properties();
 
   LeaseDatabase(AgentConfig config) {
-    this.url = config.url;
+    super(config.url, config.user, config.password);
     this.password = config.password;
-    if (config.user != null) {
-      properties.setProperty("user", config.user);
-    }
-    if (config.password != null) {
-      properties.setProperty("password", config.password);
-    }
   }
 
   @Override
   public Connection getConnection() throws SQLException {
     try {
-      return ConnectionFencing.unfenced(() -> DriverManager.getConnection(url, properties));
+      return ConnectionFencing.unfenced(super::getConnection);
     } catch (SQLException e) {
       SQLException redacted =
           new SQLException(
               Secrets.redact(e.getMessage(), password)
                   + " (lease database "
-                  + Secrets.redactUrl(url)
+                  + Secrets.redactUrl(url())
                   + ")",
               e.getSQLState(),
               e.getErrorCode());
@@ -56,41 +45,7 @@ final class LeaseDatabase implements DataSource {
   }
 
   @Override
-  public PrintWriter getLogWriter() {
-    return null;
-  }
-
-  @Override
-  public void setLogWriter(PrintWriter out) {}
-
-  @Override
-  public void setLoginTimeout(int seconds) {}
-
-  @Override
-  public int getLoginTimeout() {
-    return 0;
-  }
-
-  @Override
-  public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-    throw new SQLFeatureNotSupportedException();
-  }
-
-  @Override
-  public <T> T unwrap(Class<T> iface) throws SQLException {
-    if (iface.isInstance(this)) {
-      return iface.cast(this);
-    }
-    throw new SQLException("LeaseDatabase does not wrap " + iface.getName());
-  }
-
-  @Override
-  public boolean isWrapperFor(Class<?> iface) {
-    return iface.isInstance(this);
-  }
-
-  @Override
   public String toString() {
-    return "LeaseDatabase[" + Secrets.redactUrl(url) + "]";
+    return "LeaseDatabase[" + Secrets.redactUrl(url()) + "]";
   }
 }

@@ -4,6 +4,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.LeaseInternals;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -57,7 +58,7 @@ public final class MethodLeases {
           "{} runs under lease {}, but the agent is not started; skipping it", method, leaseName);
       return null;
     }
-    Lease bound = LeaseContext.currentOrNull();
+    Lease bound = LeaseInternals.currentOrNull();
     if (bound != null && bound.name().equals(leaseName) && bound.isHeld()) {
       return NESTED;
     }

@@ -1,26 +1,41 @@
 package dev.lease.core;
 
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A claimed lease: the name, the term (the fencing token, +1 on every hand-over), the holder token
- * (random per claim, never reused) and the instance that claimed it.
+ * A claimed lease: the name, the term (the fencing token, grows on every hand-over), the holder
+ * token (random per claim, never reused) and the instance that claimed it.
  *
  * <p>A lease is held until it is released or lost. It is lost when the database says it is no
  * longer this holder's, or when no claim or renewal has succeeded within the local deadline,
  * measured on the process's monotonic clock from the <em>start</em> of the last successful one.
  * Loss is final: a lost lease is never revived; claim again for a new term. Closing a lease
  * releases it.
+ *
+ * <p>A lease ends in one order. Released (by {@link #release()}, {@link LeaseManager#close()} or a
+ * scheduler closing): the work {@link LeaseManager#runUnder} runs under it is interrupted, the
+ * release waits up to the grace period for it to end, and only then gives the row back. Lost: the
+ * work is interrupted at once; if it has not ended after the grace period, the failure policy runs
+ * (once per lease); if it has, and the loss came from the local deadline, the row is released (best
+ * effort, holder and term checked), so a successor need not wait for it to expire.
  */
 public final class Lease implements AutoCloseable {
 
@@ -45,12 +60,21 @@ public final class Lease implements AutoCloseable {
   private LossReason lossReason;
   private long lastRenewalStart;
   private RenewalKeeper keeper;
+  private boolean releasing;
+  private final List<BoundWork> works = new ArrayList<>();
+
   // read without the lock on hot paths (isHeld)
   private volatile boolean ended;
   private volatile long lastRenewalStartVolatile;
   // a renewal attempt of the keeper is in flight (see awaitRenewal)
   private volatile boolean renewing;
   private final Object renewalGate = new Object();
+
+  /** Counted down when the lease ended (released or lost). */
+  private final CountDownLatch over = new CountDownLatch(1);
+
+  /** The failure policy runs at most once per lease. */
+  private final AtomicBoolean policyRan = new AtomicBoolean();
 
   Lease(
       LeaseManager manager,
@@ -73,7 +97,10 @@ public final class Lease implements AutoCloseable {
     return name;
   }
 
-  /** The fencing token: grows by one on every hand-over of this name. */
+  /**
+   * The fencing token: grows on every hand-over of this name and never repeats for it, even if its
+   * row is deleted (a new row starts at the database clock in ms × 1000).
+   */
   public long term() {
     return term;
   }
@@ -132,13 +159,15 @@ public final class Lease implements AutoCloseable {
 
   /**
    * Keeps this lease renewed on the manager's keeper thread until it is released or lost;
-   * idempotent.
+   * idempotent, and does nothing on a lease that already ended.
    *
    * @return this lease
+   * @throws IllegalStateException if its manager is closed
    */
   public Lease hold() {
+    manager.ensureOpen("hold lease " + name);
     synchronized (this) {
-      if (state != State.HELD || keeper != null) {
+      if (state != State.HELD || releasing || keeper != null) {
         return this;
       }
       keeper = new RenewalKeeper(this, manager);
@@ -188,83 +217,18 @@ public final class Lease implements AutoCloseable {
   }
 
   /**
-   * Runs the verify statement on {@code connection} inside the caller's open transaction (the
-   * building block of lease-jdbc). In strict mode it also takes the lock on the lease row that the
-   * claim of the next term waits for, and (PostgreSQL) bounds the transaction's idle time.
-   *
-   * @return true if the database confirms this holder at this term
-   */
-  public boolean verifyInTransaction(
-      Connection connection, boolean strict, Duration idleInTransaction) throws SQLException {
-    Dialect d = manager.dialect();
-    try (PreparedStatement ps = connection.prepareStatement(d.verifySql(strict))) {
-      d.bindVerify(ps, name, holder, term, strict, idleInTransaction.toMillis());
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
-      }
-    }
-  }
-
-  /**
-   * Waits, at most {@code max}, while the keeper's renewal of this lease is in flight; returns at
-   * once when none is. lease-jdbc calls it before a new fenced transaction on SQLite, whose busy
-   * handler has no queue: without it, back-to-back writers under the lease can starve the renewal's
-   * write (measured: a renewal failed within 2 s under 16 threads). InnoDB and PostgreSQL queue the
-   * renewal themselves.
-   */
-  public void awaitRenewal(Duration max) throws InterruptedException {
-    if (!renewing) {
-      return;
-    }
-    long deadline = System.nanoTime() + max.toNanos();
-    synchronized (renewalGate) {
-      long left;
-      while (renewing && (left = deadline - System.nanoTime()) > 0) {
-        renewalGate.wait(Math.max(1, left / 1_000_000));
-      }
-    }
-  }
-
-  void renewalStarted() {
-    renewing = true;
-  }
-
-  void renewalEnded() {
-    synchronized (renewalGate) {
-      renewing = false;
-      renewalGate.notifyAll();
-    }
-  }
-
-  /**
-   * Releases the lease: the database lets anyone claim it at once. Stops the keeper. Idempotent; a
-   * lost lease is not released (it is no longer ours to release).
+   * Releases the lease: first stops the work {@link LeaseManager#runUnder} runs under it
+   * (interrupts it and waits up to the grace period for it to end), then gives the row back, so the
+   * database lets anyone claim it at once. Stops the keeper. Idempotent; a lost lease is not
+   * released (it is no longer ours to release). Never runs the failure policy: work that did not
+   * stop within the grace period is left running, its lease released (its fenced transactions are
+   * refused from then on), and logged as an error. Called from the work's own thread, it does not
+   * wait for itself.
    *
    * @throws LeaseException if the database could not be reached (the lease then simply expires)
    */
   public void release() {
-    RenewalKeeper k;
-    synchronized (this) {
-      if (state != State.HELD) {
-        return;
-      }
-      state = State.RELEASED;
-      ended = true;
-      k = keeper;
-    }
-    if (k != null) {
-      k.stop();
-    }
-    lossListeners.clear();
-    manager.forget(this);
-    boolean released = manager.releaseInDatabase(this);
-    log.info(
-        "released lease {} term {} instance {}{}",
-        name,
-        term,
-        instance,
-        released ? "" : " (the database no longer had it)");
-    manager.safely(l -> l.released(this));
+    manager.release(List.of(this), true);
   }
 
   /** Same as {@link #release()}. */
@@ -274,7 +238,9 @@ public final class Lease implements AutoCloseable {
   }
 
   /**
-   * Calls {@code listener} once when this lease is lost (at once if it already is).
+   * Calls {@code listener} once when this lease is lost (at once if it already is). Loss callbacks
+   * run on the manager's loss-handling threads, never on a keeper thread, one after another for one
+   * lease; keep them short.
    *
    * @return a handle whose {@code close()} removes the listener
    */
@@ -298,8 +264,58 @@ public final class Lease implements AutoCloseable {
     return "Lease[" + name + ", term " + term + ", instance " + instance + "]";
   }
 
-  // ---- package-private: the keeper's side
-  // --------------------------------------------------------
+  // ---- package-private: lease-jdbc's side, through LeaseInternals -----------------------------
+
+  /**
+   * Runs the verify statement on {@code connection} inside the caller's open transaction (the
+   * building block of lease-jdbc). In strict mode it also takes the lock on the lease row that the
+   * claim of the next term waits for, and (PostgreSQL) bounds the transaction's idle time.
+   *
+   * @return true if the database confirms this holder at this term
+   */
+  boolean verifyInTransaction(Connection connection, boolean strict, Duration idleInTransaction)
+      throws SQLException {
+    Dialect d = manager.dialect();
+    try (PreparedStatement ps = connection.prepareStatement(d.verifySql(strict))) {
+      d.bindVerify(ps, 1, name, holder, term, strict, idleInTransaction.toMillis());
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  /**
+   * Waits, at most {@code max}, while the keeper's renewal of this lease is in flight; returns at
+   * once when none is. lease-jdbc calls it before a new fenced transaction on SQLite, whose busy
+   * handler has no queue: without it, back-to-back writers under the lease can starve the renewal's
+   * write (measured: a renewal failed within 2 s under 16 threads). InnoDB and PostgreSQL queue the
+   * renewal themselves.
+   */
+  void awaitRenewal(Duration max) throws InterruptedException {
+    if (!renewing) {
+      return;
+    }
+    long deadline = System.nanoTime() + max.toNanos();
+    synchronized (renewalGate) {
+      long left;
+      while (renewing && (left = deadline - System.nanoTime()) > 0) {
+        renewalGate.wait(Math.max(1, left / 1_000_000));
+      }
+    }
+  }
+
+  // ---- package-private: the keeper's side -----------------------------------------------------
+
+  void renewalStarted() {
+    renewing = true;
+  }
+
+  void renewalEnded() {
+    synchronized (renewalGate) {
+      renewing = false;
+      renewalGate.notifyAll();
+    }
+  }
 
   synchronized long lastRenewalStart() {
     return lastRenewalStart;
@@ -345,9 +361,10 @@ public final class Lease implements AutoCloseable {
     return true;
   }
 
-  /** For {@link LeaseManager#notHeld}: lost from the start, without events (nothing was held). */
+  /** For {@code LeaseManager.notHeld}: lost from the start, without events (nothing was held). */
   synchronized void markNotHeld() {
     loseLocked(LossReason.NOT_HELD);
+    over.countDown();
   }
 
   void lose(LossReason reason) {
@@ -362,10 +379,70 @@ public final class Lease implements AutoCloseable {
 
   /**
    * Ends this lease with {@code end} instead of the release statement: the scheduler's finish,
-   * which gives the name back as release does and records the round in the same statement. Stops
-   * the keeper first. False, without running {@code end}, if the lease is no longer held here.
+   * which gives the name back as release does and records the round in the same statement (its work
+   * has ended). Stops the keeper first. False, without running {@code end}, if the lease is no
+   * longer held here (lost, released, or being released).
    */
-  boolean endWith(java.util.function.BooleanSupplier end) {
+  boolean endWith(BooleanSupplier end) {
+    RenewalKeeper k;
+    synchronized (this) {
+      if (state != State.HELD || releasing) {
+        return false;
+      }
+      state = State.RELEASED;
+      ended = true;
+      k = keeper;
+    }
+    if (k != null) {
+      k.stop();
+    }
+    lossListeners.clear();
+    manager.forget(this);
+    over.countDown();
+    boolean done = end.getAsBoolean();
+    manager.safely(l -> l.released(this));
+    return done;
+  }
+
+  // ---- package-private: work under the lease and the release protocol -------------------------
+
+  /** Binds {@code work} to this lease; false if the lease is no longer held or being released. */
+  synchronized boolean attach(BoundWork work) {
+    if (state != State.HELD || releasing) {
+      return false;
+    }
+    works.add(work);
+    return true;
+  }
+
+  synchronized void detach(BoundWork work) {
+    works.remove(work);
+  }
+
+  /**
+   * The first step of a release: marks the lease as being released (no new work binds to it, no
+   * second release starts) and returns the work to stop first, without the calling thread's own.
+   * Null if the lease ended or another release is under way.
+   */
+  synchronized List<BoundWork> beginRelease() {
+    if (state != State.HELD || releasing) {
+      return null;
+    }
+    releasing = true;
+    List<BoundWork> toStop = new ArrayList<>();
+    for (BoundWork w : works) {
+      if (w.thread != Thread.currentThread()) {
+        toStop.add(w);
+      }
+    }
+    return toStop;
+  }
+
+  /**
+   * The second step: the lease is released here (keeper stopped, no longer tracked); the caller
+   * then runs the release statement. False if it was lost in the meantime (not ours to release).
+   */
+  boolean completeRelease() {
     RenewalKeeper k;
     synchronized (this) {
       if (state != State.HELD) {
@@ -380,38 +457,22 @@ public final class Lease implements AutoCloseable {
     }
     lossListeners.clear();
     manager.forget(this);
-    boolean done = end.getAsBoolean();
-    manager.safely(l -> l.released(this));
-    return done;
+    over.countDown();
+    return true;
   }
 
-  private void loseLocked(LossReason reason) {
-    state = State.LOST;
-    lossReason = reason;
-    ended = true;
+  /** Waits up to {@code nanos} for the lease to end (released or lost). */
+  boolean awaitOver(long nanos) throws InterruptedException {
+    return over.await(Math.max(0, nanos), TimeUnit.NANOSECONDS);
   }
 
-  private void notifyLost() {
-    RenewalKeeper k;
-    synchronized (this) {
-      k = keeper;
-    }
-    if (k != null) {
-      k.stop();
-    }
-    manager.forget(this);
-    log.warn(
-        "lost lease {} term {} instance {}: {}",
-        name,
-        term,
-        instance,
-        lossReason == LossReason.NOT_HELD
-            ? "the database says it is no longer ours"
-            : "no renewal succeeded within the local deadline of "
-                + manager.timings().localDeadline().toMillis()
-                + " ms");
-    // The onLoss callbacks first: they stop what acts under the lease (runUnder interrupts its
-    // work), which must not wait for a slow or failing LeaseListener (WorkUnderLeaseTest).
+  /** True the first time: the failure policy may run for this lease (at most once). */
+  boolean claimPolicyRun() {
+    return manager.has(TestFault.POLICY_NOT_ONCE) || policyRan.compareAndSet(false, true);
+  }
+
+  /** Runs the {@link #onLoss} callbacks, each once, logging what they throw. */
+  void runLossCallbacks() {
     for (Consumer<Lease> listener : lossListeners) {
       if (lossListeners.remove(listener)) {
         try {
@@ -421,6 +482,47 @@ public final class Lease implements AutoCloseable {
         }
       }
     }
-    manager.safely(l -> l.lost(this, lossReason));
+  }
+
+  private void loseLocked(LossReason reason) {
+    state = State.LOST;
+    lossReason = reason;
+    ended = true;
+  }
+
+  /**
+   * After the state became LOST: stops the keeper, interrupts the bound work at once (cheap, never
+   * blocks), and hands the rest (callbacks, listeners, grace period, failure policy, the release at
+   * the local deadline) to the manager's loss handling, off this thread: it may be a keeper thread
+   * or a thread of the application that asked {@link #isHeld()}.
+   */
+  private void notifyLost() {
+    RenewalKeeper k;
+    List<BoundWork> stopping;
+    LossReason reason;
+    synchronized (this) {
+      k = keeper;
+      stopping = new ArrayList<>(works);
+      reason = lossReason;
+    }
+    if (k != null) {
+      k.stop();
+    }
+    manager.forget(this);
+    over.countDown();
+    log.warn(
+        "lost lease {} term {} instance {}: {}",
+        name,
+        term,
+        instance,
+        reason == LossReason.NOT_HELD
+            ? "the database says it is no longer ours"
+            : "no renewal succeeded within the local deadline of "
+                + manager.timings().localDeadline().toMillis()
+                + " ms");
+    for (BoundWork w : stopping) {
+      w.requestStop();
+    }
+    manager.handleLoss(this, reason, stopping);
   }
 }

@@ -4,9 +4,9 @@ import java.util.Optional;
 import java.util.OptionalLong;
 
 /**
- * The lease bound to the current thread. Fenced connections look it up on the thread that executes
- * a statement, so work handed to another thread (an executor, a virtual thread) must bind it there
- * too.
+ * The lease bound to the current thread (or, in lease-agent's leader mode, to the whole process).
+ * Fenced connections look it up on the thread that executes a statement, so work handed to another
+ * thread (an executor, a virtual thread) must bind it there too.
  *
  * <pre>{@code
  * try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
@@ -45,18 +45,18 @@ public final class LeaseContext {
 
   /**
    * Makes {@code lease} the lease of every thread that has none bound itself (null clears it). For
-   * a process that is fenced as a whole, such as lease-agent's leader mode: every transaction of
-   * every thread then runs under the process's leader lease, and a lease that is not held (lost, or
-   * a {@link LeaseManager#notHeld placeholder} while another process leads) refuses them. A
-   * thread's own {@link #bind} still wins; {@link #unbind()} only removes the thread's binding.
+   * a process that is fenced as a whole, such as lease-agent's leader mode (through {@code
+   * LeaseInternals}): every transaction of every thread then runs under the process's leader lease,
+   * and a lease that is not held (lost, or a placeholder while another process leads) refuses them.
+   * A thread's own {@link #bind} still wins; {@link #unbind()} only removes the thread's binding.
    */
-  public static void bindProcessWide(Lease lease) {
+  static void bindProcessWide(Lease lease) {
     processWide = lease;
   }
 
-  /** The process-wide lease, if one is set ({@link #bindProcessWide}). */
-  public static Optional<Lease> processWide() {
-    return Optional.ofNullable(processWide);
+  /** The process-wide lease, or null ({@link #bindProcessWide}). */
+  static Lease processWide() {
+    return processWide;
   }
 
   /** The lease bound to this thread, else the process-wide lease, if any. */
@@ -64,8 +64,8 @@ public final class LeaseContext {
     return Optional.ofNullable(currentOrNull());
   }
 
-  /** Like {@link #current()}, or null: the allocation-free form for hot paths. */
-  public static Lease currentOrNull() {
+  /** Like {@link #current()}, or null: the allocation-free form for hot paths (lease-jdbc). */
+  static Lease currentOrNull() {
     Lease lease = CURRENT.get();
     return lease != null ? lease : processWide;
   }

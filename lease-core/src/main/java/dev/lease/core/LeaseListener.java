@@ -1,8 +1,10 @@
 package dev.lease.core;
 
 /**
- * Observes leases: every method has an empty default, so implement only what you need. Called on
- * lease threads; keep implementations quick and never throw (exceptions are logged and ignored).
+ * Observes leases: every method has an empty default, so implement only what you need. Exceptions
+ * are logged and ignored. {@link #lost} runs on the manager's loss-handling threads, so a slow one
+ * delays no renewal; the others run on the thread that did the step (a keeper's attempt thread, the
+ * caller of {@code tryClaim} or {@code release}, a fenced connection's thread): keep them quick.
  */
 public interface LeaseListener {
 

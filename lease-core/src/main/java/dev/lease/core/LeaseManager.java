@@ -1,5 +1,9 @@
 package dev.lease.core;
 
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.MonotonicClock;
+import dev.lease.core.internal.TestFault;
 import java.net.InetAddress;
 import java.security.SecureRandom;
 import java.sql.Connection;
@@ -8,21 +12,31 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.EnumSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -39,19 +53,30 @@ import org.slf4j.LoggerFactory;
  *     .createTableIfMissing()
  *     .build();
  * boolean ran = leases.runIfFree("nightly-billing", lease -> {
- *   billing.run();            // interrupted if the lease is lost
+ *   billing.run();            // interrupted if the lease is lost or released
  *   return null;
  * });
  * }</pre>
  *
  * <p>Every statement reads the time from the database server's clock, so the clocks of the
- * processes never decide who holds a lease. A manager is thread-safe; close it to stop its keeper
- * threads (leases it holds are released first).
+ * processes never decide who holds a lease. Every lease statement (an "attempt": borrowing the
+ * connection, the statements, the commit) is bounded as a whole by the attempt timeout. A manager
+ * is thread-safe.
+ *
+ * <p>{@link #close()} (for example from a shutdown hook) refuses new claims, then ends every lease
+ * it holds in the order of {@link Lease}: interrupts the work running under them, waits up to the
+ * grace period for it to end, releases the rows, and stops its threads. Shutdown is not a loss: it
+ * never runs the failure policy, so it never halts the JVM.
  */
 public final class LeaseManager implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseManager.class);
   private static final SecureRandom RANDOM = new SecureRandom();
+
+  static {
+    // the other packages and modules of this project reach the package-private side through it
+    LeaseInternals.register(new InternalAccess());
+  }
 
   private final DataSource dataSource;
   private final Dialect dialect;
@@ -63,12 +88,17 @@ public final class LeaseManager implements AutoCloseable {
   private final MonotonicClock clock;
   private final ScheduledExecutorService scheduler;
   private final Executor attemptExecutor;
+  private final Executor lossExecutor;
   // close() stops only what the manager made: a scheduler or executor given to the builder is the
   // caller's (and the attempt executor may be any Executor, not an ExecutorService)
   private final boolean ownsScheduler;
   private final boolean ownsAttemptExecutor;
+  private final boolean ownsLossExecutor;
   private final ThreadFactory workThreads;
+  private final Set<TestFault> faults;
+  private final Consumer<Lease> afterWork;
   private final Set<Lease> held = ConcurrentHashMap.newKeySet();
+  private final AtomicBoolean closing = new AtomicBoolean();
   private volatile boolean closed;
 
   private LeaseManager(Builder b, Dialect dialect) {
@@ -80,13 +110,23 @@ public final class LeaseManager implements AutoCloseable {
     this.listeners = List.copyOf(b.listeners);
     this.failurePolicy = b.failurePolicy;
     this.clock = b.clock;
+    this.faults = b.faults.isEmpty() ? Set.of() : EnumSet.copyOf(b.faults);
+    this.afterWork = b.afterWork;
     this.ownsScheduler = b.scheduler == null;
     this.ownsAttemptExecutor = b.attemptExecutor == null;
+    this.ownsLossExecutor = b.lossExecutor == null;
     this.scheduler = b.scheduler != null ? b.scheduler : defaultScheduler();
     this.attemptExecutor =
         b.attemptExecutor != null
             ? b.attemptExecutor
-            : Executors.newCachedThreadPool(daemon("lease-renewal-"));
+            : Executors.newCachedThreadPool(daemon("lease-attempt-"));
+    // Loss handling has threads of its own: a slow LeaseListener.lost, onLoss callback or failure
+    // policy must not hold a keeper thread, which would delay the deadline checks and renewals of
+    // every other lease of this manager (ManagerLifecycleTest).
+    this.lossExecutor =
+        b.lossExecutor != null
+            ? b.lossExecutor
+            : Executors.newCachedThreadPool(daemon("lease-loss-"));
     this.workThreads = daemon("lease-work-");
   }
 
@@ -134,11 +174,14 @@ public final class LeaseManager implements AutoCloseable {
    * expired by the database clock.
    *
    * @return the lease, or empty when another holder has it
-   * @throws IllegalArgumentException if the name is empty or too long for the table
-   * @throws LeaseException if the database could not be asked
+   * @throws IllegalArgumentException if the name is not a valid lease name ({@link LeaseNames})
+   * @throws IllegalStateException if this manager is closed, or was closed while the claim was in
+   *     flight (the claim is then released, never handed out)
+   * @throws LeaseException if the database could not be asked within the attempt timeout
    */
   public Optional<Lease> tryClaim(String name) {
-    Names.leaseName(name);
+    LeaseNames.validate(name);
+    ensureOpen("claim lease " + name);
     String holder = newHolder();
     execute(
         "create the lease row",
@@ -152,26 +195,92 @@ public final class LeaseManager implements AutoCloseable {
     Dialect.Claimed claimed =
         execute(
             "claim lease " + name,
-            c -> dialect.claim(c, name, holder, instance, timings.leaseDuration().toMillis()));
+            c -> dialect.claim(c, name, holder, instance, timings.leaseDuration().toMillis()),
+            // the caller stopped waiting (attempt timeout) and the claim went through after all:
+            // nobody holds this claim, so give the row back at once
+            late -> {
+              if (late != null) {
+                releaseOrphan(name, holder, late.term());
+              }
+            });
     if (claimed == null) {
       log.debug("lease {} is held by another holder", name);
       return Optional.empty();
     }
-    Lease lease = new Lease(this, name, holder, instance, claimed.term(), start);
-    held.add(lease);
+    Lease lease = track(new Lease(this, name, holder, instance, claimed.term(), start));
     log.info("claimed lease {} term {} instance {}", name, lease.term(), instance);
     safely(l -> l.claimed(lease));
     return Optional.of(lease);
   }
 
   /**
-   * A lease object for {@code name} that this process does not hold: never held, never claimed, its
-   * verify finds no row. Bound process-wide ({@link LeaseContext#bindProcessWide}) it makes fenced
-   * transactions fail while another process holds {@code name} (lease-agent's leader mode on a
-   * replica, before its first claim).
+   * The leases this manager holds now (claimed, neither released nor lost, within their local
+   * deadline): a snapshot.
    */
-  public Lease notHeld(String name) {
-    Names.leaseName(name);
+  public Set<Lease> held() {
+    List<Lease> now = new ArrayList<>();
+    for (Lease l : held) {
+      if (l.isHeld()) {
+        now.add(l);
+      }
+    }
+    return Set.copyOf(now);
+  }
+
+  /**
+   * What the database says about {@code name} now: the instance that claimed it last, its term, and
+   * its expiry and the database clock, read in one statement; for operators and health checks.
+   *
+   * @return empty if the name has no row (it was never claimed here)
+   * @throws IllegalArgumentException if the name is not a valid lease name
+   * @throws LeaseException if the database could not be asked within the attempt timeout
+   */
+  public Optional<LeaseInfo> describe(String name) {
+    LeaseNames.validate(name);
+    Dialect.RowState row = execute("describe lease " + name, c -> dialect.describe(c, name));
+    if (row == null) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        new LeaseInfo(
+            name,
+            row.instance(),
+            row.term(),
+            Instant.ofEpochMilli(row.expiresAtMs()),
+            Instant.ofEpochMilli(row.databaseNowMs())));
+  }
+
+  /**
+   * Whether this manager's database can hold leases now: it answers within the attempt timeout, the
+   * lease table is there with its columns, and this user may write it. Never throws; for health
+   * checks and readiness probes.
+   */
+  public Availability available() {
+    if (closed) {
+      return Availability.no("this LeaseManager is closed; build a new one");
+    }
+    try {
+      execute(
+          "check the lease table",
+          c -> {
+            dialect.checkTable(c);
+            dialect.checkWritable(c);
+            return dialect.now(c);
+          });
+      return Availability.yes();
+    } catch (LeaseException e) {
+      return Availability.no(e.getMessage());
+    } catch (RuntimeException e) {
+      return Availability.no("the lease database could not be checked: " + e);
+    }
+  }
+
+  /**
+   * A lease object for {@code name} that this process does not hold: never held, never claimed, its
+   * verify finds no row ({@link LeaseInternals#notHeld}).
+   */
+  Lease notHeld(String name) {
+    LeaseNames.validate(name);
     Lease lease = new Lease(this, name, newHolder(), instance, 0, clock.nanoTime());
     lease.markNotHeld();
     return lease;
@@ -179,15 +288,29 @@ public final class LeaseManager implements AutoCloseable {
 
   /**
    * Runs {@code work} under {@code lease}: keeps the lease renewed, runs the work on its own thread
-   * with the lease bound to it ({@link LeaseContext}), interrupts that thread if the lease is lost,
-   * and after the grace period runs the failure policy if the work still has not stopped. The lease
-   * stays held afterwards; release it yourself.
+   * with the lease bound to it ({@link LeaseContext}), and returns what it returned. The work's
+   * thread is interrupted when the lease ends under it:
+   *
+   * <ul>
+   *   <li>lost: after the grace period the failure policy runs if the work still has not stopped
+   *       (once per lease); {@link LeaseLostException};
+   *   <li>released ({@link Lease#release()}, {@link #close()}, a scheduler closing): the release
+   *       waits up to the grace period for the work to end before it gives the row back; {@link
+   *       LeaseReleasedException}, and no failure policy (shutdown is not a loss).
+   * </ul>
+   *
+   * <p>Work that returned before its lease ended has run to its end: its value is returned even if
+   * the lease is lost a moment later. The lease stays held afterwards; release it yourself.
    *
    * @return what the work returned
    * @throws LeaseWorkException if the work threw (its exception is the cause)
-   * @throws LeaseLostException if the lease was lost before the work ended
-   * @throws InterruptedException if the calling thread was interrupted (the work is interrupted
-   *     too)
+   * @throws LeaseLostException if the lease was lost while the work ran (its exception, if any, is
+   *     the cause)
+   * @throws LeaseReleasedException if the lease was released while the work ran
+   * @throws IllegalStateException if this manager is closed or the lease was already released
+   * @throws InterruptedException if the calling thread was interrupted: the work is interrupted too
+   *     and given the grace period to end; it stays bound to the lease, which stays held (a release
+   *     stops it first)
    */
   public <T> T runUnder(Lease lease, LeaseWork<T> work)
       throws LeaseWorkException, InterruptedException {
@@ -195,12 +318,10 @@ public final class LeaseManager implements AutoCloseable {
     if (lease.manager() != this) {
       throw new IllegalArgumentException(lease + " belongs to another LeaseManager");
     }
-    if (!lease.isHeld()) {
-      throw new LeaseLostException(lease, lease + " is not held", null);
-    }
-    lease.hold();
+    ensureOpen("run work under " + lease);
     AtomicReference<T> result = new AtomicReference<>();
     AtomicReference<Throwable> failure = new AtomicReference<>();
+    AtomicReference<BoundWork> self = new AtomicReference<>();
     Thread worker =
         workThreads.newThread(
             () -> {
@@ -208,49 +329,80 @@ public final class LeaseManager implements AutoCloseable {
                 result.set(work.run(lease));
               } catch (Throwable t) {
                 failure.set(t);
+              } finally {
+                self.get().workEnded();
               }
             });
     worker.setName("lease-work-" + lease.name());
+    BoundWork bound = new BoundWork(worker);
+    self.set(bound);
+    if (!lease.isHeld() || !lease.attach(bound)) {
+      if (lease.isReleased()) {
+        throw new IllegalStateException(
+            lease + " was released; claim the name again for a new lease");
+      }
+      throw new LeaseLostException(
+          lease,
+          lease + " is not held (" + lease.lossReason().map(Enum::name).orElse("released") + ")",
+          null);
+    }
+    lease.hold();
     worker.start();
-    // registered after start: interrupting a thread that has not started does nothing, and a loss
-    // that came first is reported to a late registration at once
-    Lease.Registration onLoss =
-        lease.onLoss(
-            l -> {
-              worker.interrupt();
-              long graceNanos = timings.gracePeriod().toNanos();
-              scheduler.schedule(
-                  () -> {
-                    if (worker.isAlive()) {
-                      failurePolicy.workDidNotStop(l, worker);
-                    }
-                  },
-                  graceNanos,
-                  TimeUnit.NANOSECONDS);
-            });
     try {
-      worker.join();
+      bound.awaitSettled();
     } catch (InterruptedException e) {
-      worker.interrupt();
-      worker.join(timings.gracePeriod().toMillis() + 1);
-      if (worker.isAlive()) {
-        // the caller gives up on the work (and usually releases the lease next): work that will
-        // not stop is as dangerous as after a loss
-        failurePolicy.workDidNotStop(lease, worker);
+      // the caller gives up on the work: stop it, but this is not a loss (the lease is still held
+      // and renewed, so the work is still fenced by it) and runs no failure policy
+      bound.requestStop();
+      long graceNanos = timings.gracePeriod().toNanos();
+      boolean stopped = awaitQuietly(bound, graceNanos);
+      if (!stopped) {
+        log.warn(
+            "work thread {} under {} did not stop within the grace period of {} ms after its"
+                + " caller was interrupted; it stays bound to the lease, which a release stops"
+                + " first",
+            worker.getName(),
+            lease,
+            timings.gracePeriod().toMillis());
+        if (faults.contains(TestFault.POLICY_ON_RELEASE)) {
+          runPolicy(lease, worker);
+        }
       }
       throw e;
     } finally {
-      onLoss.close();
+      if (bound.hasEnded()) {
+        lease.detach(bound);
+      }
+    }
+    if (afterWork != null) {
+      afterWork.accept(lease);
     }
     Throwable t = failure.get();
-    if (lease.isLost()) {
-      throw new LeaseLostException(
+    if (bound.wasStopped()) {
+      if (lease.isLost()) {
+        throw new LeaseLostException(
+            lease,
+            lease
+                + " was lost ("
+                + lease.lossReason().map(Enum::name).orElse("?")
+                + ") while its work ran; the work was interrupted",
+            t);
+      }
+      boolean stopped = bound.hasEnded();
+      throw new LeaseReleasedException(
           lease,
           lease
-              + " was lost ("
-              + lease.lossReason().map(Enum::name).orElse("?")
-              + ") while its work ran",
+              + " was released while its work ran; "
+              + (stopped
+                  ? "the work was interrupted and stopped before the release"
+                  : "the work was interrupted and did not stop within the grace period of "
+                      + timings.gracePeriod().toMillis()
+                      + " ms; it still runs, no longer under the lease"),
+          stopped,
           t);
+    }
+    if (faults.contains(TestFault.LOSS_AFTER_RETURN_IS_A_LOSS) && lease.isLost()) {
+      throw new LeaseLostException(lease, lease + " was lost", t); // the bug: after the work ended
     }
     if (t != null) {
       throw new LeaseWorkException("work under " + lease + " failed: " + t, t);
@@ -262,7 +414,12 @@ public final class LeaseManager implements AutoCloseable {
    * The one-call runner: claims {@code name} without waiting, keeps it renewed while {@code work}
    * runs under it ({@link #runUnder}), and releases it afterwards.
    *
-   * @return true if the work ran; false if another holder had the lease (the work did not run)
+   * @return true if the work ran to its end; false if another holder had the lease (the work did
+   *     not run)
+   * @throws LeaseReleasedException if the lease was released while the work ran (for example by
+   *     {@link #close()} from a shutdown hook): the work was stopped first
+   * @throws LeaseLostException if the lease was lost while the work ran
+   * @throws LeaseWorkException if the work threw
    */
   public boolean runIfFree(String name, LeaseWork<?> work)
       throws LeaseWorkException, InterruptedException {
@@ -279,16 +436,32 @@ public final class LeaseManager implements AutoCloseable {
     }
   }
 
-  /** Stops the keeper threads (if this manager made them) after releasing the leases it holds. */
+  /**
+   * Shuts the manager down, in this order: refuses new claims ({@link #tryClaim}, {@link
+   * Lease#hold()} and {@link #runUnder} throw {@link IllegalStateException}; a claim in flight is
+   * released when it completes); interrupts the work running under every lease it holds and waits
+   * up to the grace period for it to end; releases those leases (so other processes can claim them
+   * at once); stops the threads it made. Work that did not stop within the grace period is left
+   * running and logged: shutdown is not a loss, so the failure policy never runs here and the JVM
+   * is never halted by it. Idempotent.
+   */
   @Override
   public void close() {
     closed = true;
-    new ArrayList<>(held).forEach(this::releaseQuietly);
+    if (!closing.compareAndSet(false, true)) {
+      return;
+    }
+    release(new ArrayList<>(held), false);
     if (ownsScheduler) {
       scheduler.shutdownNow();
     }
+    // shutdown, not shutdownNow: the handling of a loss that came before close (its grace period
+    // and failure policy) still runs, and a late release still goes out
     if (ownsAttemptExecutor) {
-      ((ExecutorService) attemptExecutor).shutdownNow();
+      ((ExecutorService) attemptExecutor).shutdown();
+    }
+    if (ownsLossExecutor) {
+      ((ExecutorService) lossExecutor).shutdown();
     }
   }
 
@@ -311,7 +484,7 @@ public final class LeaseManager implements AutoCloseable {
         + "]";
   }
 
-  // ---- package-private: what leases, keepers and the scheduler use ------------------------------
+  // ---- package-private: what leases, keepers and the internal bridge use ----------------------
 
   Dialect dialect() {
     return dialect;
@@ -329,9 +502,43 @@ public final class LeaseManager implements AutoCloseable {
     return attemptExecutor;
   }
 
+  boolean has(TestFault fault) {
+    return faults.contains(fault);
+  }
+
+  /** Throws if this manager is closed: nothing may start on it any more. */
+  void ensureOpen(String what) {
+    if (closed && !faults.contains(TestFault.NO_CLOSED_CHECK)) {
+      throw new IllegalStateException(
+          this + " is closed: cannot " + what + "; build a new LeaseManager");
+    }
+  }
+
   /** Leases stop being tracked for {@link #close()} once they are released or lost. */
   void forget(Lease lease) {
     held.remove(lease);
+  }
+
+  /**
+   * Tracks a new claim for {@link #close()}. If close() began while the claim was in flight, its
+   * release may have missed it: the claim is released here instead, never handed out with no keeper
+   * to renew it.
+   */
+  private Lease track(Lease lease) {
+    held.add(lease);
+    // held.add before reading closed, close() sets closed before reading held: one of the two
+    // sees the other
+    if (closed && !faults.contains(TestFault.NO_CLOSED_CHECK)) {
+      releaseQuietly(lease);
+      throw new IllegalStateException(
+          this
+              + " was closed while the claim of "
+              + lease.name()
+              + " was in flight; the claim (term "
+              + lease.term()
+              + ") was released, not handed out");
+    }
+    return lease;
   }
 
   /** Calls every listener, logging and ignoring what they throw. */
@@ -346,7 +553,7 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   /** Calls each listener with {@code event}, for lease-jdbc's transaction events. */
-  public void notifyListeners(Consumer<LeaseListener> event) {
+  void notifyListeners(Consumer<LeaseListener> event) {
     safely(event);
   }
 
@@ -356,23 +563,17 @@ public final class LeaseManager implements AutoCloseable {
    * timeouts); empty on databases whose verify statement carries the bound (PostgreSQL) or that
    * have no server (SQLite).
    */
-  public List<String> strictSessionStatements(
-      java.time.Duration idleInTransaction, java.time.Duration lockWait) {
+  List<String> strictSessionStatements(Duration idleInTransaction, Duration lockWait) {
     return dialect.strictSessionBounds(idleInTransaction.toMillis(), lockWait.toMillis());
   }
 
   boolean renewInDatabase(Lease lease) {
-    return execute(
-        "renew lease " + lease.name(),
-        c ->
-            dialect.renew(
-                c, lease.name(), lease.holder(), lease.term(), timings.leaseDuration().toMillis()));
+    return execute("renew lease " + lease.name(), renewCall(lease));
   }
 
-  boolean releaseInDatabase(Lease lease) {
-    return execute(
-        "release lease " + lease.name(),
-        c -> dialect.release(c, lease.name(), lease.holder(), lease.term()));
+  Dialect.SqlCall<Boolean> renewCall(Lease lease) {
+    long leaseMs = timings.leaseDuration().toMillis();
+    return c -> dialect.renew(c, lease.name(), lease.holder(), lease.term(), leaseMs);
   }
 
   boolean verifyInDatabase(Lease lease) {
@@ -380,7 +581,7 @@ public final class LeaseManager implements AutoCloseable {
         "verify lease " + lease.name(),
         c -> {
           try (PreparedStatement ps = c.prepareStatement(dialect.verifySql(false))) {
-            dialect.bindVerify(ps, lease.name(), lease.holder(), lease.term(), false, 0);
+            dialect.bindVerify(ps, 1, lease.name(), lease.holder(), lease.term(), false, 0);
             try (ResultSet rs = ps.executeQuery()) {
               return rs.next();
             }
@@ -388,9 +589,7 @@ public final class LeaseManager implements AutoCloseable {
         });
   }
 
-  /**
-   * True once {@link #close()} began: a scheduler on this manager stops and cuts its rounds short.
-   */
+  /** True once {@link #close()} began. */
   boolean isClosed() {
     return closed;
   }
@@ -405,22 +604,401 @@ public final class LeaseManager implements AutoCloseable {
   /**
    * Takes over a lease claimed by a statement of the scheduler (a slot claim): tracked for {@link
    * #close()}, logged and announced like a claim of {@link #tryClaim}.
+   *
+   * @throws IllegalStateException if this manager was closed meanwhile (the claim is released)
    */
   Lease adoptClaim(String name, String holder, long term, long claimStartNanos) {
-    Lease lease = new Lease(this, name, holder, instance, term, claimStartNanos);
-    held.add(lease);
+    Lease lease = track(new Lease(this, name, holder, instance, term, claimStartNanos));
     log.info("claimed lease {} term {} instance {}", name, term, instance);
     safely(l -> l.claimed(lease));
     return lease;
   }
 
+  // ---- the end of leases: release and loss ----------------------------------------------------
+
   /**
-   * Runs lease SQL on a connection of its own, bounded by the attempt timeout: on the network
-   * ({@link Connection#setNetworkTimeout}) and in the database (lock and statement timeouts).
+   * Releases {@code leases} in the order every release follows: interrupts the work under all of
+   * them, waits up to one grace period for it to end, then releases the rows. Work that has not
+   * ended by then is given up on (logged; never the failure policy: a release is not a loss). A
+   * lease another thread is releasing is waited for, bounded.
+   *
+   * @param rethrow whether a failed release statement is thrown (one lease's {@link
+   *     Lease#release()}) or only logged (close, a scheduler closing)
+   */
+  void release(Collection<Lease> leases, boolean rethrow) {
+    List<Lease> ours = new ArrayList<>();
+    List<Lease> others = new ArrayList<>();
+    List<List<BoundWork>> stopping = new ArrayList<>();
+    for (Lease l : leases) {
+      List<BoundWork> works = l.beginRelease();
+      if (works == null) {
+        others.add(l);
+      } else {
+        ours.add(l);
+        stopping.add(works);
+      }
+    }
+    boolean releaseFirst = faults.contains(TestFault.RELEASE_BEFORE_STOPPING_WORK);
+    LeaseException failure = releaseFirst ? giveBack(ours, rethrow) : null;
+    for (List<BoundWork> works : stopping) {
+      works.forEach(BoundWork::requestStop);
+    }
+    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
+    boolean interrupted = false;
+    for (List<BoundWork> works : stopping) {
+      for (BoundWork w : works) {
+        try {
+          w.awaitEnd(deadline - System.nanoTime());
+        } catch (InterruptedException e) {
+          interrupted = true; // stop waiting, release at once
+          deadline = System.nanoTime();
+        }
+      }
+    }
+    if (!releaseFirst) {
+      failure = giveBack(ours, rethrow);
+    }
+    for (int i = 0; i < ours.size(); i++) {
+      Lease lease = ours.get(i);
+      for (BoundWork w : stopping.get(i)) {
+        if (!w.hasEnded()) {
+          log.error(
+              "work thread {} under lease {} term {} did not stop within the grace period of {} ms"
+                  + " of its release; released anyway (a release is not a loss: no failure"
+                  + " policy), its fenced transactions are refused from now on",
+              w.thread.getName(),
+              lease.name(),
+              lease.term(),
+              timings.gracePeriod().toMillis());
+          if (faults.contains(TestFault.POLICY_ON_RELEASE)) {
+            runPolicy(lease, w.thread);
+          }
+          w.giveUp();
+        } else {
+          lease.detach(w);
+        }
+      }
+    }
+    long bound = timings.gracePeriod().toNanos() + 2 * timings.attemptTimeout().toNanos();
+    for (Lease l : others) {
+      try {
+        if (!l.awaitOver(bound)) {
+          log.warn("{} is still being released by another thread", l);
+        }
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    if (failure != null && rethrow) {
+      throw failure;
+    }
+  }
+
+  /** Marks {@code leases} released and runs their release statements. */
+  private LeaseException giveBack(List<Lease> leases, boolean rethrow) {
+    LeaseException first = null;
+    for (Lease lease : leases) {
+      if (!lease.completeRelease()) {
+        continue; // lost meanwhile: not ours to release
+      }
+      boolean released;
+      try {
+        released = releaseInDatabase(lease);
+      } catch (LeaseException e) {
+        if (first == null) {
+          first = e;
+        }
+        if (!rethrow) {
+          log.warn("could not release {}; it expires by itself: {}", lease, e.getMessage());
+        }
+        continue;
+      }
+      log.info(
+          "released lease {} term {} instance {}{}",
+          lease.name(),
+          lease.term(),
+          instance,
+          released ? "" : " (the database no longer had it)");
+      safely(l -> l.released(lease));
+    }
+    return first;
+  }
+
+  private boolean releaseInDatabase(Lease lease) {
+    return execute(
+        "release lease " + lease.name(),
+        c -> dialect.release(c, lease.name(), lease.holder(), lease.term()));
+  }
+
+  /**
+   * The rest of a loss, off the thread that found it (a keeper thread, or the application's thread
+   * that asked {@link Lease#isHeld()}): the onLoss callbacks and the listeners on one task of the
+   * loss executor; the grace period on another, then the failure policy if work still runs, else (a
+   * loss at the local deadline) the release of the row, so a successor need not wait for it to
+   * expire. The grace period is timed on the loss executor, not on the keeper's scheduler, so it
+   * still ends in the failure policy when close() stopped the scheduler.
+   */
+  void handleLoss(Lease lease, LossReason reason, List<BoundWork> works) {
+    Runnable callbacks =
+        () -> {
+          lease.runLossCallbacks();
+          safely(l -> l.lost(lease, reason));
+        };
+    if (faults.contains(TestFault.LOSS_HANDLING_INLINE)) {
+      callbacks.run();
+    } else {
+      onLossExecutor(callbacks);
+    }
+    boolean releaseRow =
+        reason == LossReason.LOCAL_DEADLINE && !faults.contains(TestFault.NO_RELEASE_AT_DEADLINE);
+    if (works.isEmpty()) {
+      if (releaseRow) {
+        releaseLost(lease);
+      }
+      return;
+    }
+    long graceNanos = timings.gracePeriod().toNanos();
+    if (faults.contains(TestFault.GRACE_ON_KEEPER_SCHEDULER)) {
+      try {
+        scheduler.schedule(
+            () ->
+                works.stream()
+                    .filter(w -> !w.hasEnded())
+                    .findFirst()
+                    .ifPresent(w -> runPolicy(lease, w.thread)),
+            graceNanos,
+            TimeUnit.NANOSECONDS);
+      } catch (RejectedExecutionException e) {
+        // the bug: no failure policy once the scheduler is shut down
+      }
+      return;
+    }
+    onLossExecutor(
+        () -> {
+          long deadline = System.nanoTime() + graceNanos;
+          boolean allStopped = true;
+          for (BoundWork w : works) {
+            if (!awaitQuietly(w, deadline - System.nanoTime())) {
+              // still running under a lost lease: the failure policy decides (once per lease);
+              // the row is not released while the work may still act under it
+              allStopped = false;
+              runPolicy(lease, w.thread);
+            }
+          }
+          if (allStopped && releaseRow) {
+            releaseLost(lease);
+          }
+        });
+  }
+
+  private void onLossExecutor(Runnable task) {
+    try {
+      lossExecutor.execute(task);
+    } catch (RejectedExecutionException e) {
+      // closed: the loss still gets its handling, on a thread of its own
+      Thread t = new Thread(task, "lease-loss-after-close");
+      t.setDaemon(true);
+      t.start();
+    }
+  }
+
+  private void runPolicy(Lease lease, Thread worker) {
+    if (!lease.claimPolicyRun()) {
+      return;
+    }
+    try {
+      failurePolicy.workDidNotStop(lease, worker);
+    } catch (RuntimeException e) {
+      log.error("failure policy for {} failed", lease, e);
+    }
+  }
+
+  /**
+   * Releases a lease lost at its local deadline: the database may still have it as ours (the local
+   * deadline comes before the expiry), and the release statement checks holder and term, so it can
+   * only give back our own claim. Best effort, bounded by the attempt timeout, never waited for.
+   */
+  private void releaseLost(Lease lease) {
+    submitAttempt(
+            "release lost lease " + lease.name(),
+            c -> dialect.release(c, lease.name(), lease.holder(), lease.term()),
+            null)
+        .whenComplete(
+            (released, e) -> {
+              if (e != null) {
+                log.debug(
+                    "could not release lost lease {} term {}; it expires by itself: {}",
+                    lease.name(),
+                    lease.term(),
+                    e.getMessage());
+              } else if (released) {
+                log.info(
+                    "released lost lease {} term {} instance {}: a successor may claim it now",
+                    lease.name(),
+                    lease.term(),
+                    instance);
+              }
+            });
+  }
+
+  /** A claim that completed after its caller gave up: nobody holds it, so give it back. */
+  private void releaseOrphan(String name, String holder, long term) {
+    log.warn(
+        "the claim of lease {} term {} completed after its attempt timed out; releasing it",
+        name,
+        term);
+    submitAttempt(
+        "release orphaned claim of " + name, c -> dialect.release(c, name, holder, term), null);
+  }
+
+  private static boolean awaitQuietly(BoundWork w, long nanos) {
+    boolean interrupted = false;
+    long deadline = System.nanoTime() + nanos;
+    try {
+      while (true) {
+        try {
+          return w.awaitEnd(deadline - System.nanoTime());
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  // ---- attempts: lease SQL bounded as a whole by the attempt timeout --------------------------
+
+  /**
+   * Runs lease SQL on a connection of its own and waits for it at most the attempt timeout, the
+   * connection borrow included: a stalled pool or server cannot hold the caller longer. The attempt
+   * runs on the attempt executor; its statements are also bounded in the database and on the
+   * network by what is left of the attempt timeout.
    */
   <T> T execute(String what, Dialect.SqlCall<T> call) {
-    long timeoutMs = timings.attemptTimeout().toMillis();
+    return execute(what, call, null);
+  }
+
+  /**
+   * Like {@link #execute(String, Dialect.SqlCall)}; {@code late} gets the result of an attempt that
+   * completed after the caller gave up on it.
+   */
+  <T> T execute(String what, Dialect.SqlCall<T> call, Consumer<T> late) {
+    if (faults.contains(TestFault.UNBOUNDED_ATTEMPT)) {
+      return attempt(what, call, -1, null); // the bug: the borrow has no bound
+    }
+    CompletableFuture<T> f = submitAttempt(what, call, late);
+    long budget = timings.attemptTimeout().toNanos();
+    long deadline = System.nanoTime() + budget;
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+          interrupted = true; // the wait is bounded anyway; the flag is put back afterwards
+        } catch (TimeoutException e) {
+          f.completeExceptionally(timedOut(what));
+        } catch (ExecutionException e) {
+          Throwable cause = e.getCause();
+          if (cause instanceof RuntimeException r) {
+            throw r;
+          }
+          if (cause instanceof Error err) {
+            throw err;
+          }
+          throw new LeaseException("could not " + what + ": " + cause, cause);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * Starts an attempt on the attempt executor (on the calling thread if the executor refuses it, as
+   * after {@link #close()}); the future completes with its result or its {@link LeaseException}.
+   * Completing the future first (a timeout) abandons the attempt: {@code late} then gets its
+   * result, if it has one.
+   */
+  <T> CompletableFuture<T> submitAttempt(String what, Dialect.SqlCall<T> call, Consumer<T> late) {
+    long deadline = System.nanoTime() + timings.attemptTimeout().toNanos();
+    CompletableFuture<T> f = new CompletableFuture<>();
+    Runnable task =
+        () -> {
+          if (f.isDone()) {
+            return; // abandoned before it started
+          }
+          try {
+            T result = attempt(what, call, deadline, f);
+            if (!f.complete(result) && late != null) {
+              late.accept(result);
+            }
+          } catch (Throwable t) {
+            f.completeExceptionally(t);
+          }
+        };
+    try {
+      attemptExecutor.execute(task);
+    } catch (RejectedExecutionException e) {
+      task.run();
+    }
+    return f;
+  }
+
+  /** Abandons an attempt that ran out of time, completing it on an attempt thread. */
+  void expire(CompletableFuture<?> attempt, String what) {
+    if (attempt.isDone()) {
+      return;
+    }
+    LeaseException timeout = timedOut(what);
+    try {
+      attemptExecutor.execute(() -> attempt.completeExceptionally(timeout));
+    } catch (RejectedExecutionException e) {
+      attempt.completeExceptionally(timeout);
+    }
+  }
+
+  static Throwable unwrap(Throwable t) {
+    return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+  }
+
+  private LeaseException timedOut(String what) {
+    return new LeaseException(
+        "could not "
+            + what
+            + " in lease table "
+            + table
+            + " on "
+            + dialect.product()
+            + " within the attempt timeout of "
+            + timings.attemptTimeout().toMillis()
+            + " ms (borrowing the connection included); the database or the pool is too slow or"
+            + " exhausted: give the LeaseManager a small pool of its own");
+  }
+
+  /**
+   * One attempt on a connection of its own. {@code deadlineNanos} (System.nanoTime) bounds what is
+   * left for the statements after the borrow; -1: the attempt timeout counts from after the borrow
+   * (the negative control of an unbounded borrow).
+   */
+  private <T> T attempt(
+      String what, Dialect.SqlCall<T> call, long deadlineNanos, CompletableFuture<?> abandoned) {
     try (Connection c = dataSource.getConnection()) {
+      long timeoutMs =
+          deadlineNanos == -1
+              ? timings.attemptTimeout().toMillis()
+              : (deadlineNanos - System.nanoTime()) / 1_000_000;
+      if (timeoutMs <= 0 || (abandoned != null && abandoned.isDone())) {
+        throw timedOut(what);
+      }
       // The connection is the application's (pooled): its network timeout is put back afterwards,
       // since not every pool resets it (PooledSessionTest). Set on the calling thread: MySQL
       // Connector/J applies it on the given executor, so an asynchronous one would let the
@@ -428,7 +1006,7 @@ public final class LeaseManager implements AutoCloseable {
       int savedNetworkTimeout = -1;
       try {
         savedNetworkTimeout = c.getNetworkTimeout();
-        c.setNetworkTimeout(Runnable::run, (int) timeoutMs);
+        c.setNetworkTimeout(Runnable::run, (int) Math.min(Integer.MAX_VALUE, timeoutMs));
       } catch (SQLFeatureNotSupportedException | AbstractMethodError e) {
         // SQLite has no network; the busy timeout bounds it instead
       }
@@ -472,7 +1050,7 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   private static String missingTable(Dialect dialect) {
-    String table = dialect.table;
+    String table = dialect.table();
     return "lease table "
         + table
         + " does not exist in this "
@@ -516,7 +1094,7 @@ public final class LeaseManager implements AutoCloseable {
       }
     }
     String id = host + "/" + ProcessHandle.current().pid();
-    return id.length() <= Names.INSTANCE_WIDTH ? id : id.substring(0, Names.INSTANCE_WIDTH);
+    return id.length() <= Dialect.INSTANCE_WIDTH ? id : id.substring(0, Dialect.INSTANCE_WIDTH);
   }
 
   /** Configures a {@link LeaseManager}; {@link #build()} validates everything before any SQL. */
@@ -530,6 +1108,9 @@ public final class LeaseManager implements AutoCloseable {
     private MonotonicClock clock = MonotonicClock.SYSTEM;
     private ScheduledExecutorService scheduler;
     private Executor attemptExecutor;
+    private Executor lossExecutor;
+    private Consumer<Lease> afterWork;
+    private final Set<TestFault> faults = EnumSet.noneOf(TestFault.class);
     private String clockFunction;
     private boolean createTable;
 
@@ -569,34 +1150,47 @@ public final class LeaseManager implements AutoCloseable {
       return this;
     }
 
-    /** The process's monotonic clock; default {@link System#nanoTime()}. For simulations. */
-    public Builder clock(MonotonicClock clock) {
+    /** Test hook ({@link LeaseInternals#clock}): the process's monotonic clock. */
+    Builder clock(MonotonicClock clock) {
       this.clock = Objects.requireNonNull(clock, "clock");
       return this;
     }
 
-    /**
-     * The timers of the keeper and of the grace period; default two daemon threads owned by the
-     * manager. A scheduler passed here is not shut down by {@link LeaseManager#close()}.
-     */
-    public Builder scheduler(ScheduledExecutorService scheduler) {
+    /** Test hook ({@link LeaseInternals#scheduler}): the timers of the keeper and the grace. */
+    Builder scheduler(ScheduledExecutorService scheduler) {
       this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
       return this;
     }
 
-    /** Where renewal attempts run; default a cached pool of daemon threads. */
-    public Builder attemptExecutor(Executor executor) {
+    /** Test hook ({@link LeaseInternals#lossExecutor}): where loss handling runs. */
+    Builder lossExecutor(Executor executor) {
+      this.lossExecutor = Objects.requireNonNull(executor, "lossExecutor");
+      return this;
+    }
+
+    /** Test hook ({@link LeaseInternals#afterWorkForTesting}). */
+    Builder afterWorkForTesting(Consumer<Lease> hook) {
+      this.afterWork = Objects.requireNonNull(hook, "afterWork");
+      return this;
+    }
+
+    /** Test hook ({@link LeaseInternals#faultForTesting}): a deliberately broken mechanism. */
+    Builder faultForTesting(TestFault fault) {
+      faults.add(Objects.requireNonNull(fault, "fault"));
+      return this;
+    }
+
+    /** Test hook ({@link LeaseInternals#attemptExecutor}): where lease statements run. */
+    Builder attemptExecutor(Executor executor) {
       this.attemptExecutor = Objects.requireNonNull(executor, "attemptExecutor");
       return this;
     }
 
     /**
-     * Reads the database clock from the SQL function {@code name()} instead of the server clock:
-     * for tests that control database time (for example a function registered on SQLite). Never in
-     * production.
+     * Test hook ({@link LeaseInternals#clockFunctionForTesting}): the database clock's function.
      */
-    public Builder clockFunctionForTesting(String name) {
-      this.clockFunction = Names.function(name);
+    Builder clockFunctionForTesting(String name) {
+      this.clockFunction = LeaseNames.function(name);
       return this;
     }
 
@@ -614,11 +1208,11 @@ public final class LeaseManager implements AutoCloseable {
      *     missing
      */
     public LeaseManager build() {
-      Names.table(table);
-      instance = Names.instance(instance != null ? instance : defaultInstance());
+      LeaseNames.table(table);
+      instance = LeaseNames.instance(instance != null ? instance : defaultInstance());
       Dialect dialect;
       try (Connection c = dataSource.getConnection()) {
-        dialect = Dialect.detect(c, table, clockFunction);
+        dialect = Dialect.detect(c, table, clockFunction, faults);
         if (createTable) {
           try (Statement s = c.createStatement()) {
             for (String ddl : dialect.ddl()) {

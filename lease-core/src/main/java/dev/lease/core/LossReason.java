@@ -2,7 +2,10 @@ package dev.lease.core;
 
 /** Why a holder gave its lease up. */
 public enum LossReason {
-  /** No renewal succeeded within the local deadline (the database may be unreachable). */
+  /**
+   * No renewal succeeded within the local deadline (the database may be unreachable), or none can
+   * any more (the keeper's scheduler was shut down).
+   */
   LOCAL_DEADLINE,
   /** The database says the lease is no longer this holder's (it expired, or another claimed it). */
   NOT_HELD

@@ -23,23 +23,23 @@ import javax.sql.DataSource;
  * halting failure policy: they record what the policy was asked to do, and {@link #close()} fails
  * the test if anything called it unexpectedly.
  */
-final class Fixture implements AutoCloseable {
+public final class Fixture implements AutoCloseable {
 
   private static final AtomicInteger POOLS = new AtomicInteger();
 
-  final TestDatabase db;
-  final String table;
+  public final TestDatabase db;
+  public final String table;
 
   /** For reading and writing the lease table directly (assertions, setup); never fails. */
-  final HikariDataSource admin;
+  public final HikariDataSource admin;
 
   /** Works that a failure policy was called for, in order. */
-  final List<String> failurePolicyCalls = new CopyOnWriteArrayList<>();
+  public final List<String> failurePolicyCalls = new CopyOnWriteArrayList<>();
 
   private final String sqliteFile;
   private final Deque<AutoCloseable> toClose = new ArrayDeque<>();
 
-  Fixture(TestDatabase db) {
+  public Fixture(TestDatabase db) {
     this.db = db;
     this.table = TestDatabase.uniqueTable("lease");
     this.sqliteFile = db.isSqlite() ? db.url().substring("jdbc:sqlite:".length()) : null;
@@ -57,7 +57,7 @@ final class Fixture implements AutoCloseable {
     }
   }
 
-  static Database database(TestDatabase db) {
+  public static Database database(TestDatabase db) {
     return switch (db) {
       case POSTGRESQL -> Database.POSTGRESQL;
       case MYSQL -> Database.MYSQL;
@@ -67,11 +67,11 @@ final class Fixture implements AutoCloseable {
   }
 
   /** A new pool on this fixture's database (the same file for SQLite). */
-  HikariDataSource pool(int size) {
+  public HikariDataSource pool(int size) {
     return pool(size, cfg -> {});
   }
 
-  HikariDataSource pool(int size, Consumer<HikariConfig> customize) {
+  public HikariDataSource pool(int size, Consumer<HikariConfig> customize) {
     HikariConfig cfg = new HikariConfig();
     cfg.setMaximumPoolSize(size);
     cfg.setMinimumIdle(0);
@@ -89,27 +89,27 @@ final class Fixture implements AutoCloseable {
   }
 
   /** A builder on {@code ds} for this fixture's table, with a recording failure policy. */
-  LeaseManager.Builder builder(DataSource ds, String instance) {
+  public LeaseManager.Builder builder(DataSource ds, String instance) {
     return LeaseManager.builder(ds)
         .table(table)
         .instance(instance)
         .failurePolicy((lease, worker) -> failurePolicyCalls.add(lease + " " + worker.getName()));
   }
 
-  LeaseManager manager(DataSource ds, String instance, LeaseTimings timings) {
+  public LeaseManager manager(DataSource ds, String instance, LeaseTimings timings) {
     return track(builder(ds, instance).timings(timings).build());
   }
 
-  LeaseManager manager(String instance, LeaseTimings timings) {
+  public LeaseManager manager(String instance, LeaseTimings timings) {
     return manager(pool(4), instance, timings);
   }
 
-  <T extends AutoCloseable> T track(T closeable) {
+  public <T extends AutoCloseable> T track(T closeable) {
     toClose.push(closeable);
     return closeable;
   }
 
-  static LeaseTimings timings(
+  public static LeaseTimings timings(
       long leaseMs, long renewMs, long localDeadlineMs, long attemptMs, long graceMs) {
     return LeaseTimings.builder()
         .leaseDuration(Duration.ofMillis(leaseMs))
@@ -121,7 +121,7 @@ final class Fixture implements AutoCloseable {
   }
 
   /** The lease row of {@code name} as the database has it now. */
-  Row row(String name) {
+  public Row row(String name) {
     try (Connection c = admin.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
@@ -146,10 +146,10 @@ final class Fixture implements AutoCloseable {
     }
   }
 
-  record Row(String holder, String instance, long term, long expiresAtMs, long revision) {}
+  public record Row(String holder, String instance, long term, long expiresAtMs, long revision) {}
 
   /** Waits until {@code condition} holds, failing after {@code timeout}; polls every few ms. */
-  static void await(String what, Duration timeout, BooleanSupplier condition) {
+  public static void await(String what, Duration timeout, BooleanSupplier condition) {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (!condition.getAsBoolean()) {
       if (System.nanoTime() - deadline > 0) {

@@ -29,7 +29,8 @@ class LeaseContextTest {
     outer = m.tryClaim("outer").orElseThrow();
     inner = m.tryClaim("inner").orElseThrow();
     inner.release();
-    inner = m.tryClaim("inner").orElseThrow(); // term 2, so the terms differ
+    inner = m.tryClaim("inner").orElseThrow(); // the next term: the two terms differ
+    assertTrue(inner.term() != outer.term());
   }
 
   @AfterEach
@@ -44,10 +45,10 @@ class LeaseContextTest {
     assertEquals(OptionalLong.empty(), LeaseContext.currentTerm());
     try (LeaseContext.Scope a = LeaseContext.bind(outer)) {
       assertSame(outer, LeaseContext.current().orElseThrow());
-      assertEquals(OptionalLong.of(1), LeaseContext.currentTerm());
+      assertEquals(OptionalLong.of(outer.term()), LeaseContext.currentTerm());
       try (LeaseContext.Scope b = LeaseContext.bind(inner)) {
         assertSame(inner, LeaseContext.currentOrNull());
-        assertEquals(OptionalLong.of(2), LeaseContext.currentTerm());
+        assertEquals(OptionalLong.of(inner.term()), LeaseContext.currentTerm());
         try (LeaseContext.Scope none = LeaseContext.unbind()) {
           assertTrue(LeaseContext.current().isEmpty());
           assertEquals(OptionalLong.empty(), LeaseContext.currentTerm());
@@ -55,7 +56,7 @@ class LeaseContextTest {
         assertSame(inner, LeaseContext.currentOrNull());
       }
       assertSame(outer, LeaseContext.currentOrNull(), "the outer binding is back");
-      assertEquals(OptionalLong.of(1), LeaseContext.currentTerm());
+      assertEquals(OptionalLong.of(outer.term()), LeaseContext.currentTerm());
     }
     assertNull(LeaseContext.currentOrNull(), "nothing bound after the outermost scope");
   }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.internal.MonotonicClock;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;

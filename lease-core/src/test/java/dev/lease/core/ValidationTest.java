@@ -386,7 +386,11 @@ class ValidationTest {
                       .createTableIfMissing()
                       .build());
           assertEquals(LeaseManager.ddl(Fixture.database(db), created), m.ddl());
-          assertEquals(1L, m.tryClaim("n" + i).orElseThrow().term());
+          long before = m.databaseTimeMillis();
+          long term = m.tryClaim("n" + i).orElseThrow().term();
+          assertTrue(
+              term > before * 1000 && term <= (m.databaseTimeMillis() + 1) * 1000 + 1,
+              "a new row's first term is the database clock in ms × 1000, + 1: " + term);
         }
         try (Connection c = f.admin.getConnection();
             Statement s = c.createStatement();

@@ -5,8 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -58,7 +60,7 @@ class VerifyInTransactionTest {
       if (db == TestDatabase.POSTGRESQL && strict) {
         // the idle-in-transaction bound is LOCAL: it ends with the verified transaction
         try (Connection c = business.getConnection()) {
-          assertTrue(second.verifyInTransaction(c, true, Duration.ofMillis(1500)));
+          assertTrue(LeaseInternals.verifyInTransaction(second, c, true, Duration.ofMillis(1500)));
           assertEquals("1500ms", show(c, "idle_in_transaction_session_timeout"));
           c.commit();
           assertEquals("0", show(c, "idle_in_transaction_session_timeout"));
@@ -68,10 +70,50 @@ class VerifyInTransactionTest {
     }
   }
 
+  /**
+   * What lease-jdbc needs to send the verify together with its own statement: the SQL text, its
+   * parameter values (as many as it has placeholders), and a binder that starts at any index. Here
+   * the plain verify is a derived table behind a parameter of the caller's own.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void theVerifyCanTravelWithAnotherStatement(TestDatabase db) throws SQLException {
+    try (Fixture f = new Fixture(db)) {
+      LeaseManager m = f.manager("combined", Fixture.timings(60_000, 2_000, 10_000, 5_000, 1_000));
+      Lease lease = m.tryClaim("combined").orElseThrow();
+      for (boolean strict : new boolean[] {false, true}) {
+        String sql = LeaseInternals.verifySql(lease, strict);
+        assertEquals(
+            sql.chars().filter(ch -> ch == '?').count(),
+            LeaseInternals.verifyParameters(lease, strict, Duration.ofSeconds(2)).size(),
+            "one value per placeholder");
+      }
+      try (Connection c = f.admin.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement(
+                  "SELECT ?, v.term FROM (" + LeaseInternals.verifySql(lease, false) + ") v")) {
+        ps.setString(1, "mine");
+        assertEquals(
+            1 + 1 + LeaseInternals.verifyParameters(lease, false, Duration.ZERO).size(),
+            LeaseInternals.bindVerify(lease, ps, 2, false, Duration.ZERO),
+            "the next free index");
+        try (ResultSet rs = ps.executeQuery()) {
+          assertTrue(rs.next(), "verified");
+          assertEquals("mine", rs.getString(1));
+          assertEquals(lease.term(), rs.getLong(2));
+        }
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+      }
+    }
+  }
+
   private static boolean verifyAndCommit(HikariDataSource ds, Lease lease, boolean strict)
       throws SQLException {
     try (Connection c = ds.getConnection()) {
-      boolean verified = lease.verifyInTransaction(c, strict, Duration.ofSeconds(2));
+      boolean verified =
+          LeaseInternals.verifyInTransaction(lease, c, strict, Duration.ofSeconds(2));
       c.commit();
       return verified;
     }

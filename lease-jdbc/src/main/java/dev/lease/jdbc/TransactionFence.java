@@ -1,8 +1,8 @@
 package dev.lease.jdbc;
 
 import dev.lease.core.Lease;
-import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseListener;
+import dev.lease.core.internal.LeaseInternals;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -79,7 +79,7 @@ final class TransactionFence {
         && verified == null
         && !poisoned
         && !explicitTransaction
-        && LeaseContext.currentOrNull() == null;
+        && LeaseInternals.currentOrNull() == null;
   }
 
   /** Runs a statement (or an updatable result set's row change) under the fencing rules. */
@@ -100,7 +100,7 @@ final class TransactionFence {
       }
       return result;
     }
-    Lease lease = LeaseContext.currentOrNull();
+    Lease lease = LeaseInternals.currentOrNull();
     T result;
     if (verified != null) {
       if (lease != verified) {
@@ -132,7 +132,7 @@ final class TransactionFence {
    * open.
    */
   void verifyIfInTransaction() throws SQLException {
-    Lease lease = LeaseContext.currentOrNull();
+    Lease lease = LeaseInternals.currentOrNull();
     checkNotPoisoned();
     if (lease == null) {
       return;
@@ -263,7 +263,7 @@ final class TransactionFence {
       if (lock) {
         applySessionBounds(lease, idle);
       }
-      held = lease.verifyInTransaction(delegate, lock, idle);
+      held = LeaseInternals.verifyInTransaction(lease, delegate, lock, idle);
     } catch (SQLException e) {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
@@ -298,7 +298,7 @@ final class TransactionFence {
    */
   private static void awaitRenewal(Lease lease) {
     try {
-      lease.awaitRenewal(lease.manager().timings().attemptTimeout());
+      LeaseInternals.awaitRenewal(lease, lease.manager().timings().attemptTimeout());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
@@ -310,7 +310,7 @@ final class TransactionFence {
         options.lockWaitTimeout() != null
             ? options.lockWaitTimeout()
             : lease.manager().timings().leaseDuration();
-    List<String> bounds = lease.manager().strictSessionStatements(idle, lockWait);
+    List<String> bounds = LeaseInternals.strictSessionStatements(lease.manager(), idle, lockWait);
     if (bounds.isEmpty() || bounds.equals(appliedBounds)) {
       return;
     }
@@ -534,6 +534,6 @@ final class TransactionFence {
         log.warn("fencing listener {} failed", own, e);
       }
     }
-    lease.manager().notifyListeners(event);
+    LeaseInternals.notifyListeners(lease.manager(), event);
   }
 }

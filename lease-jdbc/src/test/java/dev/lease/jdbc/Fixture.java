@@ -6,7 +6,8 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
-import dev.lease.core.MonotonicClock;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.MonotonicClock;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -86,13 +87,14 @@ final class Fixture implements AutoCloseable {
 
   LeaseManager manager(DataSource ds, String instance, LeaseTimings timings, MonotonicClock clock) {
     LeaseManager m =
-        LeaseManager.builder(ds)
-            .table(leaseTable)
-            .instance(instance)
-            .timings(timings)
-            .clock(clock)
-            .failurePolicy(FailurePolicy.logOnly())
-            .createTableIfMissing()
+        LeaseInternals.clock(
+                LeaseManager.builder(ds)
+                    .table(leaseTable)
+                    .instance(instance)
+                    .timings(timings)
+                    .failurePolicy(FailurePolicy.logOnly())
+                    .createTableIfMissing(),
+                clock)
             .build();
     closeables.add(0, m);
     return m;

@@ -9,7 +9,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
-import dev.lease.core.MonotonicClock;
+import dev.lease.core.internal.MonotonicClock;
 import dev.lease.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;

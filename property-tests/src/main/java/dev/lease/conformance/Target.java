@@ -1,18 +1,14 @@
 package dev.lease.conformance;
 
-import java.io.PrintWriter;
+import dev.lease.core.internal.DriverManagerDataSource;
 import java.net.URI;
 import java.security.SecureRandom;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.Properties;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.logging.Logger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
@@ -121,18 +117,7 @@ public final class Target {
   }
 
   public Connection connect() throws SQLException {
-    return connect(url);
-  }
-
-  private Connection connect(String jdbcUrl) throws SQLException {
-    Properties p = new Properties();
-    if (user != null) {
-      p.setProperty("user", user);
-    }
-    if (password != null) {
-      p.setProperty("password", password);
-    }
-    return DriverManager.getConnection(jdbcUrl, p);
+    return dataSource().getConnection();
   }
 
   /** An unpooled DataSource: every getConnection opens a new session (a new process would). */
@@ -168,53 +153,7 @@ public final class Target {
   }
 
   private DataSource dataSource(String jdbcUrl) {
-    return new DataSource() {
-      @Override
-      public Connection getConnection() throws SQLException {
-        return connect(jdbcUrl);
-      }
-
-      @Override
-      public Connection getConnection(String u, String pw) throws SQLException {
-        return DriverManager.getConnection(jdbcUrl, u, pw);
-      }
-
-      @Override
-      public PrintWriter getLogWriter() {
-        return null;
-      }
-
-      @Override
-      public void setLogWriter(PrintWriter out) {}
-
-      @Override
-      public void setLoginTimeout(int seconds) {}
-
-      @Override
-      public int getLoginTimeout() {
-        return 0;
-      }
-
-      @Override
-      public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-        throw new SQLFeatureNotSupportedException();
-      }
-
-      @Override
-      public <T> T unwrap(Class<T> iface) throws SQLException {
-        throw new SQLException("not a wrapper");
-      }
-
-      @Override
-      public boolean isWrapperFor(Class<?> iface) {
-        return false;
-      }
-
-      @Override
-      public String toString() {
-        return jdbcUrl;
-      }
-    };
+    return new DriverManagerDataSource(jdbcUrl, user, password);
   }
 
   @Override

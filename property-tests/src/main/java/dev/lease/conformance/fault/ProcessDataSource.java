@@ -1,11 +1,9 @@
 package dev.lease.conformance.fault;
 
-import java.io.PrintWriter;
+import dev.lease.core.internal.DataSourceAdapter;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.SQLTransientConnectionException;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
@@ -13,7 +11,7 @@ import javax.sql.DataSource;
  * stopped, as in a long GC pause), it opens no new connection, so its keeper's renewals fail as
  * they would.
  */
-final class ProcessDataSource implements DataSource {
+final class ProcessDataSource extends DataSourceAdapter {
 
   private final DataSource delegate;
   private volatile long refuseUntilNanos = System.nanoTime();
@@ -32,41 +30,5 @@ final class ProcessDataSource implements DataSource {
       throw new SQLTransientConnectionException("process paused (injected fault)", "08001");
     }
     return delegate.getConnection();
-  }
-
-  @Override
-  public Connection getConnection(String user, String password) throws SQLException {
-    return getConnection();
-  }
-
-  @Override
-  public PrintWriter getLogWriter() {
-    return null;
-  }
-
-  @Override
-  public void setLogWriter(PrintWriter out) {}
-
-  @Override
-  public void setLoginTimeout(int seconds) {}
-
-  @Override
-  public int getLoginTimeout() {
-    return 0;
-  }
-
-  @Override
-  public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-    throw new SQLFeatureNotSupportedException();
-  }
-
-  @Override
-  public <T> T unwrap(Class<T> iface) throws SQLException {
-    throw new SQLException("not a wrapper");
-  }
-
-  @Override
-  public boolean isWrapperFor(Class<?> iface) {
-    return false;
   }
 }

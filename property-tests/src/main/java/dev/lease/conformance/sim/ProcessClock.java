@@ -1,6 +1,6 @@
 package dev.lease.conformance.sim;
 
-import dev.lease.core.MonotonicClock;
+import dev.lease.core.internal.MonotonicClock;
 import java.util.function.LongSupplier;
 
 /**

@@ -43,6 +43,10 @@ final class ReferenceModel {
   String holder = "";
   long term;
   long expiresAtMs;
+
+  /** lease-core creates the row before its first claim, at the database clock in ms × 1000. */
+  private boolean rowCreated;
+
   private int claims;
 
   ReferenceModel(int processes, long leaseMs, long localDeadlineNanos) {
@@ -62,13 +66,19 @@ final class ReferenceModel {
     return false;
   }
 
-  /** Lease.isHeld(): not ended, and the local deadline has not passed (else it is lost now). */
-  private boolean locallyHeld(ModelLease l, long local) {
+  /**
+   * Lease.isHeld(): not ended, and the local deadline has not passed (else it is lost now, and
+   * lease-core releases it at once: one request, holder and term checked).
+   */
+  private boolean locallyHeld(ModelProcess p, ModelLease l, long local) {
     if (l.state != State.HELD) {
       return false;
     }
     if (local - l.lastRenewalStart >= localDeadlineNanos) {
       l.state = State.LOST;
+      if (!dropped(p) && holder.equals(l.key) && term == l.term) {
+        expiresAtMs = 0;
+      }
       return false;
     }
     return true;
@@ -89,6 +99,10 @@ final class ReferenceModel {
         if (dropped(p)) {
           return SimWorld.Outcome.ERROR;
         }
+        if (!rowCreated) {
+          rowCreated = true;
+          term = nowMs * 1000;
+        }
         if (expiresAtMs > nowMs) {
           return SimWorld.Outcome.REFUSED;
         }
@@ -102,7 +116,7 @@ final class ReferenceModel {
         if (p.paused || l == null) {
           return SimWorld.Outcome.SKIPPED;
         }
-        if (!locallyHeld(l, local)) {
+        if (!locallyHeld(p, l, local)) {
           return SimWorld.Outcome.REFUSED;
         }
         if (dropped(p)) {

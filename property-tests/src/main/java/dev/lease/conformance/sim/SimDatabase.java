@@ -15,7 +15,7 @@ import org.sqlite.Function;
  * The simulation's database: an in-memory SQLite database whose clock is the simulation's true
  * time. The lease statements read it through the SQL function {@value #CLOCK_FUNCTION}, registered
  * on the connection with {@link Function#create} and chosen with {@code
- * LeaseManager.Builder.clockFunctionForTesting}. Every simulated process talks to it through one
+ * LeaseInternals#clockFunctionForTesting}. Every simulated process talks to it through one
  * connection, because the simulation runs one step at a time on one thread.
  */
 final class SimDatabase implements AutoCloseable {

@@ -2,15 +2,13 @@ package dev.lease.conformance.sim;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
-import java.io.PrintWriter;
+import dev.lease.core.internal.DataSourceAdapter;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.SQLTimeoutException;
 import java.sql.SQLTransientConnectionException;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
@@ -59,7 +57,7 @@ public final class SimProcess {
   }
 
   /** The process's way to the database: refuses, delays or times out requests as injected. */
-  private final class Faulty implements DataSource {
+  private final class Faulty extends DataSourceAdapter {
     @Override
     public Connection getConnection() throws SQLException {
       long timeout = world.timings.attemptTimeout().toNanos();
@@ -87,42 +85,6 @@ public final class SimProcess {
               world.loop.pass(Math.min(slowReplyNanos, timeout));
             }
           });
-    }
-
-    @Override
-    public Connection getConnection(String user, String password) throws SQLException {
-      return getConnection();
-    }
-
-    @Override
-    public PrintWriter getLogWriter() {
-      return null;
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) {}
-
-    @Override
-    public void setLoginTimeout(int seconds) {}
-
-    @Override
-    public int getLoginTimeout() {
-      return 0;
-    }
-
-    @Override
-    public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-      throw new SQLFeatureNotSupportedException();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) throws SQLException {
-      throw new SQLException("not a wrapper");
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) {
-      return false;
     }
   }
 }

@@ -5,6 +5,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
+import dev.lease.core.internal.LeaseInternals;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -85,18 +86,19 @@ public final class SimWorld implements AutoCloseable {
       long origin = (i * 7_919L - 13_000L) * 1_000_000_000L;
       ProcessClock clock = options.clocks.create(() -> loop.now, origin, rates.get(i));
       SimProcess p = new SimProcess(this, i, clock);
-      p.manager =
+      LeaseManager.Builder builder =
           LeaseManager.builder(p.dataSource)
               .table(SimDatabase.TABLE)
               .instance(p.instance())
               .timings(timings)
-              .clock(clock)
-              .scheduler(p.scheduler)
-              .attemptExecutor(Runnable::run)
-              .clockFunctionForTesting(SimDatabase.CLOCK_FUNCTION)
               .failurePolicy(FailurePolicy.logOnly())
-              .createTableIfMissing()
-              .build();
+              .createTableIfMissing();
+      LeaseInternals.clock(builder, clock);
+      LeaseInternals.scheduler(builder, p.scheduler);
+      LeaseInternals.attemptExecutor(builder, Runnable::run);
+      LeaseInternals.lossExecutor(builder, Runnable::run);
+      LeaseInternals.clockFunctionForTesting(builder, SimDatabase.CLOCK_FUNCTION);
+      p.manager = builder.build();
       processes.add(p);
     }
   }
@@ -225,7 +227,7 @@ public final class SimWorld implements AutoCloseable {
     Outcome outcome;
     try (Connection c = p.dataSource.getConnection()) {
       c.setAutoCommit(false);
-      if (!lease.verifyInTransaction(c, true, Duration.ofMillis(100))) {
+      if (!LeaseInternals.verifyInTransaction(lease, c, true, Duration.ofMillis(100))) {
         c.rollback();
         note(p + " transaction " + txn + " refused: term " + lease.term() + " not verified");
         outcome = Outcome.REFUSED;

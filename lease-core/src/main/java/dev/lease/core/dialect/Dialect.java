@@ -1,0 +1,601 @@
+package dev.lease.core.dialect;
+
+import dev.lease.core.Database;
+import dev.lease.core.LeaseException;
+import dev.lease.core.internal.TestFault;
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Types;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The SQL of the lease protocol for one database, readable as text, with the reason for each
+ * non-obvious choice beside it. Every statement reads {@code :now} from the database server's clock
+ * inside the statement ({@link #clock()}); no user value is ever concatenated into SQL (the table
+ * name is a validated identifier, checked before a dialect is made).
+ *
+ * <p>Internal: lease-core's manager and scheduler, and lease-jdbc through {@code LeaseInternals},
+ * use it; it may change in any release.
+ */
+public abstract class Dialect {
+
+  /** Column widths of the lease table; the DDL of every dialect uses these. */
+  public static final int NAME_WIDTH = 128;
+
+  public static final int INSTANCE_WIDTH = 128;
+  public static final int HOLDER_WIDTH = 64;
+
+  /** Result of a successful claim: the new term and the expiry the database recorded. */
+  public record Claimed(long term, long expiresAtMs, long databaseNowMs) {}
+
+  /** A unit of lease SQL run on one borrowed connection. */
+  @FunctionalInterface
+  public interface SqlCall<T> {
+    T call(Connection c) throws SQLException;
+  }
+
+  /** A step that puts a session setting back after an attempt. */
+  @FunctionalInterface
+  interface Restore {
+    void run() throws SQLException;
+  }
+
+  final String table;
+
+  /** SQL expression: the database server's clock, UTC epoch milliseconds, as a bigint. */
+  final String clock;
+
+  /** Negative controls of the tests only; empty in production. */
+  final Set<TestFault> faults;
+
+  Dialect(String table, String clock, Set<TestFault> faults) {
+    this.table = table;
+    this.clock = clock;
+    this.faults = faults.isEmpty() ? Set.of() : EnumSet.copyOf(faults);
+  }
+
+  /** The lease table, as written into the statements. */
+  public final String table() {
+    return table;
+  }
+
+  /** The SQL expression of the database clock (UTC epoch milliseconds) the statements use. */
+  public final String clock() {
+    return clock;
+  }
+
+  /** The database's name for messages and logs: "PostgreSQL", "MySQL", "MariaDB", "SQLite". */
+  public abstract String product();
+
+  /** The statements that create the lease table if it does not exist (idempotent). */
+  public abstract List<String> ddl();
+
+  public abstract boolean isMissingTable(SQLException e);
+
+  /**
+   * Runs lease statements on {@code c} with each attempt bounded by the database's own timeouts, in
+   * the isolation the dialect needs, committed at the end (or rolled back on failure).
+   */
+  public abstract <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call)
+      throws SQLException;
+
+  /**
+   * Creates the row of {@code name} once, expired, at the term {@link #startTerm()}; does nothing
+   * if it exists (its term stays what it is).
+   */
+  public abstract void createRow(Connection c, String name) throws SQLException;
+
+  /**
+   * The SQL expression of the term a new row starts at: the database clock in milliseconds × 1000,
+   * so terms never repeat for a name even when its row is deleted (by hand, a TRUNCATE, a dropped
+   * and recreated table). An earlier row of the same name was created at some earlier clock value
+   * t0 and ended at most at 1000 × t0 + n after n hand-overs; the new row starts at 1000 × t1,
+   * above that whenever t1 − t0 > n / 1000 ms, that is unless the old row saw more than 1000
+   * hand-overs per millisecond of its life (each is a committed claim transaction; none of the
+   * supported databases comes near) or the database clock was stepped back to within that margin of
+   * t0. Stateless: nothing to keep, nothing to lose with the table. The values stay far inside a
+   * bigint (about 1.8e15 in 2026; the limit is near the year 292,000).
+   */
+  final String startTerm() {
+    if (faults.contains(TestFault.TERM_FROM_ZERO)) {
+      return "0";
+    }
+    return "(" + clock + ") * 1000";
+  }
+
+  /** Claims {@code name} if it is expired by the database clock; null if someone holds it. */
+  public abstract Claimed claim(
+      Connection c, String name, String holder, String instance, long leaseMs) throws SQLException;
+
+  /**
+   * The verify statement: selects the term when {@code holder} still holds {@code name} at {@code
+   * term} by the database clock. In strict mode it also takes the lock on the lease row that the
+   * claim of the next term must wait for. Its parameters are {@link #verifyParameters}, in order.
+   */
+  public abstract String verifySql(boolean strict);
+
+  /**
+   * The values of the verify statement's parameters, in order: what {@link #bindVerify} binds, for
+   * callers that send the verify together with other statements.
+   */
+  public List<Object> verifyParameters(
+      String name, String holder, long term, boolean strict, long idleInTransactionMs) {
+    List<Object> values = new ArrayList<>(4);
+    values.add(name);
+    values.add(holder);
+    values.add(term);
+    return values;
+  }
+
+  /**
+   * Binds the parameters of {@link #verifySql} from index {@code first} on; returns the next free
+   * index.
+   */
+  public final int bindVerify(
+      PreparedStatement ps,
+      int first,
+      String name,
+      String holder,
+      long term,
+      boolean strict,
+      long idleInTransactionMs)
+      throws SQLException {
+    int i = first;
+    for (Object v : verifyParameters(name, holder, term, strict, idleInTransactionMs)) {
+      if (v instanceof Long l) {
+        ps.setLong(i++, l);
+      } else {
+        ps.setString(i++, (String) v);
+      }
+    }
+    return i;
+  }
+
+  /**
+   * Statements to run once on a connection before strict verifies, bounding how long a paused
+   * holder's open transaction can delay a takeover; empty when the verify statement carries them.
+   */
+  public List<String> strictSessionBounds(long idleInTransactionMs, long lockWaitMs) {
+    return List.of();
+  }
+
+  // ---- statements every dialect writes the same way -------------------------------------------
+
+  /**
+   * Renew: extends the lease only for its holder and only while the database has not yet let it
+   * expire. {@code revision} is bumped so that a match always changes the row: the MySQL drivers
+   * then report 1 whether they count found or changed rows.
+   */
+  public boolean renew(Connection c, String name, String holder, long term, long leaseMs)
+      throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+            + clock;
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, leaseMs);
+      ps.setString(2, name);
+      ps.setString(3, holder);
+      ps.setLong(4, term);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Release: the row expires at once, so anyone may claim it; only its holder can release it. */
+  public boolean release(Connection c, String name, String holder, long term) throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ?";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      ps.setLong(3, term);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** The database clock, UTC epoch milliseconds. */
+  public long now(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT " + clock)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  /** Fails with a clear error when the lease table does not exist. */
+  public void checkTable(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT name, holder, instance, term, expires_at_ms, revision"
+                    + " FROM "
+                    + table
+                    + " WHERE 1 = 0")) {
+      rs.next();
+    }
+  }
+
+  /**
+   * What the lease row of {@code name} says now, read with the database clock in one statement;
+   * null if there is no row.
+   */
+  public RowState describe(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT instance, term, expires_at_ms, "
+                + clock
+                + " FROM "
+                + table
+                + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        return new RowState(rs.getString(1), rs.getLong(2), rs.getLong(3), rs.getLong(4));
+      }
+    }
+  }
+
+  /** The lease row of one name as {@link #describe} read it. */
+  public record RowState(String instance, long term, long expiresAtMs, long databaseNowMs) {}
+
+  /**
+   * Fails if this session may not write the lease table: an UPDATE that matches no row, which the
+   * servers still check the UPDATE privilege for (SQLite has no privileges).
+   */
+  public void checkWritable(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.executeUpdate("UPDATE " + table + " SET revision = revision WHERE 1 = 0");
+    }
+  }
+
+  /** Rolls back after {@code cause}, keeping a rollback failure as suppressed on it. */
+  static void rollbackQuietly(Connection c, Throwable cause) {
+    try {
+      c.rollback();
+    } catch (SQLException r) {
+      cause.addSuppressed(r);
+    }
+  }
+
+  /**
+   * Puts a session back after an attempt, each step even if the one before failed. A step that
+   * fails never hides the attempt's own error {@code failure} (it is added to it as suppressed):
+   * when the connection broke, every restore fails too, and the caller must see why the attempt
+   * failed, not that the connection was closed afterwards. With no {@code failure}, the first
+   * failed step is thrown (the others suppressed on it); a broken connection is discarded by its
+   * pool anyway.
+   */
+  final void restore(Throwable failure, Restore... steps) throws SQLException {
+    SQLException first = null;
+    for (Restore step : steps) {
+      try {
+        step.run();
+      } catch (SQLException e) {
+        if (faults.contains(TestFault.RESTORE_HIDES_ERROR)) {
+          throw e; // the bug: a finally that throws replaces the attempt's own error
+        }
+        if (failure != null) {
+          failure.addSuppressed(e);
+        } else if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
+  }
+
+  // ---- detection ------------------------------------------------------------------------------
+
+  public static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB and SQLite 3.42 or later";
+
+  /**
+   * Chooses the dialect from the connection's metadata, never from the URL: MySQL Connector/J
+   * connected to MariaDB reports product "MySQL" and a version such as "5.5.5-10.11.19-MariaDB".
+   *
+   * @param table a validated table identifier
+   * @param clockFunction a SQL function name to read the clock from instead of the server clock
+   *     (tests with a controlled database clock), or null
+   * @param faults negative controls of the tests; empty in production
+   * @throws LeaseException if the database is not supported
+   */
+  public static Dialect detect(
+      Connection c, String table, String clockFunction, Set<TestFault> faults) throws SQLException {
+    DatabaseMetaData md = c.getMetaData();
+    String product = md.getDatabaseProductName();
+    String version = md.getDatabaseProductVersion();
+    String p = product == null ? "" : product.toLowerCase(Locale.ROOT);
+    String v = version == null ? "" : version.toLowerCase(Locale.ROOT);
+    String fn = clockFunction == null ? null : clockFunction + "()";
+    if (p.contains("postgresql")) {
+      return new PostgresDialect(table, fn, faults);
+    }
+    if (p.contains("mariadb") || (p.contains("mysql") && v.contains("mariadb"))) {
+      return new MySqlDialect(table, fn, true, faults);
+    }
+    if (p.contains("mysql")) {
+      return new MySqlDialect(table, fn, false, faults);
+    }
+    if (p.contains("sqlite")) {
+      SqliteDialect.checkVersion(c);
+      return new SqliteDialect(table, fn, faults);
+    }
+    throw new LeaseException(
+        "database "
+            + product
+            + " "
+            + version
+            + " is not supported; the"
+            + " lease table must live in "
+            + SUPPORTED);
+  }
+
+  /** The dialect of {@code database} for a validated table identifier (for the DDL). */
+  public static Dialect of(Database database, String table) {
+    return switch (database) {
+      case POSTGRESQL -> new PostgresDialect(table, null, Set.of());
+      case MYSQL -> new MySqlDialect(table, null, false, Set.of());
+      case MARIADB -> new MySqlDialect(table, null, true, Set.of());
+      case SQLITE -> new SqliteDialect(table, null, Set.of());
+    };
+  }
+
+  // ---- scheduler slots (LeaseScheduler) -------------------------------------------------------
+  //
+  // A job's name is a lease claimed per instant of its schedule. Three nullable columns of the row:
+  //   slot_ms             the last instant on record: the last one claimed, or the last one a
+  //                       finished round overran (taken along by finish so nobody runs it late);
+  //   unfinished_slot_ms  the instant claimed and not finished yet: set by a claim, cleared by
+  //                       finish; still set after the holder died or lost the lease, which is what
+  //                       a rerun finds;
+  //   rerun_slot_ms       the unfinished instant that was claimed again, so it is claimed again
+  //                       once.
+  // Every instant is compared with the database clock inside the statement, never with the
+  // process's.
+
+  /**
+   * A claimed instant: the new term, and what the claim replaced (to report a superseded instant).
+   */
+  public record SlotClaimed(long term, Long previousSlotMs, Long previousUnfinishedMs) {}
+
+  /** The slot columns of one job, and whether its lease is free by the database clock. */
+  public record SlotState(Long lastMs, Long unfinishedMs, Long rerunMs, boolean free) {}
+
+  /** The slot columns of many jobs, read in one statement together with the database clock. */
+  public record SlotStates(long databaseNowMs, Map<String, SlotState> byName) {}
+
+  /** How many names {@link #slotStates} takes in one statement. */
+  public static final int MAX_NAMES_PER_STATEMENT = 500;
+
+  /**
+   * The null-safe equality operator of this database ({@code a <op> b} is true when both are null
+   * or both equal): MySQL's {@code <=>}, SQLite's {@code IS}. Used by the compare-and-set slot
+   * claim of {@link #claimSlot}; PostgreSQL claims differently and never asks.
+   */
+  String nullSafeEquals() {
+    throw new UnsupportedOperationException(product() + " claims slots in one statement");
+  }
+
+  /**
+   * Claims instant {@code instantMs} of job {@code name}: only if the name is free, the instant is
+   * later than the last on record and the database clock has reached it. Records it as the last
+   * claimed and as unfinished; term + 1. Null if not claimed.
+   *
+   * <p>This implementation (MySQL, MariaDB, SQLite) is a compare-and-set: neither MySQL's UPDATE
+   * (no RETURNING) nor SQLite's RETURNING (only the new row) can report what a claim replaced, and
+   * on InnoDB a locking read first would queue every polling replica behind the holder's
+   * strict-verified transactions. So: a plain read of the row, then an UPDATE that claims only if
+   * the row still is exactly what was read (term, last and unfinished instant, compared null-safe
+   * with {@link #nullSafeEquals}); what the claim reports as superseded is then exactly what it
+   * replaced, and the new term is the read term + 1. The UPDATE itself checks that the name is
+   * free, the instant later than the last on record and reached by the database clock. InnoDB in
+   * READ COMMITTED evaluates that against the newest committed row before it locks, like {@link
+   * #claim}; SQLite's single writer serialises the UPDATE with every other write. The UPDATE
+   * changes {@code term}, so 1 means claimed whatever rows a MySQL driver counts.
+   *
+   * @param requireLater false only for the negative control of the tests (a broken scheduler that
+   *     ignores the last instant on record)
+   */
+  public SlotClaimed claimSlot(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean requireLater)
+      throws SQLException {
+    long term;
+    Long slot;
+    Long unfinished;
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        term = rs.getLong(1);
+        slot = nullableLong(rs, 2);
+        unfinished = nullableLong(rs, 3);
+      }
+    }
+    String eq = nullSafeEquals();
+    String update =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1,"
+            + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
+            + " WHERE name = ? AND term = ? AND slot_ms "
+            + eq
+            + " ? AND unfinished_slot_ms "
+            + eq
+            + " ? AND expires_at_ms <= "
+            + clock
+            + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
+            + " AND ? <= "
+            + clock;
+    try (PreparedStatement ps = c.prepareStatement(update)) {
+      int i = 1;
+      ps.setString(i++, holder);
+      ps.setString(i++, instance);
+      ps.setLong(i++, leaseMs);
+      ps.setLong(i++, instantMs);
+      ps.setLong(i++, instantMs);
+      ps.setString(i++, name);
+      ps.setLong(i++, term);
+      setNullableLong(ps, i++, slot);
+      setNullableLong(ps, i++, unfinished);
+      if (requireLater) {
+        ps.setLong(i++, instantMs);
+      }
+      ps.setLong(i, instantMs);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+    }
+    return new SlotClaimed(term + 1, slot, unfinished);
+  }
+
+  /**
+   * Claims the unfinished instant {@code instantMs} of job {@code name} again, once: only if the
+   * name is free, the instant is still the unfinished one, and it was not claimed again before.
+   * Term + 1. The new term, or null if not claimed.
+   *
+   * @param once false only for the negative control of the tests (reruns without limit)
+   */
+  public abstract Long claimSlotAgain(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean once)
+      throws SQLException;
+
+  /**
+   * Finish: the round of {@code instantMs} ran to its end. Clears the unfinished instant, gives the
+   * name back (expires at once) and takes along {@code overrunMs}, the last instant the round
+   * overran, as the last on record, but only if the database clock has reached it. Only the holder
+   * of the claim at its term can finish, and only its own instant. {@code revision} is bumped so
+   * that a match always changes the row (MySQL drivers then report 1 whether they count found or
+   * changed rows). The same text on every database.
+   */
+  public boolean finishSlot(
+      Connection c, String name, String holder, long term, long instantMs, long overrunMs)
+      throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1,"
+            + " unfinished_slot_ms = NULL, rerun_slot_ms = NULL,"
+            + " slot_ms = CASE WHEN ? > slot_ms AND ? <= "
+            + clock
+            + " THEN ? ELSE slot_ms END"
+            + " WHERE name = ? AND holder = ? AND term = ? AND unfinished_slot_ms = ?";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, overrunMs);
+      ps.setLong(2, overrunMs);
+      ps.setLong(3, overrunMs);
+      ps.setString(4, name);
+      ps.setString(5, holder);
+      ps.setLong(6, term);
+      ps.setLong(7, instantMs);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** The last instant on record for job {@code name}; null if it never ran (or has no row). */
+  public Long lastSlot(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement("SELECT slot_ms FROM " + table + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? nullableLong(rs, 1) : null;
+      }
+    }
+  }
+
+  /**
+   * The slot columns of {@code names} (at most {@link #MAX_NAMES_PER_STATEMENT}) and the database
+   * clock, in one statement: a scheduler polls all its jobs with it, finding their unfinished
+   * instants at once. The IN list holds only placeholders.
+   */
+  public SlotStates slotStates(Connection c, List<String> names) throws SQLException {
+    if (names.isEmpty() || names.size() > MAX_NAMES_PER_STATEMENT) {
+      throw new IllegalArgumentException(
+          "slotStates takes 1 to " + MAX_NAMES_PER_STATEMENT + " names, got " + names.size());
+    }
+    String sql =
+        "SELECT name, slot_ms, unfinished_slot_ms, rerun_slot_ms,"
+            + " CASE WHEN expires_at_ms <= "
+            + clock
+            + " THEN 1 ELSE 0 END, "
+            + clock
+            + " FROM "
+            + table
+            + " WHERE name IN ("
+            + "?, ".repeat(names.size() - 1)
+            + "?)";
+    Map<String, SlotState> states = new HashMap<>();
+    Long databaseNow = null;
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < names.size(); i++) {
+        ps.setString(i + 1, names.get(i));
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          states.put(
+              rs.getString(1),
+              new SlotState(
+                  nullableLong(rs, 2),
+                  nullableLong(rs, 3),
+                  nullableLong(rs, 4),
+                  rs.getInt(5) == 1));
+          databaseNow = rs.getLong(6);
+        }
+      }
+    }
+    return new SlotStates(databaseNow != null ? databaseNow : now(c), states);
+  }
+
+  static Long nullableLong(ResultSet rs, int column) throws SQLException {
+    long v = rs.getLong(column);
+    return rs.wasNull() ? null : v;
+  }
+
+  static void setNullableLong(PreparedStatement ps, int index, Long value) throws SQLException {
+    if (value == null) {
+      ps.setNull(index, Types.BIGINT);
+    } else {
+      ps.setLong(index, value);
+    }
+  }
+}

@@ -1,0 +1,300 @@
+package dev.lease.core.dialect;
+
+import dev.lease.core.internal.TestFault;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Set;
+
+/** MySQL 8 and MariaDB 10.6 or later (InnoDB), through MySQL Connector/J or MariaDB Connector/J. */
+final class MySqlDialect extends Dialect {
+
+  /**
+   * {@code UTC_TIMESTAMP(6)} through {@code TIMESTAMPDIFF} is free of the session time zone, unlike
+   * {@code UNIX_TIMESTAMP(NOW(3))}, which converts through the session zone and can jump around a
+   * DST change (MySQL manual, UNIX_TIMESTAMP). Lease sessions are also pinned to UTC (see {@link
+   * #inLeaseSession}); the verify runs on the user's own connection, whose zone we must not touch,
+   * so the expression itself has to be zone-free. Like NOW(), it is the statement's start.
+   */
+  private static final String CLOCK =
+      "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
+
+  private final boolean mariadb;
+
+  MySqlDialect(String table, String clockFunction, boolean mariadb, Set<TestFault> faults) {
+    super(table, clockFunction != null ? clockFunction : CLOCK, faults);
+    this.mariadb = mariadb;
+  }
+
+  @Override
+  public String product() {
+    return mariadb ? "MariaDB" : "MySQL";
+  }
+
+  /** utf8mb4_bin: lease names compare exactly, as on the other databases. */
+  @Override
+  public List<String> ddl() {
+    return List.of(
+        "CREATE TABLE IF NOT EXISTS "
+            + table
+            + " ("
+            + "name varchar("
+            + NAME_WIDTH
+            + ") CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, "
+            + "holder varchar("
+            + HOLDER_WIDTH
+            + ") CHARACTER SET ascii NOT NULL DEFAULT '', "
+            + "instance varchar("
+            + INSTANCE_WIDTH
+            + ") CHARACTER SET utf8mb4 NOT NULL DEFAULT '', "
+            + "term bigint NOT NULL DEFAULT 0, "
+            + "expires_at_ms bigint NOT NULL DEFAULT 0, "
+            + "revision bigint NOT NULL DEFAULT 0, "
+            + "slot_ms bigint NULL, "
+            + "unfinished_slot_ms bigint NULL, "
+            + "rerun_slot_ms bigint NULL, "
+            + "PRIMARY KEY (name)) ENGINE=InnoDB");
+  }
+
+  @Override
+  public boolean isMissingTable(SQLException e) {
+    return e.getErrorCode() == 1146 || "42S02".equals(e.getSQLState());
+  }
+
+  /**
+   * Lease statements run in READ COMMITTED: an UPDATE then reads the newest committed row
+   * ("semi-consistent read") and waits for a strict verify's share lock only when the row matches,
+   * so a claimer polling a live lease never queues behind the holder's transactions; REPEATABLE
+   * READ would lock the row before evaluating the WHERE. The session is pinned to UTC, its session
+   * clock reset ({@code timestamp = DEFAULT}: a frozen session clock would freeze the lease clock)
+   * and its lock wait bounded for the attempt; the time zone and lock wait are put back afterwards,
+   * since the connection may be a pooled one the application also uses. Their old values are read
+   * into Java, not into {@code @lease_*} user variables, so the session keeps nothing of ours.
+   */
+  @Override
+  public <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
+    int isolation = c.getTransactionIsolation();
+    boolean autoCommit = c.getAutoCommit();
+    long lockWaitSeconds = Math.max(1, (timeoutMs + 999) / 1000);
+    String savedZone = null;
+    long savedLockWait = 0;
+    try (Statement s = c.createStatement()) {
+      if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
+        s.execute(
+            "SET @lease_saved_tz = @@session.time_zone,"
+                + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
+                + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
+                + lockWaitSeconds);
+      } else {
+        try (ResultSet rs =
+            s.executeQuery("SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout")) {
+          rs.next();
+          savedZone = rs.getString(1);
+          savedLockWait = rs.getLong(2);
+        }
+        s.execute(
+            "SET time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
+                + lockWaitSeconds);
+      }
+    }
+    String zone = savedZone;
+    long lockWait = savedLockWait;
+    Throwable failure = null;
+    try {
+      if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
+        c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+      }
+      if (autoCommit) {
+        c.setAutoCommit(false);
+      }
+      T result = call.call(c);
+      c.commit();
+      return result;
+    } catch (SQLException | RuntimeException | Error e) {
+      failure = e;
+      rollbackQuietly(c, e);
+      throw e;
+    } finally {
+      restore(
+          failure,
+          () -> {
+            if (autoCommit) {
+              c.setAutoCommit(true);
+            }
+          },
+          () -> {
+            if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
+              c.setTransactionIsolation(isolation);
+            }
+          },
+          () -> restoreSettings(c, zone, lockWait));
+    }
+  }
+
+  private void restoreSettings(Connection c, String zone, long lockWait) throws SQLException {
+    if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
+      try (Statement s = c.createStatement()) {
+        s.execute("SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw");
+      }
+      return;
+    }
+    // bound, not concatenated: a named time zone is the server's text
+    try (PreparedStatement ps =
+        c.prepareStatement("SET time_zone = ?, innodb_lock_wait_timeout = ?")) {
+      ps.setString(1, zone);
+      ps.setLong(2, lockWait);
+      ps.execute();
+    }
+  }
+
+  /**
+   * INSERT IGNORE, never INSERT ... ON DUPLICATE KEY UPDATE: on a duplicate it takes only a shared
+   * lock, compatible with strict verifies, and its affected-row count is never used.
+   */
+  @Override
+  public void createRow(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "INSERT IGNORE INTO " + table + " (name, term) VALUES (?, " + startTerm() + ")")) {
+      ps.setString(1, name);
+      ps.executeUpdate();
+    }
+  }
+
+  /**
+   * A plain UPDATE that changes {@code term}, so 1 means claimed whether the driver counts found or
+   * changed rows (Connector/J sets CLIENT_FOUND_ROWS by default); then the new row is read back in
+   * the same transaction (MySQL has no UPDATE ... RETURNING). The UPDATE takes an exclusive lock,
+   * so it waits for every transaction whose strict verify holds a share lock on the row.
+   */
+  @Override
+  public Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
+      throws SQLException {
+    String update =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock;
+    try (PreparedStatement ps = c.prepareStatement(update)) {
+      ps.setString(1, holder);
+      ps.setString(2, instance);
+      ps.setLong(3, leaseMs);
+      ps.setString(4, name);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+    }
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT term, expires_at_ms FROM " + table + " WHERE name = ? AND holder = ?")) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new SQLException("claimed lease row '" + name + "' vanished inside the claim");
+        }
+        long expires = rs.getLong(2);
+        return new Claimed(rs.getLong(1), expires, expires - leaseMs);
+      }
+    }
+  }
+
+  /**
+   * Strict: {@code LOCK IN SHARE MODE}, which MySQL 8 and MariaDB both accept (MariaDB rejects
+   * {@code FOR SHARE}). InnoDB queues new share requests behind a waiting writer, so a renewal
+   * waits only for transactions already in flight. Locking reads see the newest committed row
+   * whatever the transaction's isolation level.
+   */
+  @Override
+  public String verifySql(boolean strict) {
+    return "SELECT term FROM "
+        + table
+        + " WHERE name = ? AND holder = ? AND term = ?"
+        + " AND expires_at_ms > "
+        + clock
+        + (strict ? " LOCK IN SHARE MODE" : "");
+  }
+
+  /**
+   * Session bounds for strict fencing: the lock wait of the verify and of the business statements
+   * after it, and (MariaDB only) the idle time inside a transaction after which the server ends the
+   * session, so a paused holder cannot keep its share lock for ever. Both in whole seconds.
+   */
+  @Override
+  public List<String> strictSessionBounds(long idleInTransactionMs, long lockWaitMs) {
+    long lockWait = Math.max(1, (lockWaitMs + 999) / 1000);
+    if (!mariadb) {
+      return List.of("SET SESSION innodb_lock_wait_timeout = " + lockWait);
+    }
+    long idle = Math.max(1, (idleInTransactionMs + 999) / 1000);
+    return List.of(
+        "SET SESSION innodb_lock_wait_timeout = "
+            + lockWait
+            + ", idle_transaction_timeout = "
+            + idle);
+  }
+
+  // ---- scheduler slots ------------------------------------------------------------------------
+
+  /** {@link Dialect#claimSlot}'s compare-and-set compares the slot columns with this. */
+  @Override
+  String nullSafeEquals() {
+    return "<=>";
+  }
+
+  /**
+   * One UPDATE; it changes {@code term}, so 1 means claimed whatever rows the driver counts. The
+   * new term is read back in the same transaction, as in {@link #claim}.
+   */
+  @Override
+  public Long claimSlotAgain(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean once)
+      throws SQLException {
+    String update =
+        "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1,"
+            + " rerun_slot_ms = unfinished_slot_ms"
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock
+            + " AND unfinished_slot_ms = ?"
+            + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "");
+    try (PreparedStatement ps = c.prepareStatement(update)) {
+      ps.setString(1, holder);
+      ps.setString(2, instance);
+      ps.setLong(3, leaseMs);
+      ps.setString(4, name);
+      ps.setLong(5, instantMs);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+    }
+    try (PreparedStatement ps =
+        c.prepareStatement("SELECT term FROM " + table + " WHERE name = ? AND holder = ?")) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new SQLException("claimed lease row '" + name + "' vanished inside the claim");
+        }
+        return rs.getLong(1);
+      }
+    }
+  }
+}

@@ -1,0 +1,297 @@
+package dev.lease.core.dialect;
+
+import dev.lease.core.internal.TestFault;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+/** PostgreSQL 12 or later. */
+final class PostgresDialect extends Dialect {
+
+  /**
+   * {@code clock_timestamp()}, never {@code now()}: {@code now()} is the start of the transaction,
+   * so late in a long transaction it would make a live lease look younger than it is.
+   */
+  private static final String CLOCK =
+      "(floor(extract(epoch from clock_timestamp()) * 1000))::bigint";
+
+  PostgresDialect(String table, String clockFunction, Set<TestFault> faults) {
+    super(table, clockFunction != null ? clockFunction : CLOCK, faults);
+  }
+
+  @Override
+  public String product() {
+    return "PostgreSQL";
+  }
+
+  @Override
+  public List<String> ddl() {
+    return List.of(
+        "CREATE TABLE IF NOT EXISTS "
+            + table
+            + " ("
+            + "name varchar("
+            + NAME_WIDTH
+            + ") NOT NULL PRIMARY KEY, "
+            + "holder varchar("
+            + HOLDER_WIDTH
+            + ") NOT NULL DEFAULT '', "
+            + "instance varchar("
+            + INSTANCE_WIDTH
+            + ") NOT NULL DEFAULT '', "
+            + "term bigint NOT NULL DEFAULT 0, "
+            + "expires_at_ms bigint NOT NULL DEFAULT 0, "
+            + "revision bigint NOT NULL DEFAULT 0, "
+            + "slot_ms bigint, "
+            + "unfinished_slot_ms bigint, "
+            + "rerun_slot_ms bigint)");
+  }
+
+  @Override
+  public boolean isMissingTable(SQLException e) {
+    return "42P01".equals(e.getSQLState()); // undefined_table
+  }
+
+  /**
+   * One transaction per attempt; {@code lock_timeout} and {@code statement_timeout} are set LOCAL
+   * so they end with it and never leak into a pooled connection's next user.
+   */
+  @Override
+  public <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
+    boolean autoCommit = c.getAutoCommit();
+    if (autoCommit) {
+      c.setAutoCommit(false);
+    }
+    Throwable failure = null;
+    try {
+      // READ COMMITTED whatever the pool's default: the claim relies on READ COMMITTED re-checking
+      // the newest row version after a lock wait, and under REPEATABLE READ or SERIALIZABLE a lost
+      // race (claim, or create-row's ON CONFLICT) fails with "could not serialize access" instead
+      // of finding the lease held (ClaimRaceTest). First statement of the transaction, so it
+      // applies
+      // to this transaction only and never leaks into the pooled connection.
+      try (Statement s = c.createStatement()) {
+        s.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+      }
+      try (PreparedStatement ps =
+          c.prepareStatement(
+              "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true)")) {
+        ps.setString(1, Long.toString(timeoutMs));
+        ps.setString(2, Long.toString(timeoutMs));
+        ps.executeQuery().close();
+      }
+      T result = call.call(c);
+      c.commit();
+      return result;
+    } catch (SQLException | RuntimeException | Error e) {
+      failure = e;
+      rollbackQuietly(c, e);
+      throw e;
+    } finally {
+      restore(
+          failure,
+          () -> {
+            if (autoCommit) {
+              c.setAutoCommit(true);
+            }
+          });
+    }
+  }
+
+  @Override
+  public void createRow(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "INSERT INTO "
+                + table
+                + " (name, term) VALUES (?, "
+                + startTerm()
+                + ") ON CONFLICT (name) DO NOTHING")) {
+      ps.setString(1, name);
+      ps.executeUpdate();
+    }
+  }
+
+  /**
+   * The claim locks the row {@code FOR UPDATE} before it changes it. A plain UPDATE takes only
+   * {@code FOR NO KEY UPDATE}, which does not conflict with the {@code FOR KEY SHARE} of a strict
+   * verify (measured: it went through while a verified transaction was open); {@code FOR UPDATE}
+   * conflicts with it, so the claim of term t+1 waits for every transaction verified under term t.
+   * After the wait, READ COMMITTED re-checks the WHERE clause against the newest row version, so a
+   * renewal that got in first makes the claim find nothing.
+   */
+  @Override
+  public Claimed claim(Connection c, String name, String holder, String instance, long leaseMs)
+      throws SQLException {
+    String sql =
+        "WITH expired AS (SELECT name FROM "
+            + table
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock
+            + " FOR UPDATE)"
+            + " UPDATE "
+            + table
+            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = t.revision + 1"
+            + " FROM expired WHERE t.name = expired.name"
+            + " RETURNING t.term, t.expires_at_ms";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      ps.setString(3, instance);
+      ps.setLong(4, leaseMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        long expires = rs.getLong(2);
+        return new Claimed(rs.getLong(1), expires, expires - leaseMs);
+      }
+    }
+  }
+
+  /**
+   * Strict: {@code FOR KEY SHARE}, not {@code FOR SHARE}. Measured on PostgreSQL 15 with 16 clients
+   * of back-to-back verified transactions, overlapping {@code FOR SHARE} lockers starved the
+   * holder's renewal UPDATE for the whole load (10.6 s); with {@code FOR KEY SHARE} renewals took
+   * at most 4.4 ms, and the {@code FOR UPDATE} of the claim still waits for it. The {@code
+   * idle_in_transaction_session_timeout} set LOCAL in the select list (no extra round trip) makes
+   * the server end a paused holder's session, so it cannot delay a takeover without bound.
+   */
+  @Override
+  public String verifySql(boolean strict) {
+    if (!strict) {
+      return "SELECT term FROM "
+          + table
+          + " WHERE name = ? AND holder = ? AND term = ?"
+          + " AND expires_at_ms > "
+          + clock;
+    }
+    return "SELECT term, set_config('idle_in_transaction_session_timeout', ?, true) FROM "
+        + table
+        + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+        + clock
+        + " FOR KEY SHARE";
+  }
+
+  /** The strict verify's first parameter is the idle-in-transaction bound, in ms. */
+  @Override
+  public List<Object> verifyParameters(
+      String name, String holder, long term, boolean strict, long idleInTransactionMs) {
+    List<Object> values = new ArrayList<>(4);
+    if (strict) {
+      values.add(Long.toString(Math.max(1, idleInTransactionMs)));
+    }
+    values.add(name);
+    values.add(holder);
+    values.add(term);
+    return values;
+  }
+
+  // ---- scheduler slots ------------------------------------------------------------------------
+
+  /**
+   * One statement. The CTE locks the row {@code FOR UPDATE} for the same reason as {@link #claim}
+   * (the claim of a new term waits for transactions a strict verify let in), and it returns the row
+   * as it was, so the claim can report the unfinished instant it gives up. If the CTE waited for a
+   * lock, READ COMMITTED re-checks its WHERE against the newest row version, so two replicas
+   * claiming the same instant cannot both succeed: the second finds the instant no longer later
+   * than the last.
+   */
+  @Override
+  public SlotClaimed claimSlot(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean requireLater)
+      throws SQLException {
+    String sql =
+        "WITH due AS (SELECT name, slot_ms, unfinished_slot_ms FROM "
+            + table
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock
+            + (requireLater ? " AND (slot_ms IS NULL OR slot_ms < ?)" : "")
+            + " AND ? <= "
+            + clock
+            + " FOR UPDATE)"
+            + " UPDATE "
+            + table
+            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = t.revision + 1,"
+            + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
+            + " FROM due WHERE t.name = due.name"
+            + " RETURNING t.term, due.slot_ms, due.unfinished_slot_ms";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = 1;
+      ps.setString(i++, name);
+      if (requireLater) {
+        ps.setLong(i++, instantMs);
+      }
+      ps.setLong(i++, instantMs);
+      ps.setString(i++, holder);
+      ps.setString(i++, instance);
+      ps.setLong(i++, leaseMs);
+      ps.setLong(i++, instantMs);
+      ps.setLong(i, instantMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        return new SlotClaimed(rs.getLong(1), nullableLong(rs, 2), nullableLong(rs, 3));
+      }
+    }
+  }
+
+  /**
+   * Like {@link #claimSlot}: locked {@code FOR UPDATE} in the CTE, the rerun recorded in the row.
+   */
+  @Override
+  public Long claimSlotAgain(
+      Connection c,
+      String name,
+      String holder,
+      String instance,
+      long leaseMs,
+      long instantMs,
+      boolean once)
+      throws SQLException {
+    String sql =
+        "WITH cut AS (SELECT name FROM "
+            + table
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clock
+            + " AND unfinished_slot_ms = ?"
+            + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "")
+            + " FOR UPDATE)"
+            + " UPDATE "
+            + table
+            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = t.revision + 1,"
+            + " rerun_slot_ms = t.unfinished_slot_ms"
+            + " FROM cut WHERE t.name = cut.name RETURNING t.term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, name);
+      ps.setLong(2, instantMs);
+      ps.setString(3, holder);
+      ps.setString(4, instance);
+      ps.setLong(5, leaseMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    }
+  }
+}

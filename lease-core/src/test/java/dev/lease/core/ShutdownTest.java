@@ -1,0 +1,426 @@
+package dev.lease.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.core.internal.TestFault;
+import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The end of a lease at shutdown and on release: the work under it is stopped before the row is
+ * given back; a closed manager hands out nothing; shutdown never runs the failure policy, a loss
+ * runs it once even when close() stopped the keeper's scheduler. Every test has a negative control
+ * that builds the manager with the old, broken mechanism ({@link TestFault}) and shows the test
+ * catches it.
+ */
+class ShutdownTest {
+
+  /** Short protocol timings; the grace is what a release waits for work that will not stop. */
+  private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 100, 5_000, 2_000, 300);
+
+  static Stream<TestDatabase> databases() {
+    return TestDatabase.all();
+  }
+
+  private static LeaseManager manager(Fixture f, String instance, TestFault fault) {
+    LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
+    if (fault != null) {
+      b.faultForTesting(fault);
+    }
+    return f.track(b.build());
+  }
+
+  /** True if the row of {@code lease} is still its claim, unexpired, by the database clock. */
+  private static boolean rowStillHeldBy(Fixture f, Lease lease) throws SQLException {
+    try (Connection c = f.admin.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT holder, term, expires_at_ms FROM " + f.table + " WHERE name = ?")) {
+      ps.setString(1, lease.name());
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        long now = System.currentTimeMillis();
+        return rs.getString(1).equals(lease.holder())
+            && rs.getLong(2) == lease.term()
+            && rs.getLong(3) > now - 60_000; // released rows expire at 0
+      } finally {
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+      }
+    }
+  }
+
+  /**
+   * Work that, when interrupted, records whether its lease row was still its own at that moment.
+   */
+  private static LeaseWork<Object> recordingWork(
+      Fixture f, CountDownLatch started, AtomicReference<Boolean> rowHeldAtInterrupt) {
+    return lease -> {
+      started.countDown();
+      try {
+        new CountDownLatch(1).await();
+      } catch (InterruptedException e) {
+        rowHeldAtInterrupt.set(rowStillHeldBy(f, lease));
+        throw e;
+      }
+      return null;
+    };
+  }
+
+  private static Throwable failureOf(CompletableFuture<?> done) {
+    ExecutionException e =
+        assertThrows(ExecutionException.class, () -> done.get(15, TimeUnit.SECONDS));
+    return e.getCause();
+  }
+
+  private static <T> CompletableFuture<T> async(String name, Callable<T> body) {
+    CompletableFuture<T> done = new CompletableFuture<>();
+    Thread t =
+        new Thread(
+            () -> {
+              try {
+                done.complete(body.call());
+              } catch (Throwable e) {
+                done.completeExceptionally(e);
+              }
+            },
+            name);
+    t.setDaemon(true);
+    t.start();
+    return done;
+  }
+
+  @FunctionalInterface
+  interface Callable<T> {
+    T call() throws Exception;
+  }
+
+  // ---- 1. a release stops the work first -----------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void releaseStopsTheWorkBeforeItGivesTheRowBack(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      assertTrue(
+          rowHeldWhenTheReleaseInterrupted(f, null),
+          "the work was interrupted while the row was still its own");
+      assertFalse(
+          rowHeldWhenTheReleaseInterrupted(f, TestFault.RELEASE_BEFORE_STOPPING_WORK),
+          "negative control: releasing first hands the row over while the work still runs");
+    }
+  }
+
+  private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, TestFault fault)
+      throws Exception {
+    LeaseManager m = manager(f, "releasing-" + fault, fault);
+    Lease lease = m.tryClaim("release-" + fault).orElseThrow();
+    CountDownLatch started = new CountDownLatch(1);
+    AtomicReference<Boolean> rowHeld = new AtomicReference<>();
+    CompletableFuture<Object> done =
+        async("run-under", () -> m.runUnder(lease, recordingWork(f, started, rowHeld)));
+    assertTrue(started.await(5, TimeUnit.SECONDS));
+    lease.release();
+    LeaseReleasedException e = assertInstanceOf(LeaseReleasedException.class, failureOf(done));
+    assertTrue(e.workStopped(), "the work ended within the grace period");
+    assertTrue(lease.isReleased());
+    assertEquals(0, f.row(lease.name()).expiresAtMs(), "then the row was given back");
+    return rowHeld.get();
+  }
+
+  /**
+   * close() from a shutdown hook while runIfFree runs: the work is interrupted and ends first,
+   * runIfFree says so (LeaseReleasedException, not true), then the row is released so another
+   * process claims the next term at once.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void closeStopsRunIfFreeWorkBeforeItReleases(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      assertTrue(rowHeldWhenCloseInterrupted(f, null));
+      assertFalse(
+          rowHeldWhenCloseInterrupted(f, TestFault.RELEASE_BEFORE_STOPPING_WORK),
+          "negative control: close released the row before it stopped the work");
+    }
+  }
+
+  private static boolean rowHeldWhenCloseInterrupted(Fixture f, TestFault fault) throws Exception {
+    LeaseManager m = manager(f, "closing-" + fault, fault);
+    LeaseManager other = manager(f, "successor-" + fault, null);
+    String name = "billing-" + fault;
+    CountDownLatch started = new CountDownLatch(1);
+    AtomicReference<Boolean> rowHeld = new AtomicReference<>();
+    AtomicReference<Lease> ran = new AtomicReference<>();
+    CompletableFuture<Boolean> done =
+        async(
+            "run-if-free",
+            () ->
+                m.runIfFree(
+                    name,
+                    lease -> {
+                      ran.set(lease);
+                      return recordingWork(f, started, rowHeld).run(lease);
+                    }));
+    assertTrue(started.await(5, TimeUnit.SECONDS));
+    m.close();
+    LeaseReleasedException e = assertInstanceOf(LeaseReleasedException.class, failureOf(done));
+    assertTrue(e.workStopped());
+    Lease successor = other.tryClaim(name).orElseThrow(() -> new AssertionError("released"));
+    assertEquals(ran.get().term() + 1, successor.term());
+    successor.release();
+    return rowHeld.get();
+  }
+
+  // ---- 2. a closed manager hands out nothing ---------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void aClosedManagerRefusesClaimsHoldsAndWork(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      LeaseManager m = manager(f, "closed", null);
+      Lease unheld = m.tryClaim("before-close").orElseThrow();
+      m.close();
+      IllegalStateException claim =
+          assertThrows(IllegalStateException.class, () -> m.tryClaim("after-close"));
+      assertTrue(claim.getMessage().contains("is closed"), claim.getMessage());
+      assertTrue(claim.getMessage().contains("build a new LeaseManager"), claim.getMessage());
+      assertThrows(IllegalStateException.class, unheld::hold);
+      assertThrows(IllegalStateException.class, () -> m.runUnder(unheld, l -> null));
+      assertThrows(IllegalStateException.class, () -> m.runIfFree("after-close", l -> null));
+      assertEquals(null, f.row("after-close"), "no statement ran");
+
+      LeaseManager broken = manager(f, "broken", TestFault.NO_CLOSED_CHECK);
+      broken.close();
+      assertTrue(
+          broken.tryClaim("after-close").isPresent(),
+          "negative control: without the check a closed manager hands out a lease");
+    }
+  }
+
+  /**
+   * A claim in flight when close() runs (its connection borrow blocked until close returned): the
+   * claim completes in the database afterwards, and is released instead of handed out.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void aClaimThatCompletesAfterCloseBeganIsReleasedNotHandedOut(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      Throwable refused = claimRacingClose(f, null);
+      IllegalStateException e = assertInstanceOf(IllegalStateException.class, refused);
+      assertTrue(e.getMessage().contains("was released, not handed out"), e.getMessage());
+      Fixture.Row row = f.row("race-null");
+      assertEquals(0, row.expiresAtMs(), "the late claim was released");
+      assertEquals("racing-null", row.instance(), "it was claimed, after close began");
+
+      Throwable handedOut = claimRacingClose(f, TestFault.NO_CLOSED_CHECK);
+      assertEquals(null, handedOut, "negative control: the racing claim was handed out");
+      assertTrue(
+          f.row("race-NO_CLOSED_CHECK").expiresAtMs() > 0,
+          "and left claimed with nothing to renew or release it");
+    }
+  }
+
+  /** Returns what tryClaim threw, or null if it handed out a lease. */
+  private static Throwable claimRacingClose(Fixture f, TestFault fault) throws Exception {
+    FailingDataSource gate = new FailingDataSource(f.pool(2));
+    LeaseManager.Builder b = f.builder(gate, "racing-" + fault).timings(TIMINGS);
+    if (fault != null) {
+      b.faultForTesting(fault);
+    }
+    LeaseManager m = f.track(b.build());
+    gate.stall(0, 1); // the claim's first borrow blocks until close() returned
+    CompletableFuture<Lease> claim =
+        async("claim", () -> m.tryClaim("race-" + fault).orElseThrow());
+    Fixture.await("the claim in flight", Duration.ofSeconds(5), () -> gate.stalled() == 1);
+    m.close();
+    gate.unstall();
+    try {
+      claim.get(15, TimeUnit.SECONDS);
+      return null;
+    } catch (ExecutionException e) {
+      return e.getCause();
+    }
+  }
+
+  /**
+   * A lease lost with work that will not stop, and close() right after the loss (it shuts the
+   * keeper's scheduler down): the failure policy still runs after the grace period, since the grace
+   * is timed on the loss-handling threads.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void theFailurePolicyRunsAfterALossEvenWhenCloseStoppedTheKeeper(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      assertTrue(policyAfterLossAndClose(f, null), "the failure policy ran");
+      assertFalse(
+          policyAfterLossAndClose(f, TestFault.GRACE_ON_KEEPER_SCHEDULER),
+          "negative control: a grace timed on the keeper's scheduler dies with close()");
+    }
+  }
+
+  private static boolean policyAfterLossAndClose(Fixture f, TestFault fault) throws Exception {
+    FailingDataSource failing = new FailingDataSource(f.pool(2));
+    CountDownLatch lost = new CountDownLatch(1);
+    CountDownLatch policy = new CountDownLatch(1);
+    AtomicBoolean release = new AtomicBoolean();
+    LeaseManager.Builder b =
+        f.builder(failing, "stuck-" + fault)
+            .timings(Fixture.timings(1_000, 100, 500, 300, 300))
+            .listener(
+                new LeaseListener() {
+                  @Override
+                  public void lost(Lease lease, LossReason reason) {
+                    lost.countDown();
+                  }
+                })
+            .failurePolicy((lease, worker) -> policy.countDown());
+    if (fault != null) {
+      b.faultForTesting(fault);
+    }
+    LeaseManager m = f.track(b.build());
+    Lease lease = m.tryClaim("stuck-" + fault).orElseThrow();
+    CountDownLatch started = new CountDownLatch(1);
+    CompletableFuture<Object> done =
+        async("run-under", () -> m.runUnder(lease, stubborn(started, release)));
+    assertTrue(started.await(5, TimeUnit.SECONDS));
+    failing.failing(true);
+    assertTrue(lost.await(5, TimeUnit.SECONDS), "the lease was lost");
+    m.close();
+    boolean ran = policy.await(1_000, TimeUnit.MILLISECONDS);
+    release.set(true);
+    failing.failing(false);
+    assertInstanceOf(LeaseLostException.class, failureOf(done));
+    return ran;
+  }
+
+  /** Work that ignores interrupts until {@code release} is set. */
+  private static LeaseWork<Object> stubborn(CountDownLatch started, AtomicBoolean release) {
+    return lease -> {
+      started.countDown();
+      while (!release.get()) {
+        try {
+          Thread.sleep(20); // ignores the interrupt: the point of the test
+        } catch (InterruptedException e) {
+          // will not stop
+        }
+      }
+      return "ended";
+    };
+  }
+
+  // ---- 3. shutdown is not a loss; the policy runs at most once ----------------------------------
+
+  /**
+   * close() while work that will not stop runs under a lease: close waits the grace period,
+   * releases anyway, and never runs the failure policy (whose default halts the JVM, skipping every
+   * other shutdown hook). The work's runIfFree learns that the work did not stop.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void closeWithWorkThatWillNotStopNeverRunsTheFailurePolicy(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      assertEquals(List.of(), policyCallsOnCloseWithStuckWork(f, null));
+      assertEquals(
+          1,
+          policyCallsOnCloseWithStuckWork(f, TestFault.POLICY_ON_RELEASE).size(),
+          "negative control: the old shutdown ran the policy (and halted the JVM by default)");
+    }
+  }
+
+  private static List<String> policyCallsOnCloseWithStuckWork(Fixture f, TestFault fault)
+      throws Exception {
+    List<String> calls = new CopyOnWriteArrayList<>();
+    LeaseManager.Builder b =
+        f.builder(f.pool(2), "shutdown-" + fault)
+            .timings(TIMINGS)
+            .failurePolicy((lease, worker) -> calls.add(lease.name()));
+    if (fault != null) {
+      b.faultForTesting(fault);
+    }
+    LeaseManager m = f.track(b.build());
+    CountDownLatch started = new CountDownLatch(1);
+    AtomicBoolean release = new AtomicBoolean();
+    String name = "shutdown-" + fault;
+    CompletableFuture<Boolean> done =
+        async("run-if-free", () -> m.runIfFree(name, stubborn(started, release)));
+    assertTrue(started.await(5, TimeUnit.SECONDS));
+    long before = System.nanoTime();
+    m.close();
+    long tookMs = Duration.ofNanos(System.nanoTime() - before).toMillis();
+    assertTrue(tookMs >= 290 && tookMs < 5_000, "close waited the grace period: " + tookMs);
+    LeaseReleasedException e = assertInstanceOf(LeaseReleasedException.class, failureOf(done));
+    assertFalse(e.workStopped(), "the work did not stop");
+    assertEquals(0, f.row(name).expiresAtMs(), "released anyway");
+    release.set(true);
+    return calls;
+  }
+
+  /** Two works under one lease, neither stops after the loss: the failure policy runs once. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void theFailurePolicyRunsAtMostOncePerLease(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      assertEquals(1, policyCallsForTwoStuckWorks(f, null));
+      assertEquals(
+          2,
+          policyCallsForTwoStuckWorks(f, TestFault.POLICY_NOT_ONCE),
+          "negative control: without the once-per-lease guard the policy runs per work");
+    }
+  }
+
+  private static int policyCallsForTwoStuckWorks(Fixture f, TestFault fault) throws Exception {
+    FailingDataSource failing = new FailingDataSource(f.pool(2));
+    List<String> calls = new CopyOnWriteArrayList<>();
+    CountDownLatch expected = new CountDownLatch(fault == null ? 1 : 2);
+    LeaseManager.Builder b =
+        f.builder(failing, "twice-" + fault)
+            .timings(Fixture.timings(1_000, 100, 500, 300, 300))
+            .failurePolicy(
+                (lease, worker) -> {
+                  calls.add(worker.getName());
+                  expected.countDown();
+                });
+    if (fault != null) {
+      b.faultForTesting(fault);
+    }
+    LeaseManager m = f.track(b.build());
+    Lease lease = m.tryClaim("twice-" + fault).orElseThrow();
+    CountDownLatch started = new CountDownLatch(2);
+    AtomicBoolean release = new AtomicBoolean();
+    CompletableFuture<Object> one =
+        async("one", () -> m.runUnder(lease, stubborn(started, release)));
+    CompletableFuture<Object> two =
+        async("two", () -> m.runUnder(lease, stubborn(started, release)));
+    assertTrue(started.await(5, TimeUnit.SECONDS));
+    failing.failing(true);
+    assertTrue(expected.await(5, TimeUnit.SECONDS), "the policy ran: " + calls);
+    // a second call would come right after the first (both works wait out the same grace)
+    Thread.sleep(300); // a bounded look for a call that must not come, not a synchronisation
+    release.set(true);
+    failing.failing(false);
+    assertInstanceOf(LeaseLostException.class, failureOf(one));
+    assertInstanceOf(LeaseLostException.class, failureOf(two));
+    return calls.size();
+  }
+}

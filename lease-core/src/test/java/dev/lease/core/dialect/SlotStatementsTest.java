@@ -1,0 +1,239 @@
+package dev.lease.core.dialect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.TestDatabase;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The scheduler's slot statements, one by one, on every database: what each may and may not claim
+ * or finish. Every matching UPDATE changes a column (term or revision), so the row counts asserted
+ * here are right whether a MySQL driver counts found or changed rows.
+ */
+class SlotStatementsTest {
+
+  private static final long LEASE_MS = 60_000;
+
+  private HikariDataSource ds;
+  private String table;
+  private LeaseManager manager;
+  private Dialect dialect;
+
+  private void open(TestDatabase db) {
+    ds = db.pooled(2);
+    table = TestDatabase.uniqueTable("slots");
+    manager =
+        LeaseManager.builder(ds).table(table).instance("slots-test").createTableIfMissing().build();
+    dialect = LeaseInternals.dialect(manager);
+  }
+
+  @AfterEach
+  void close() {
+    if (manager != null) {
+      manager.close();
+      TestDatabase.dropQuietly(ds, table);
+      ds.close();
+    }
+  }
+
+  /** The term a new row starts at (the database clock in ms × 1000): claims count from it. */
+  private long base;
+
+  private void createRow(String name) {
+    base =
+        LeaseInternals.execute(
+            manager,
+            "create",
+            c -> {
+              dialect.createRow(c, name);
+              return dialect.describe(c, name).term();
+            });
+  }
+
+  private Dialect.SlotClaimed claim(String name, String holder, long instant) {
+    return claim(name, holder, instant, true);
+  }
+
+  private Dialect.SlotClaimed claim(
+      String name, String holder, long instant, boolean requireLater) {
+    return LeaseInternals.execute(
+        manager,
+        "claim",
+        c -> dialect.claimSlot(c, name, holder, "i", LEASE_MS, instant, requireLater));
+  }
+
+  private Long claimAgain(String name, String holder, long instant, boolean once) {
+    return LeaseInternals.execute(
+        manager,
+        "claim again",
+        c -> dialect.claimSlotAgain(c, name, holder, "i", LEASE_MS, instant, once));
+  }
+
+  private boolean finish(String name, String holder, long term, long instant, long overrun) {
+    return LeaseInternals.execute(
+        manager, "finish", c -> dialect.finishSlot(c, name, holder, term, instant, overrun));
+  }
+
+  private boolean release(String name, String holder, long term) {
+    return LeaseInternals.execute(manager, "release", c -> dialect.release(c, name, holder, term));
+  }
+
+  private Long last(String name) {
+    return LeaseInternals.execute(manager, "last", c -> dialect.lastSlot(c, name));
+  }
+
+  private Dialect.SlotState state(String name) {
+    return LeaseInternals.execute(manager, "states", c -> dialect.slotStates(c, List.of(name)))
+        .byName()
+        .get(name);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void aClaimNeedsAFreeNameAndAnInstantLaterThanTheLastThatTheDatabaseClockReached(
+      TestDatabase db) {
+    open(db);
+    createRow("job");
+    assertNull(last("job"), "a job that never ran has no last instant");
+    long t = manager.databaseTimeMillis() - 10_000;
+
+    Dialect.SlotClaimed first = claim("job", "h1", t);
+    assertNotNull(first);
+    assertEquals(base + 1, first.term());
+    assertNull(first.previousSlotMs());
+    assertNull(first.previousUnfinishedMs());
+    assertEquals(t, last("job"), "the claim records the instant as the last claimed");
+    assertEquals(t, state("job").unfinishedMs(), "and as unfinished");
+    assertFalse(state("job").free());
+
+    assertNull(claim("job", "h2", t + 1), "the name is held");
+    assertTrue(finish("job", "h1", base + 1, t, t));
+    assertTrue(state("job").free(), "finish gives the name back");
+    assertNull(state("job").unfinishedMs(), "and records the round ran to its end");
+
+    assertNull(claim("job", "h2", t), "not later than the last on record");
+    assertNull(claim("job", "h2", t - 5), "earlier than the last on record");
+    long future = manager.databaseTimeMillis() + 60_000;
+    assertNull(claim("job", "h2", future), "the database clock has not reached it");
+
+    Dialect.SlotClaimed second = claim("job", "h2", t + 1);
+    assertNotNull(second);
+    assertEquals(base + 2, second.term(), "term + 1");
+    assertEquals(t, second.previousSlotMs());
+    assertNull(second.previousUnfinishedMs(), "nothing unfinished was given up");
+  }
+
+  /** Negative control: without the last-instant check the same instant is claimed twice. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void withoutTheLastInstantCheckAnInstantIsClaimedTwice(TestDatabase db) {
+    open(db);
+    createRow("job");
+    long t = manager.databaseTimeMillis() - 10_000;
+    assertNotNull(claim("job", "h1", t));
+    assertTrue(finish("job", "h1", base + 1, t, t));
+    assertNull(claim("job", "h2", t, true));
+    assertNotNull(claim("job", "h2", t, false), "the broken claim takes the instant again");
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void anUnfinishedInstantIsClaimedAgainOnceAndAClaimThatGivesItUpReportsIt(TestDatabase db) {
+    open(db);
+    createRow("job");
+    long t = manager.databaseTimeMillis() - 10_000;
+    assertNotNull(claim("job", "h1", t));
+    assertNull(claimAgain("job", "h2", t, true), "not while its holder holds the name");
+    assertTrue(
+        release("job", "h1", base + 1),
+        "the holder dies: the name is free, the instant unfinished");
+    assertEquals(t, state("job").unfinishedMs());
+    assertNull(state("job").rerunMs());
+
+    assertNull(claimAgain("job", "h2", t + 1, true), "only the unfinished instant itself");
+    Long rerunTerm = claimAgain("job", "h2", t, true);
+    assertEquals(base + 2, rerunTerm, "claimed again; term + 1");
+    assertEquals(t, state("job").rerunMs());
+    assertTrue(release("job", "h2", base + 2), "cut short a second time");
+
+    assertNull(claimAgain("job", "h3", t, true), "claimed again once only");
+    Dialect.SlotClaimed later = claim("job", "h3", t + 100);
+    assertNotNull(later);
+    assertEquals(t, later.previousUnfinishedMs(), "the claim reports the instant it gave up");
+    assertEquals(t + 100, state("job").unfinishedMs());
+    assertNull(state("job").rerunMs());
+  }
+
+  /** Negative control: without the once-only check a twice-cut instant is claimed a third time. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void withoutTheOnceCheckAnInstantIsClaimedAgainAndAgain(TestDatabase db) {
+    open(db);
+    createRow("job");
+    long t = manager.databaseTimeMillis() - 10_000;
+    assertNotNull(claim("job", "h1", t));
+    release("job", "h1", base + 1);
+    assertEquals(base + 2, claimAgain("job", "h2", t, true));
+    release("job", "h2", base + 2);
+    assertNull(claimAgain("job", "h3", t, true));
+    assertEquals(
+        base + 3, claimAgain("job", "h3", t, false), "the broken claim runs it a third time");
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void onlyTheClaimFinishesAndNeverTakesAlongAnInstantTheDatabaseClockHasNotReached(
+      TestDatabase db) {
+    open(db);
+    createRow("job");
+    long t = manager.databaseTimeMillis() - 10_000;
+    assertNotNull(claim("job", "h1", t));
+    assertFalse(finish("job", "other", base + 1, t, t), "another holder");
+    assertFalse(finish("job", "h1", base + 2, t, t), "another term");
+    assertFalse(finish("job", "h1", base + 1, t - 1, t), "another instant");
+    long future = manager.databaseTimeMillis() + 60_000;
+    assertTrue(finish("job", "h1", base + 1, t, future));
+    assertEquals(t, last("job"), "an overrun instant in the future is not taken along");
+    assertFalse(finish("job", "h1", base + 1, t, t), "finished once");
+
+    assertNotNull(claim("job", "h2", t + 1));
+    assertTrue(finish("job", "h2", base + 2, t + 1, t + 500));
+    assertEquals(t + 500, last("job"), "the last overrun instant is the last on record");
+    assertNull(claim("job", "h3", t + 400), "so no replica runs an overrun instant late");
+    assertNotNull(claim("job", "h3", t + 501));
+  }
+
+  /** Plain lease statements leave the slot columns alone: a released round stays unfinished. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void theUnfinishedInstantsOfManyJobsAreReadInOneStatement(TestDatabase db) {
+    open(db);
+    long t = manager.databaseTimeMillis() - 10_000;
+    for (String n : List.of("a", "b", "c")) {
+      createRow(n);
+    }
+    assertNotNull(claim("a", "ha", t));
+    Dialect.SlotClaimed b = claim("b", "hb", t + 1);
+    assertNotNull(b);
+    release("b", "hb", b.term());
+    Dialect.SlotStates states =
+        LeaseInternals.execute(
+            manager, "states", c -> dialect.slotStates(c, List.of("a", "b", "c", "missing")));
+    long now = manager.databaseTimeMillis();
+    assertTrue(Math.abs(now - states.databaseNowMs()) < 60_000, "the database clock came along");
+    assertEquals(3, states.byName().size(), "a name without a row is absent");
+    assertEquals(new Dialect.SlotState(t, t, null, false), states.byName().get("a"));
+    assertEquals(new Dialect.SlotState(t + 1, t + 1, null, true), states.byName().get("b"));
+    assertEquals(new Dialect.SlotState(null, null, null, true), states.byName().get("c"));
+  }
+}

@@ -1,0 +1,335 @@
+package dev.lease.core.scheduler;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.core.Fixture;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseTimings;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.TestFault;
+import dev.lease.testing.ConnectionSource;
+import dev.lease.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import javax.sql.DataSource;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The scheduler's share of the lifecycle: closing stops a round before it releases its lease and
+ * never runs the failure policy; a round whose lease is lost after its work returned is finished,
+ * not run again; the poll thread stops on an interrupt instead of spinning; a row deleted under a
+ * running scheduler comes back with a term above every earlier one. Each with a negative control.
+ */
+class SchedulerLifecycleTest {
+
+  private static final LeaseTimings TIMINGS = Fixture.timings(3_000, 200, 2_500, 1_500, 300);
+  private static final Duration POLL = Duration.ofMillis(100);
+
+  static Stream<TestDatabase> databases() {
+    return TestDatabase.all();
+  }
+
+  /** One instant, soon: an hourly schedule whose next instant is {@code inMs} from now. */
+  private static Schedule soon(LeaseManager m, long inMs) {
+    return Schedule.fixedRate(
+        Duration.ofHours(1), Instant.ofEpochMilli(m.databaseTimeMillis() + inMs));
+  }
+
+  /** The slot columns of {@code name}: last instant on record and the unfinished one. */
+  private static Long[] slots(Fixture f, String name) throws SQLException {
+    try (Connection c = f.admin.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT slot_ms, unfinished_slot_ms, expires_at_ms FROM "
+                    + f.table
+                    + " WHERE name = ?")) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        Long[] row = new Long[3];
+        for (int i = 0; i < 3; i++) {
+          long v = rs.getLong(i + 1);
+          row[i] = rs.wasNull() ? null : v;
+        }
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+        return row;
+      }
+    }
+  }
+
+  // ---- closing stops the round first, never the failure policy ---------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void closingStopsARoundThatWillNotStopWithoutTheFailurePolicy(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      assertEquals(0, policyCallsClosingAStuckRound(f, null));
+      assertEquals(
+          1,
+          policyCallsClosingAStuckRound(f, TestFault.POLICY_ON_RELEASE),
+          "negative control: the old close ran the policy (by default: halt the JVM)");
+    }
+  }
+
+  private static int policyCallsClosingAStuckRound(Fixture f, TestFault fault) throws Exception {
+    AtomicInteger policies = new AtomicInteger();
+    LeaseManager.Builder b =
+        f.builder(f.pool(3), "closing-" + fault)
+            .timings(TIMINGS)
+            .failurePolicy((lease, worker) -> policies.incrementAndGet());
+    if (fault != null) {
+      LeaseInternals.faultForTesting(b, fault);
+    }
+    LeaseManager m = f.track(b.build());
+    String job = "stuck-" + fault;
+    CountDownLatch started = new CountDownLatch(1);
+    AtomicBoolean release = new AtomicBoolean();
+    AtomicReference<Boolean> rowHeldAtInterrupt = new AtomicReference<>();
+    LeaseScheduler s =
+        f.track(
+            LeaseScheduler.builder(m)
+                .pollInterval(POLL)
+                .job(
+                    job,
+                    soon(m, 300),
+                    round -> {
+                      started.countDown();
+                      while (!release.get()) {
+                        try {
+                          Thread.sleep(20);
+                        } catch (InterruptedException e) {
+                          if (rowHeldAtInterrupt.get() == null) {
+                            rowHeldAtInterrupt.set(slots(f, job)[2] > 0);
+                          }
+                          // will not stop
+                        }
+                      }
+                    })
+                .build());
+    s.start();
+    assertTrue(started.await(10, TimeUnit.SECONDS), "the round started");
+    long before = System.nanoTime();
+    s.close();
+    long tookMs = Duration.ofNanos(System.nanoTime() - before).toMillis();
+    assertTrue(tookMs >= 290, "close waited the grace period for the round: " + tookMs);
+    assertEquals(Boolean.TRUE, rowHeldAtInterrupt.get(), "interrupted before the release");
+    Long[] row = slots(f, job);
+    assertEquals(0L, row[2], "then released");
+    assertTrue(row[1] != null, "and left unfinished: it runs again once");
+    release.set(true);
+    return policies.get();
+  }
+
+  // ---- a lease lost after the work returned: finished, not run again ---------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void aRoundWhoseLeaseIsLostAfterItsWorkReturnedIsFinished(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      assertEquals(1, runsWhenLostAfterReturn(f, null), "finished, never rerun");
+      assertEquals(
+          2,
+          runsWhenLostAfterReturn(f, TestFault.LOSS_AFTER_RETURN_IS_A_LOSS),
+          "negative control: counted as cut short, the round ran again");
+      assertEquals(
+          2,
+          runsWhenLostAfterReturn(f, LeaseScheduler.Fault.NO_FINISH_WITHOUT_LEASE),
+          "negative control: without the finish without the lease, the round ran again");
+    }
+  }
+
+  /** Runs of the one instant when its first round's lease is lost right after its work returned. */
+  private static int runsWhenLostAfterReturn(Fixture f, Object fault) throws Exception {
+    AtomicLong skew = new AtomicLong();
+    AtomicBoolean loseOnce = new AtomicBoolean(true);
+    LeaseManager.Builder b = f.builder(f.pool(3), "late-loss-" + fault).timings(TIMINGS);
+    LeaseInternals.clock(b, () -> System.nanoTime() + skew.get());
+    LeaseInternals.afterWorkForTesting(
+        b,
+        lease -> {
+          if (loseOnce.getAndSet(false)) {
+            // a pause past the local deadline, right after the work returned
+            skew.addAndGet(Duration.ofSeconds(3).toNanos());
+            assertFalse(lease.isHeld());
+          }
+        });
+    if (fault instanceof TestFault t) {
+      LeaseInternals.faultForTesting(b, t);
+    }
+    LeaseManager m = f.track(b.build());
+    String job = "late-loss-" + fault;
+    List<Boolean> runs = new CopyOnWriteArrayList<>();
+    LeaseScheduler.Builder sb =
+        LeaseScheduler.builder(m)
+            .pollInterval(POLL)
+            .job(job, soon(m, 300), r -> runs.add(r.rerun()));
+    if (fault instanceof LeaseScheduler.Fault sf) {
+      sb.faultForTesting(sf);
+    }
+    LeaseScheduler s = f.track(sb.build());
+    s.start();
+    Fixture.await("the round ran", Duration.ofSeconds(10), () -> !runs.isEmpty());
+    // a rerun, if any, comes within a few polls: the name is free and the instant unfinished
+    long until = System.nanoTime() + Duration.ofMillis(1_000).toNanos();
+    while (System.nanoTime() < until && runs.size() < 2) {
+      Thread.sleep(20); // a bounded look for a rerun that must not come, not a synchronisation
+    }
+    s.close();
+    return runs.size();
+  }
+
+  // ---- the poll thread and interrupts
+  // ------------------------------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void thePollThreadStopsOnAnInterruptInsteadOfSpinning(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      int polls = pollsAfterAnInterrupt(f, null);
+      assertTrue(polls <= 1, "stopped polling: " + polls + " polls in half a second");
+      int spinning = pollsAfterAnInterrupt(f, LeaseScheduler.Fault.POLL_KEEPS_INTERRUPT);
+      assertTrue(spinning >= 10, "negative control: the old poll thread spins: " + spinning);
+    }
+  }
+
+  private static int pollsAfterAnInterrupt(Fixture f, LeaseScheduler.Fault fault) throws Exception {
+    Counting counting = new Counting(f.pool(2));
+    String instance = "poll-" + fault;
+    LeaseManager m = f.track(f.builder(counting, instance).timings(TIMINGS).build());
+    LeaseScheduler.Builder sb =
+        LeaseScheduler.builder(m)
+            .pollInterval(Duration.ofSeconds(1))
+            .job(
+                "never-" + fault,
+                Schedule.fixedRate(Duration.ofDays(365), Instant.parse("2100-01-01T00:00:00Z")),
+                r -> {});
+    if (fault != null) {
+      sb.faultForTesting(fault);
+    }
+    LeaseScheduler s = f.track(sb.build());
+    s.start();
+    Fixture.await("the first poll", Duration.ofSeconds(5), () -> counting.calls.get() >= 2);
+    Thread poller =
+        Thread.getAllStackTraces().keySet().stream()
+            .filter(t -> t.getName().equals("lease-scheduler-poll-" + instance))
+            .findFirst()
+            .orElseThrow();
+    poller.interrupt();
+    Thread.sleep(200); // let the interrupt land; the count below is what the test measures
+    int before = counting.calls.get();
+    Thread.sleep(500); // the measured half second
+    int polls = counting.calls.get() - before;
+    if (fault == null) {
+      poller.join(5_000);
+      assertFalse(poller.isAlive(), "the poll thread ended");
+    }
+    s.close();
+    return polls;
+  }
+
+  /** Counts the connections the scheduler borrows: one per poll. */
+  private static final class Counting extends ConnectionSource {
+    final DataSource delegate;
+    final AtomicInteger calls = new AtomicInteger();
+
+    Counting(DataSource delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public Connection getConnection() throws SQLException {
+      calls.incrementAndGet();
+      return delegate.getConnection();
+    }
+  }
+
+  // ---- a deleted row comes back above every earlier term ----------------------------------------
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void aJobRowDeletedUnderARunningSchedulerComesBackWithAHigherTerm(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      long[] terms = termsAroundADelete(f, null);
+      assertTrue(
+          terms[1] > terms[0], "term " + terms[1] + " after the delete, " + terms[0] + " before");
+      long[] broken = termsAroundADelete(f, TestFault.TERM_FROM_ZERO);
+      assertTrue(
+          broken[1] <= broken[0],
+          "negative control: a row recreated at term 0 repeats terms: "
+              + broken[1]
+              + " after "
+              + broken[0]);
+    }
+  }
+
+  /** The highest term of a round before the row is deleted, and the first one after. */
+  private static long[] termsAroundADelete(Fixture f, TestFault fault) throws Exception {
+    LeaseManager.Builder b = f.builder(f.pool(3), "recreate-" + fault).timings(TIMINGS);
+    if (fault != null) {
+      LeaseInternals.faultForTesting(b, fault);
+    }
+    LeaseManager m = f.track(b.build());
+    String job = "recreated-" + fault;
+    Map<Long, Long> termByInstant = new ConcurrentHashMap<>();
+    LeaseScheduler s =
+        f.track(
+            LeaseScheduler.builder(m)
+                .pollInterval(POLL)
+                .job(
+                    job,
+                    Schedule.fixedRate(Duration.ofMillis(300), Instant.EPOCH),
+                    r -> termByInstant.put(r.instant().toEpochMilli(), r.lease().term()))
+                .build());
+    s.start();
+    Fixture.await("three rounds", Duration.ofSeconds(10), () -> termByInstant.size() >= 3);
+    try (Connection c = f.admin.getConnection();
+        PreparedStatement ps = c.prepareStatement("DELETE FROM " + f.table + " WHERE name = ?")) {
+      ps.setString(1, job);
+      ps.executeUpdate();
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    }
+    // an instant after this was claimed after the delete: on the row the scheduler created again
+    long deletedAt = m.databaseTimeMillis();
+    Fixture.await(
+        "a round after the delete",
+        Duration.ofSeconds(10),
+        () -> termByInstant.keySet().stream().anyMatch(i -> i > deletedAt));
+    s.close();
+    long before =
+        termByInstant.entrySet().stream()
+            .filter(e -> e.getKey() < deletedAt)
+            .mapToLong(Map.Entry::getValue)
+            .max()
+            .orElseThrow();
+    long after =
+        termByInstant.entrySet().stream()
+            .filter(e -> e.getKey() > deletedAt)
+            .mapToLong(Map.Entry::getValue)
+            .min()
+            .orElseThrow();
+    return new long[] {before, after};
+  }
+}

@@ -14,6 +14,7 @@ import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -31,7 +32,8 @@ import org.springframework.core.env.Environment;
 /**
  * The starter: with a {@code DataSource} bean, a {@link LeaseManager} on it from {@code lease.*};
  * with {@code lease.fencing.enabled=true} every DataSource bean fenced; {@link Leased} and {@link
- * LeaseScheduled} methods; Micrometer meters and actuator parts when those are present.
+ * LeaseScheduled} methods; at shutdown the scheduler closed, then the manager; Micrometer meters
+ * and actuator parts when those are present.
  *
  * <p>Spring Boot 3 and 4 keep {@code DataSourceAutoConfiguration} in different packages, so it is
  * named, not referenced.
@@ -62,14 +64,13 @@ public class LeaseAutoConfiguration {
 
   @Bean
   @ConditionalOnMissingBean
-  LeaseTracker leaseTracker() {
-    return new LeaseTracker();
+  LeasesInUse leasesInUse() {
+    return new LeasesInUse();
   }
 
   @Bean
-  @ConditionalOnMissingBean
-  LeasedWork leasedWork() {
-    return new LeasedWork();
+  LeaseShutdown leaseShutdown(ConfigurableListableBeanFactory beanFactory) {
+    return new LeaseShutdown(beanFactory);
   }
 
   @Bean
@@ -141,14 +142,12 @@ public class LeaseAutoConfiguration {
       ObjectProvider<LeaseManager> manager,
       Environment environment,
       BeanFactory beanFactory,
-      LeasedWork work,
-      ObjectProvider<FailurePolicy> failurePolicy,
+      LeasesInUse inUse,
       ObjectProvider<LeasedCallListener> callListeners) {
     return new LeasedMethodInterceptor(
         manager::getObject,
         new LeaseNameResolver(environment, beanFactory),
-        work,
-        failurePolicy::getObject,
+        inUse,
         new CachedList<>(callListeners));
   }
 
@@ -169,19 +168,15 @@ public class LeaseAutoConfiguration {
       BeanFactory beanFactory,
       ObjectProvider<LeaseManager> manager,
       ObjectProvider<LeaseProperties> properties,
-      ObjectProvider<LeasedWork> work) {
+      ObjectProvider<LeasesInUse> inUse) {
     return new LeaseScheduledMethods(
-        environment, beanFactory, manager::getObject, properties::getObject, work::getIfAvailable);
+        environment, beanFactory, manager::getObject, properties::getObject, inUse::getObject);
   }
 
   @Bean
   @ConditionalOnMissingBean
-  LeaseHealthCheck leaseHealthCheck(
-      ObjectProvider<LeaseManager> manager,
-      DataSource dataSource,
-      LeaseTracker tracker,
-      LeasedWork work) {
-    return new LeaseHealthCheck(manager::getObject, unfenced(dataSource), tracker, work);
+  LeaseHealthCheck leaseHealthCheck(ObjectProvider<LeaseManager> manager, LeasesInUse inUse) {
+    return new LeaseHealthCheck(manager::getObject, inUse);
   }
 
   /** Meters, when Micrometer is present. */
@@ -207,11 +202,8 @@ public class LeaseAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     LeasesEndpoint leasesEndpoint(
-        ObjectProvider<LeaseManager> manager,
-        DataSource dataSource,
-        LeaseTracker tracker,
-        LeaseScheduledMethods jobs) {
-      return new LeasesEndpoint(manager::getObject, unfenced(dataSource), tracker, jobs::jobs);
+        ObjectProvider<LeaseManager> manager, LeaseScheduledMethods jobs) {
+      return new LeasesEndpoint(manager::getObject, jobs::jobs);
     }
   }
 

@@ -1,22 +1,25 @@
 package dev.lease.spring.boot;
 
+import dev.lease.core.Availability;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
-import java.sql.Connection;
-import java.sql.ResultSet;
-import java.sql.SQLException;
-import java.sql.Statement;
+import dev.lease.core.LossReason;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
-import javax.sql.DataSource;
 
 /**
- * The health of this replica's leases, independent of the Spring Boot line: the lease database is
- * reachable and its lease table usable, and every {@link Leased} call still running holds its
- * lease. The actuator health indicators of Boot 3 and Boot 4 report what this returns.
+ * The health of this replica's leases, independent of the Spring Boot line: DOWN when the lease
+ * database cannot hold leases now ({@link LeaseManager#available()}: it does not answer within the
+ * attempt timeout, or the lease table is missing or not writable), or when a lease this replica is
+ * supposed to hold (one that a {@link Leased} call or a {@link LeaseScheduled} round still runs
+ * under) is no longer among those its manager holds ({@link LeaseManager#held()}): lost, or
+ * released under the work at shutdown. The actuator health indicators of Boot 3 and Boot 4 report
+ * what this returns.
  */
 public final class LeaseHealthCheck {
 
@@ -24,19 +27,11 @@ public final class LeaseHealthCheck {
   public record Result(boolean up, Map<String, Object> details) {}
 
   private final Supplier<LeaseManager> manager;
-  private final DataSource leaseDataSource;
-  private final LeaseTracker tracker;
-  private final LeasedWork work;
+  private final LeasesInUse inUse;
 
-  LeaseHealthCheck(
-      Supplier<LeaseManager> manager,
-      DataSource leaseDataSource,
-      LeaseTracker tracker,
-      LeasedWork work) {
+  LeaseHealthCheck(Supplier<LeaseManager> manager, LeasesInUse inUse) {
     this.manager = manager;
-    this.leaseDataSource = leaseDataSource;
-    this.tracker = tracker;
-    this.work = work;
+    this.inUse = inUse;
   }
 
   public Result check() {
@@ -46,47 +41,36 @@ public final class LeaseHealthCheck {
     details.put("table", m.table());
     details.put("instance", m.instance());
     boolean up = true;
-    try {
-      m.databaseTimeMillis();
-      checkTable(m.table());
-    } catch (RuntimeException | SQLException e) {
+    Availability available = m.available();
+    if (!available.isAvailable()) {
       up = false;
-      details.put("error", e.getMessage());
+      details.put("error", available.reason().orElse("unavailable"));
     }
-    details.put("held", tracker.held().stream().map(Lease::name).toList());
-    details.put("losses", tracker.losses());
-    List<String> lostWhileRunning = new ArrayList<>();
-    for (LeasedWork.Running r : work.running()) {
-      if (r.lease().isLost()) {
-        lostWhileRunning.add(r.lease().name());
+    Set<Lease> held = m.held();
+    details.put("held", held.stream().map(Lease::name).sorted().toList());
+    List<Map<String, Object>> notHeld = new ArrayList<>();
+    for (Lease lease : inUse.leases()) {
+      if (!held.contains(lease)) {
+        Map<String, Object> l = new LinkedHashMap<>();
+        l.put("name", lease.name());
+        l.put("term", lease.term());
+        l.put(
+            "state",
+            lease.isReleased()
+                ? "released"
+                : "lost: "
+                    + lease
+                        .lossReason()
+                        .orElse(LossReason.LOCAL_DEADLINE)
+                        .name()
+                        .toLowerCase(Locale.ROOT));
+        notHeld.add(l);
       }
     }
-    if (!lostWhileRunning.isEmpty()) {
+    if (!notHeld.isEmpty()) {
       up = false;
-      details.put("lostWhileRunning", lostWhileRunning);
+      details.put("notHeld", notHeld);
     }
     return new Result(up, details);
-  }
-
-  /** Reads no row, but needs the lease table and its columns. */
-  private void checkTable(String table) throws SQLException {
-    try (Connection c = leaseDataSource.getConnection();
-        Statement s = c.createStatement()) {
-      s.setQueryTimeout((int) Math.max(1, manager.get().timings().attemptTimeout().toSeconds()));
-      try (ResultSet rs =
-          s.executeQuery(
-              "SELECT name, holder, instance, term, expires_at_ms FROM "
-                  + table
-                  + " WHERE 1 = 0")) {
-        rs.next();
-      } finally {
-        if (!c.getAutoCommit()) {
-          c.rollback();
-        }
-      }
-    } catch (SQLException e) {
-      throw new SQLException(
-          "the lease table " + table + " cannot be read: " + e.getMessage(), e.getSQLState(), e);
-    }
   }
 }

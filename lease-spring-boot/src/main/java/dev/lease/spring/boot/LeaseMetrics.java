@@ -29,10 +29,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <tr><td>{@code lease.held}</td><td>gauge: leases held now</td></tr>
  *   <tr><td>{@code lease.claims}</td><td>claims won by this replica (each a new term)</td></tr>
  *   <tr><td>{@code lease.handovers}</td><td>claims of a lease whose previous term this replica did
- *       not hold: the lease came from another replica (or from an expired holder)</td></tr>
+ *       not hold (as far as it remembers: the first claim of a name since it started counts):
+ *       the lease came from another replica (or from an expired holder)</td></tr>
  *   <tr><td>{@code lease.renewals}</td><td>renewal attempts, tag {@code outcome} = success |
  *       failure</td></tr>
- *   <tr><td>{@code lease.renewal.latency}</td><td>timer: duration of successful renewals</td></tr>
+ *   <tr><td>{@code lease.renewal.latency}</td><td>timer: duration of successful renewals, from
+ *       the start of the attempt (the connection borrow included) to the renewal's event</td></tr>
  *   <tr><td>{@code lease.releases}</td><td>leases released by this replica</td></tr>
  *   <tr><td>{@code lease.losses}</td><td>leases lost, tag {@code reason} = not_held |
  *       local_deadline</td></tr>
@@ -41,12 +43,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <tr><td>{@code lease.scheduler.instants}</td><td>instants given up, tag {@code outcome} =
  *       superseded | skipped</td></tr>
  *   <tr><td>{@code lease.calls}</td><td>{@code @Leased} calls, tag {@code outcome} = ran | skipped |
- *       lost</td></tr>
+ *       lost | stopped</td></tr>
  * </table>
  *
  * <p>Every meter has the tag {@code lease} (the lease or job name) unless {@code
  * lease.metrics.lease-tag=false}: then every meter counts all leases together, for large or
  * unbounded lease sets. A new event is one line: {@code count("lease.x", lease, "outcome", ...)}.
+ *
+ * <p>lease-core reports a hand-over and a renewal's duration to no listener, so both are derived
+ * here, from what its API documents: a claim's term is the previous term + 1 (terms grow by one per
+ * hand-over; a row made anew starts far above), so a claim whose term follows this replica's last
+ * term of the name did not change hands; and right after a successful renewal, {@code
+ * Lease.remaining()} is the local deadline minus the time since that renewal's attempt started (the
+ * deadline counts from the start of the last successful renewal), which makes that time the
+ * renewal's duration.
  */
 public final class LeaseMetrics implements LeaseListener, LeasedCallListener, MeterBinder {
 
@@ -100,8 +110,8 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
   @Override
   public void renewed(Lease lease) {
     count("lease.renewals", lease.name(), "outcome", "success");
-    // the lease's local deadline now counts from the start of this renewal, so what is missing of
-    // it is the time the renewal took (lease-core: remaining() = deadline - (now - start))
+    // the lease's local deadline now counts from the start of this renewal (the listener runs right
+    // after it was recorded), so what is missing of it is the time the renewal took
     Duration took = lease.manager().timings().localDeadline().minus(lease.remaining());
     if (!took.isNegative() && lease.isHeld()) {
       for (MeterRegistry r : registries) {
@@ -161,8 +171,7 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
     count("lease.calls", lease, "outcome", outcome.name().toLowerCase(Locale.ROOT));
   }
 
-  // ---- helpers
-  // ------------------------------------------------------------------------------------
+  // ---- helpers ----------------------------------------------------------------------------------
 
   private void count(String meter, String lease, String... keyValues) {
     Tags tags = tags(lease).and(keyValues);

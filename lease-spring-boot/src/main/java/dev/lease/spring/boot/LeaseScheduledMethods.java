@@ -1,9 +1,9 @@
 package dev.lease.spring.boot;
 
 import dev.lease.core.LeaseManager;
-import dev.lease.core.LeaseScheduler;
-import dev.lease.core.Schedule;
-import dev.lease.core.ScheduledJob;
+import dev.lease.core.scheduler.LeaseScheduler;
+import dev.lease.core.scheduler.Schedule;
+import dev.lease.core.scheduler.ScheduledJob;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.time.Duration;
@@ -34,9 +34,9 @@ import org.springframework.core.env.Environment;
 import org.springframework.scheduling.support.CronExpression;
 
 /**
- * Finds {@link LeaseScheduled} methods, runs them as jobs of one {@link LeaseScheduler} from the
- * context's start, and at shutdown stops the scheduled and {@link Leased} work before the lease
- * manager releases the leases (the manager is closed after this lifecycle stopped).
+ * Finds {@link LeaseScheduled} methods and runs them as jobs of one {@link LeaseScheduler} from the
+ * context's start; at shutdown closes the scheduler (lease-core stops the running rounds, then
+ * releases their leases), before {@link LeaseShutdown} closes the lease manager.
  */
 final class LeaseScheduledMethods implements BeanPostProcessor, SmartLifecycle, Ordered {
 
@@ -46,7 +46,7 @@ final class LeaseScheduledMethods implements BeanPostProcessor, SmartLifecycle, 
 
   /**
    * Stops after the web server's graceful shutdown (requests in flight may call leased methods) and
-   * after Spring's own task schedulers.
+   * after Spring's own task schedulers; {@link LeaseShutdown} stops right after it.
    */
   static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 4096;
 
@@ -54,7 +54,7 @@ final class LeaseScheduledMethods implements BeanPostProcessor, SmartLifecycle, 
   private final BeanFactory beanFactory;
   private final Supplier<LeaseManager> manager;
   private final Supplier<LeaseProperties> properties;
-  private final Supplier<LeasedWork> leasedWork;
+  private final Supplier<LeasesInUse> inUse;
   private final List<Found> found = new ArrayList<>();
   private final Map<String, Found> byName = new HashMap<>();
   private volatile LeaseScheduler scheduler;
@@ -67,12 +67,12 @@ final class LeaseScheduledMethods implements BeanPostProcessor, SmartLifecycle, 
       BeanFactory beanFactory,
       Supplier<LeaseManager> manager,
       Supplier<LeaseProperties> properties,
-      Supplier<LeasedWork> leasedWork) {
+      Supplier<LeasesInUse> inUse) {
     this.environment = environment;
     this.beanFactory = beanFactory;
     this.manager = manager;
     this.properties = properties;
-    this.leasedWork = leasedWork;
+    this.inUse = inUse;
   }
 
   @Override
@@ -226,10 +226,18 @@ final class LeaseScheduledMethods implements BeanPostProcessor, SmartLifecycle, 
     }
     LeaseScheduler.Builder b =
         LeaseScheduler.builder(manager.get()).pollInterval(props.getScheduler().getPollInterval());
+    LeasesInUse leases = inUse.get();
     for (Found f : found) {
       Object bean = beanFactory.getBean(f.beanName());
       Method invocable = AopUtils.selectInvocableMethod(f.method(), bean.getClass());
-      b.job(f.job(), f.schedule(), round -> invoke(bean, invocable, round));
+      b.job(
+          f.job(),
+          f.schedule(),
+          round -> {
+            try (LeasesInUse.Use use = leases.use(round.lease())) {
+              invoke(bean, invocable, round);
+            }
+          });
     }
     scheduler = b.build();
     scheduler.start();
@@ -262,9 +270,9 @@ final class LeaseScheduledMethods implements BeanPostProcessor, SmartLifecycle, 
   }
 
   /**
-   * Stops the scheduled rounds (cut short: their instants run again once elsewhere) and interrupts
-   * the running {@link Leased} calls, waiting for them up to the grace period; the lease manager,
-   * closed after this, then releases what is still held.
+   * Closes the scheduler: lease-core interrupts the running rounds, waits up to the grace period
+   * for them to end, then releases their leases (their instants run again once, here or on another
+   * replica). Shutdown is not a loss: no failure policy runs.
    */
   @Override
   public synchronized void stop() {
@@ -276,16 +284,6 @@ final class LeaseScheduledMethods implements BeanPostProcessor, SmartLifecycle, 
     scheduler = null;
     if (s != null) {
       s.close();
-    }
-    LeasedWork work = leasedWork.get();
-    if (work != null) {
-      Duration grace = manager.get().timings().gracePeriod();
-      if (!work.stopAll(grace)) {
-        log.warn(
-            "@Leased calls still running {} ms after shutdown began; their leases are released"
-                + " now, so their transactions from here on are refused",
-            grace.toMillis());
-      }
     }
   }
 

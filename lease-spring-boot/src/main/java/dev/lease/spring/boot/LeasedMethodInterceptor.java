@@ -1,11 +1,13 @@
 package dev.lease.spring.boot;
 
-import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseLostException;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseReleasedException;
+import dev.lease.core.internal.CallerWork;
+import dev.lease.core.internal.LeaseInternals;
 import java.lang.reflect.Method;
 import java.util.List;
 import java.util.Map;
@@ -14,57 +16,45 @@ import java.util.OptionalDouble;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.aop.support.AopUtils;
-import org.springframework.beans.factory.DisposableBean;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 
 /**
  * Runs {@link Leased} methods under their lease, on the calling thread: claim without waiting (skip
- * when held elsewhere), keep renewed, bind ({@link LeaseContext}), interrupt on loss, release
- * after.
+ * when held elsewhere), keep renewed, bind ({@link LeaseContext}), release after.
  *
  * <p>The method runs on the caller's thread rather than on a thread of its own (as {@code
  * LeaseManager.runUnder} does), so what Spring keeps per thread (the caller's transaction, security
- * and request context, MDC) still applies inside it. The loss handling is runUnder's: the thread is
- * interrupted, and if the method has not returned after the grace period the {@link FailurePolicy}
- * runs.
+ * and request context, MDC) still applies inside it. lease-core binds that thread to the lease as
+ * the work under it ({@code LeaseInternals.bindCurrentThread}), so its lifecycle is runUnder's: a
+ * loss interrupts the thread at once and runs the {@link dev.lease.core.FailurePolicy} if the
+ * method has not returned after the grace period; a release ({@code LeaseManager.close()} at
+ * shutdown) interrupts it and waits up to the grace period for it to end before the row is given
+ * back. Nothing of that is done here.
  */
-public final class LeasedMethodInterceptor implements MethodInterceptor, DisposableBean {
+public final class LeasedMethodInterceptor implements MethodInterceptor {
 
   private static final Logger log = LoggerFactory.getLogger(LeasedMethodInterceptor.class);
 
   private final Supplier<LeaseManager> manager;
   private final LeaseNameResolver names;
-  private final LeasedWork work;
-  private final Supplier<FailurePolicy> failurePolicy;
+  private final LeasesInUse inUse;
   private final Supplier<List<LeasedCallListener>> listeners;
   private final Map<Method, Optional<Leased>> annotations = new ConcurrentHashMap<>();
-  private final ScheduledExecutorService graceTimer =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "leased-grace-timer");
-            t.setDaemon(true);
-            return t;
-          });
 
   LeasedMethodInterceptor(
       Supplier<LeaseManager> manager,
       LeaseNameResolver names,
-      LeasedWork work,
-      Supplier<FailurePolicy> failurePolicy,
+      LeasesInUse inUse,
       Supplier<List<LeasedCallListener>> listeners) {
     this.manager = manager;
     this.names = names;
-    this.work = work;
-    this.failurePolicy = failurePolicy;
+    this.inUse = inUse;
     this.listeners = listeners;
   }
 
@@ -89,11 +79,16 @@ public final class LeasedMethodInterceptor implements MethodInterceptor, Disposa
     String name = names.resolve(leased.get().value(), specific, invocation.getArguments(), target);
     LeaseManager leases = manager.get();
 
-    Lease outer = LeaseContext.currentOrNull();
-    if (outer != null && outer.name().equals(name) && outer.manager() == leases && outer.isHeld()) {
+    Optional<Lease> outer = LeaseContext.current();
+    if (outer.isPresent()
+        && outer.get().name().equals(name)
+        && outer.get().manager() == leases
+        && outer.get().isHeld()) {
       return invocation.proceed(); // a nested call under the lease this thread already holds
     }
 
+    // a closed manager (shutdown under way) throws IllegalStateException: the call neither runs
+    // nor counts as skipped, since no other replica is known to run it
     Optional<Lease> claimed = leases.tryClaim(name);
     if (claimed.isEmpty()) {
       log.debug("{}: lease {} is held elsewhere; skipped", specific, name);
@@ -101,26 +96,30 @@ public final class LeasedMethodInterceptor implements MethodInterceptor, Disposa
       return skippedValue(specific.getReturnType());
     }
     Lease lease = claimed.get();
-    LeasedWork.Running running = work.begin(lease, Thread.currentThread());
     Object result = null;
     Throwable failure = null;
-    try {
-      lease.hold();
-      try (Lease.Registration onLoss = lease.onLoss(l -> lost(l, running));
-          LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-        result = invocation.proceed();
-      } catch (Throwable t) {
-        failure = t;
+    boolean stopped;
+    boolean releasedFirst;
+    try (LeasesInUse.Use use = inUse.use(lease)) {
+      CallerWork work = LeaseInternals.bindCurrentThread(lease);
+      try {
+        lease.hold();
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+          result = invocation.proceed();
+        } catch (Throwable t) {
+          failure = t;
+        }
       } finally {
-        if (running.end()) {
-          Thread.interrupted(); // the interrupt was ours (loss or shutdown), not the caller's
+        releasedFirst = lease.isReleased(); // a release gave up waiting for the method
+        stopped = work.end();
+        if (stopped) {
+          Thread.interrupted(); // the interrupt was the lease's (loss or release), not the caller's
         }
       }
     } finally {
       release(lease);
-      work.end(running); // after the release: a shutdown waits for it before closing the pool
     }
-    if (lease.isLost()) {
+    if (stopped && lease.isLost()) {
       tell(name, LeasedCallListener.Outcome.LOST);
       throw new LeaseLostException(
           lease,
@@ -129,7 +128,22 @@ public final class LeasedMethodInterceptor implements MethodInterceptor, Disposa
               + lease.lossReason().map(Enum::name).orElse("?")
               + ") while "
               + specific
-              + " ran; its transactions since then were refused",
+              + " ran; it was interrupted, its transactions from then on were refused",
+          failure);
+    }
+    if (stopped) {
+      tell(name, LeasedCallListener.Outcome.STOPPED);
+      throw new LeaseReleasedException(
+          lease,
+          lease
+              + " was released while "
+              + specific
+              + " ran (the LeaseManager was closed: shutdown); it was interrupted"
+              + (releasedFirst
+                  ? " and did not return within the grace period; its transactions from then on"
+                      + " were refused"
+                  : " and returned before the release"),
+          !releasedFirst,
           failure);
     }
     tell(name, LeasedCallListener.Outcome.RAN);
@@ -137,21 +151,6 @@ public final class LeasedMethodInterceptor implements MethodInterceptor, Disposa
       throw failure;
     }
     return result;
-  }
-
-  private void lost(Lease lease, LeasedWork.Running running) {
-    if (!running.interrupt()) {
-      return;
-    }
-    long graceNanos = lease.manager().timings().gracePeriod().toNanos();
-    graceTimer.schedule(
-        () -> {
-          if (!running.ended()) {
-            failurePolicy.get().workDidNotStop(lease, running.thread());
-          }
-        },
-        graceNanos,
-        TimeUnit.NANOSECONDS);
   }
 
   private static void release(Lease lease) {
@@ -211,10 +210,5 @@ public final class LeasedMethodInterceptor implements MethodInterceptor, Disposa
       return 0f;
     }
     return 0d;
-  }
-
-  @Override
-  public void destroy() {
-    graceTimer.shutdownNow();
   }
 }

@@ -10,6 +10,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.lease.core.LeaseLostException;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.TestDatabase;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -204,6 +207,7 @@ class FencedTransactionAcrossReplicasTest {
       Map<String, Object> p = new HashMap<>();
       p.put("lease.fencing.enabled", true);
       p.put("lease.duration", "1500ms");
+      p.put("lease.renew-interval", "100ms");
       p.put("app.ledger-table", ledger);
       ConfigurableApplicationContext a = replicas.start(PausableApp.class, "A", p);
       a.getBean(JdbcTemplate.class)
@@ -219,22 +223,46 @@ class FencedTransactionAcrossReplicasTest {
           CompletableFuture.supplyAsync(
               () -> ledgerA.writeAfterLoss(started, txFailure, stuck, leave));
       assertTrue(started.await(20, TimeUnit.SECONDS));
+
+      // while it runs, its lease is renewed; lease.renewal.latency records each renewal: with every
+      // lease statement made 150 ms late (a slow network or pool), each takes at least that and
+      // less than the attempt timeout (500 ms: a slower attempt fails)
+      pause.slowAttempts(Duration.ofMillis(150));
+      MeterRegistry registry = a.getBean(MeterRegistry.class);
+      awaitRenewals(registry, renewals(registry) + 1); // one may have been under way, not slowed
+      Timer latency = registry.get("lease.renewal.latency").tag("lease", "ledger-2").timer();
+      long count0 = latency.count();
+      double total0 = latency.totalTime(TimeUnit.MILLISECONDS);
+      awaitRenewals(registry, renewals(registry) + 3);
       pause.pause(false); // renewals stop, time goes on: the local deadline passes, A gives up
+      assertEquals((long) renewals(registry), latency.count(), () -> Replicas.meters(registry));
+      double slowMeanMs =
+          (latency.totalTime(TimeUnit.MILLISECONDS) - total0) / (latency.count() - count0);
+      double maxMs = latency.max(TimeUnit.MILLISECONDS);
+      assertTrue(slowMeanMs >= 150, () -> "mean of the slowed renewals " + slowMeanMs + " ms");
+      assertTrue(maxMs < 500, () -> "max " + maxMs + " ms");
 
       assertTrue(stuck.await(20, TimeUnit.SECONDS), "the loss interrupted the method");
       assertNotNull(
           find(txFailure.get(), LeaseLostSQLException.class),
           "its transaction after the loss was refused: " + txFailure.get());
+      // the lease the running method is supposed to hold is no longer held: DOWN, and named
       Map<String, Object> health = Replicas.health(a);
       assertEquals("DOWN", health.get("status"), health.toString());
-      assertEquals(List.of("ledger-2"), health.get("lostWhileRunning"));
+      @SuppressWarnings("unchecked")
+      List<Map<String, Object>> notHeld = (List<Map<String, Object>>) health.get("notHeld");
+      assertEquals(1, notHeld.size(), health.toString());
+      assertEquals("ledger-2", notHeld.get(0).get("name"));
+      assertEquals("lost: local_deadline", notHeld.get(0).get("state"));
 
       leave.countDown();
       ExecutionException e =
           assertThrows(ExecutionException.class, () -> call.get(20, TimeUnit.SECONDS));
       assertInstanceOf(LeaseLostException.class, e.getCause());
-      assertEquals("UP", Replicas.health(a).get("status"));
-      // the listeners hear of the loss on the keeper's thread, after the method was interrupted
+      pause.resume(); // the lease database answers again
+      Map<String, Object> after = Replicas.health(a);
+      assertEquals("UP", after.get("status"), after.toString());
+      // lease-core tells the listeners of the loss on its loss-handling threads
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       while (Replicas.count(a, "lease.losses", "lease", "ledger-2", "reason", "local_deadline") < 1
           && System.nanoTime() < deadline) {
@@ -249,8 +277,19 @@ class FencedTransactionAcrossReplicasTest {
       assertEquals(
           List.of(),
           a.getBean(JdbcTemplate.class).queryForList("SELECT who FROM " + ledger, String.class));
-      pause.resume();
     }
+  }
+
+  private static void awaitRenewals(MeterRegistry registry, double n) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (renewals(registry) < n && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertTrue(renewals(registry) >= n, () -> Replicas.meters(registry));
+  }
+
+  private static double renewals(MeterRegistry registry) {
+    return Replicas.count(registry, "lease.renewals", "lease", "ledger-2", "outcome", "success");
   }
 
   private static <T extends Throwable> T find(Throwable t, Class<T> type) {

@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseListener;
+import dev.lease.core.LeaseReleasedException;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.testing.TestDatabase;
 import java.util.List;
@@ -15,6 +17,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
@@ -51,13 +54,22 @@ class LeasedAcrossReplicasTest {
     }
   }
 
-  /** What happened, in order, on one replica (a LeaseListener bean: the starter adds it). */
-  static class Events implements LeaseListener {
+  /**
+   * What happened, in order, on one replica (a LeaseListener bean: the starter adds it to the
+   * LeaseManager; a LeasedCallListener bean: the interceptor tells it how calls ended).
+   */
+  static class Events implements LeaseListener, LeasedCallListener {
     final List<String> list = new CopyOnWriteArrayList<>();
+    final List<String> calls = new CopyOnWriteArrayList<>();
 
     @Override
     public void released(Lease lease) {
       list.add("released " + lease.name());
+    }
+
+    @Override
+    public void called(String lease, Outcome outcome) {
+      calls.add(outcome + " " + lease);
     }
   }
 
@@ -159,6 +171,11 @@ class LeasedAcrossReplicasTest {
       assertTrue(leasesA.get(0).containsKey("expiresAt"), listed.toString());
       assertEquals(
           List.of(), b.getBean(LeasesEndpoint.class).leases().get("leases"), "B holds nothing");
+      // B's endpoint tells who holds a lease by name: what the database says
+      Map<String, Object> described = b.getBean(LeasesEndpoint.class).lease("billing-eu");
+      assertEquals("A", described.get("instance"), described.toString());
+      assertEquals(true, described.get("held"), described.toString());
+      assertEquals(leasesA.get(0).get("term"), described.get("term"));
       Map<String, Object> healthA = Replicas.health(a);
       assertEquals("UP", healthA.get("status"), healthA.toString());
       assertEquals(List.of("billing-eu"), healthA.get("held"));
@@ -189,20 +206,37 @@ class LeasedAcrossReplicasTest {
           () -> Replicas.meters(a));
       assertEquals(0.0, Replicas.gauge(a, "lease.held", "lease", "billing-eu"));
 
+      // hand-overs: A's first claim since it started counts (it cannot know the previous holder);
+      // A again right after itself does not; B after A does; A after B does
+      assertEquals(1.0, Replicas.count(a, "lease.handovers", "lease", "billing-eu"));
+      assertEquals("ran", billingA.run(new CountDownLatch(1), new CountDownLatch(0)));
+      assertEquals(1.0, Replicas.count(a, "lease.handovers", "lease", "billing-eu"));
+      assertEquals("ran", billingB.run(new CountDownLatch(1), new CountDownLatch(0)));
+      assertEquals(1.0, Replicas.count(b, "lease.handovers", "lease", "billing-eu"));
+
       // graceful shutdown: A runs again and is blocked; closing A interrupts the call, then
       // releases its lease (not left to expire), so B claims at once
       CountDownLatch started2 = new CountDownLatch(1);
       CompletableFuture<String> callA2 =
           CompletableFuture.supplyAsync(() -> call(billingA, started2, new CountDownLatch(1)));
       assertTrue(started2.await(20, TimeUnit.SECONDS));
+      assertEquals(2.0, Replicas.count(a, "lease.handovers", "lease", "billing-eu"));
       Events eventsA = a.getBean(Events.class);
       eventsA.list.clear();
+      eventsA.calls.clear();
       a.close();
       assertEquals(List.of("interrupted", "released billing-eu"), eventsA.list);
-      assertTrue(callA2.isDone());
+      ExecutionException stopped =
+          assertThrows(ExecutionException.class, () -> callA2.get(20, TimeUnit.SECONDS));
+      LeaseReleasedException released =
+          assertInstanceOf(LeaseReleasedException.class, stopped.getCause());
+      assertTrue(released.workStopped(), "the call ended before its lease was released");
+      assertInstanceOf(InterruptedException.class, released.getCause());
+      // the meter registry closed with the context; a LeasedCallListener of its own still hears it
+      assertEquals(List.of("STOPPED billing-eu"), eventsA.calls);
       assertEquals("ran", billingB.run(new CountDownLatch(1), new CountDownLatch(0)));
       assertEquals(
-          List.of("B"),
+          List.of("B", "B"),
           b.getBean(JdbcTemplate.class)
               .queryForList("SELECT who FROM " + events + " WHERE who = 'B'", String.class));
       assertFalse(a.isActive());
@@ -213,7 +247,7 @@ class LeasedAcrossReplicasTest {
     try {
       return billing.run(started, proceed);
     } catch (InterruptedException e) {
-      return "interrupted";
+      throw new IllegalStateException("the interceptor let an InterruptedException through", e);
     }
   }
 }

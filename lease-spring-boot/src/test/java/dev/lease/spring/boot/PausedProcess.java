@@ -1,16 +1,20 @@
 package dev.lease.spring.boot;
 
-import dev.lease.core.MonotonicClock;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.MonotonicClock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Pauses a replica's lease keeping the way a stopped process (a GC pause, a frozen VM) would: its
- * monotonic clock stands still and its renewals do not run. Given to the replica's LeaseManager
- * through a {@link LeaseManagerBuilderCustomizer}.
+ * monotonic clock stands still and its lease statements (renewals, and every other attempt: they
+ * all run on the attempt executor) do not run. Given to the replica's LeaseManager through a {@link
+ * LeaseManagerBuilderCustomizer}, with lease-core's test hooks.
  */
 final class PausedProcess implements MonotonicClock, Executor, LeaseManagerBuilderCustomizer {
 
@@ -23,13 +27,14 @@ final class PausedProcess implements MonotonicClock, Executor, LeaseManagerBuild
           });
   private final List<Runnable> held = new ArrayList<>();
   private boolean renewalsPaused;
+  private long slowNanos;
   private boolean clockFrozen;
   private long frozenAt;
   private long offset;
 
   @Override
   public void customize(dev.lease.core.LeaseManager.Builder builder) {
-    builder.clock(this).attemptExecutor(this);
+    LeaseInternals.attemptExecutor(LeaseInternals.clock(builder, this), this);
   }
 
   @Override
@@ -45,7 +50,24 @@ final class PausedProcess implements MonotonicClock, Executor, LeaseManagerBuild
         return;
       }
     }
-    attempts.execute(renewal);
+    long slow;
+    synchronized (this) {
+      slow = slowNanos;
+    }
+    if (slow == 0) {
+      attempts.execute(renewal);
+      return;
+    }
+    attempts.execute(
+        () -> {
+          LockSupport.parkNanos(slow); // a slow network or pool: the statement starts later
+          renewal.run();
+        });
+  }
+
+  /** Every lease statement from now on starts {@code delay} late (zero: on time). */
+  synchronized void slowAttempts(Duration delay) {
+    slowNanos = delay.toNanos();
   }
 
   /** Renewals stop; with {@code freezeClock} the process also stops noticing time pass. */

@@ -31,9 +31,10 @@ import org.springframework.core.env.Environment;
 
 /**
  * The starter: with a {@code DataSource} bean, a {@link LeaseManager} on it from {@code lease.*};
- * with {@code lease.fencing.enabled=true} every DataSource bean fenced; {@link Leased} and {@link
- * LeaseScheduled} methods; at shutdown the scheduler closed, then the manager; Micrometer meters
- * and actuator parts when those are present.
+ * with {@code lease.fencing.enabled=true} that DataSource bean fenced (and those named in {@code
+ * lease.fencing.data-sources}), checked at start; {@link Leased} and {@link LeaseScheduled}
+ * methods; at shutdown the scheduler closed, then the manager; Micrometer meters and actuator parts
+ * when those are present.
  *
  * <p>Spring Boot 3 and 4 keep {@code DataSourceAutoConfiguration} in different packages, so it is
  * named, not referenced.
@@ -60,6 +61,15 @@ public class LeaseAutoConfiguration {
   @ConditionalOnProperty(prefix = "lease.fencing", name = "enabled", havingValue = "true")
   static FencedDataSourcePostProcessor leaseFencedDataSourcePostProcessor(Environment environment) {
     return new FencedDataSourcePostProcessor(environment);
+  }
+
+  @Bean
+  @ConditionalOnProperty(prefix = "lease.fencing", name = "enabled", havingValue = "true")
+  FencingCheck leaseFencingCheck(
+      FencedDataSourcePostProcessor fencer,
+      ObjectProvider<LeaseManager> manager,
+      ConfigurableListableBeanFactory beanFactory) {
+    return new FencingCheck(fencer, manager::getObject, beanFactory);
   }
 
   @Bean

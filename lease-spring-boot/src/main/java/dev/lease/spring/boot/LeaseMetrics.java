@@ -49,6 +49,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>Every meter has the tag {@code lease} (the lease or job name) unless {@code
  * lease.metrics.lease-tag=false}: then every meter counts all leases together, for large or
  * unbounded lease sets. A new event is one line: {@code count("lease.x", lease, "outcome", ...)}.
+ * The lease of the starter's start-up check ({@link FencingCheck#PROBE}) is not counted.
  *
  * <p>lease-core reports a hand-over and a renewal's duration to no listener, so both are derived
  * here, from what its API documents: a claim's term is the previous term + 1 (terms grow by one per
@@ -99,6 +100,9 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
 
   @Override
   public void claimed(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
     held(lease.name(), +1);
     count("lease.claims", lease.name());
     Long previous = lastOwnTerm.put(lease.name(), lease.term());
@@ -109,6 +113,9 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
 
   @Override
   public void renewed(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
     count("lease.renewals", lease.name(), "outcome", "success");
     // the lease's local deadline now counts from the start of this renewal (the listener runs right
     // after it was recorded), so what is missing of it is the time the renewal took
@@ -126,33 +133,51 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
 
   @Override
   public void renewalFailed(Lease lease, Exception cause) {
+    if (ignored(lease)) {
+      return;
+    }
     count("lease.renewals", lease.name(), "outcome", "failure");
   }
 
   @Override
   public void lost(Lease lease, LossReason reason) {
+    if (ignored(lease)) {
+      return;
+    }
     held(lease.name(), -1);
     count("lease.losses", lease.name(), "reason", reason.name().toLowerCase(Locale.ROOT));
   }
 
   @Override
   public void released(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
     held(lease.name(), -1);
     count("lease.releases", lease.name());
   }
 
   @Override
   public void transactionVerified(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
     count("lease.transactions", lease.name(), "outcome", "verified");
   }
 
   @Override
   public void transactionRefused(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
     count("lease.transactions", lease.name(), "outcome", "refused");
   }
 
   @Override
   public void transactionPoisoned(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
     count("lease.transactions", lease.name(), "outcome", "poisoned");
   }
 
@@ -172,6 +197,10 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
   }
 
   // ---- helpers ----------------------------------------------------------------------------------
+
+  private static boolean ignored(Lease lease) {
+    return FencingCheck.PROBE.equals(lease.name());
+  }
 
   private void count(String meter, String lease, String... keyValues) {
     Tags tags = tags(lease).and(keyValues);

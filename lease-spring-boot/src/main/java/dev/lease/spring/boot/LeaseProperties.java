@@ -73,11 +73,12 @@ public class LeaseProperties implements Validator {
     LOG_ONLY
   }
 
-  /** {@code lease.fencing.*}: wrapping the application's DataSource beans. */
+  /** {@code lease.fencing.*}: wrapping the DataSource beans of the lease database. */
   public static class Fencing {
     /**
-     * Wrap every DataSource bean of the application in lease-jdbc's FencedDataSource, so the
-     * transactions of a method running under a lease are verified by the database.
+     * Wrap the DataSource bean of the lease database (the one the LeaseManager uses) in
+     * lease-jdbc's FencedDataSource, so the transactions of a method running under a lease are
+     * verified by the database.
      */
     private boolean enabled = false;
 
@@ -96,8 +97,11 @@ public class LeaseProperties implements Validator {
     /** STRICT on MySQL/MariaDB: innodb_lock_wait_timeout of the session; default the duration. */
     private Duration lockWaitTimeout;
 
-    /** Names of DataSource beans to leave unwrapped. */
-    private List<String> excludedBeans = new ArrayList<>();
+    /**
+     * Names of further DataSource beans to wrap: each must reach the lease database (a second pool
+     * on it), which is checked at start.
+     */
+    private List<String> dataSources = new ArrayList<>();
 
     public boolean isEnabled() {
       return enabled;
@@ -147,12 +151,12 @@ public class LeaseProperties implements Validator {
       this.lockWaitTimeout = lockWaitTimeout;
     }
 
-    public List<String> getExcludedBeans() {
-      return excludedBeans;
+    public List<String> getDataSources() {
+      return dataSources;
     }
 
-    public void setExcludedBeans(List<String> excludedBeans) {
-      this.excludedBeans = excludedBeans;
+    public void setDataSources(List<String> dataSources) {
+      this.dataSources = dataSources;
     }
 
     /** The lease-jdbc options these properties describe. */

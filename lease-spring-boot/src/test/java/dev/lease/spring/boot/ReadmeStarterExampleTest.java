@@ -1,18 +1,19 @@
 package dev.lease.spring.boot;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseManager;
 import dev.lease.testing.TestDatabase;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.SpringBootConfiguration;
@@ -20,42 +21,14 @@ import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
-import org.springframework.stereotype.Component;
-import org.springframework.transaction.annotation.Transactional;
 
 /**
  * Keeps the README's "Spring Boot" section true: its properties are {@code
- * readme-application.properties} and its class is {@link Billing} below, character for character
- * (checked); the application runs with them on SQLite.
+ * readme-application.properties} and its class is {@link Billing} (the file between its README
+ * markers, imports included), character for character (checked); the application runs with them on
+ * SQLite, and a call skipped while another replica holds the lease returns null.
  */
 class ReadmeStarterExampleTest {
-
-  // spotless:off
-  // README-BEGIN
-  @Component
-  public static class Billing {
-    private final JdbcTemplate jdbc;
-
-    public Billing(JdbcTemplate jdbc) {
-      this.jdbc = jdbc;
-    }
-
-    // once across replicas at a time: skipped (returns null) while another replica runs it;
-    // its transaction is refused if the lease was lost
-    @Leased("nightly-billing")
-    @Transactional
-    public void bill() {
-      jdbc.update("UPDATE invoice SET paid = true WHERE paid = false");
-    }
-
-    // each instant once across all replicas, judged by the database clock
-    @LeaseScheduled(name = "hourly-invoices", cron = "0 5 * * * *")
-    public void issue(Instant instant) {
-      jdbc.update("INSERT INTO invoice_run (at_ms) VALUES (?)", instant.toEpochMilli());
-    }
-  }
-  // README-END
-  // spotless:on
 
   @SpringBootConfiguration
   @EnableAutoConfiguration
@@ -80,10 +53,21 @@ class ReadmeStarterExampleTest {
       jdbc.execute("CREATE TABLE invoice_run (at_ms BIGINT NOT NULL)");
       jdbc.update("INSERT INTO invoice (id, paid) VALUES (1, false)");
 
-      ctx.getBean(Billing.class).bill();
-
+      Billing billing = ctx.getBean(Billing.class);
+      assertEquals(1, billing.bill());
       assertEquals(
           1, jdbc.queryForObject("SELECT COUNT(*) FROM invoice WHERE paid", Integer.class));
+
+      // another replica holds the lease: the call is skipped, the body does not run
+      Lease elsewhere = ctx.getBean(LeaseManager.class).tryClaim("nightly-billing").orElseThrow();
+      try {
+        jdbc.update("UPDATE invoice SET paid = false");
+        assertNull(billing.bill());
+        assertEquals(
+            0, jdbc.queryForObject("SELECT COUNT(*) FROM invoice WHERE paid", Integer.class));
+      } finally {
+        elsewhere.release();
+      }
       assertEquals(
           1.0,
           Replicas.count(
@@ -100,19 +84,13 @@ class ReadmeStarterExampleTest {
     String readme = Files.readString(Path.of("../README.md"));
     String source =
         Files.readString(
-            Path.of(
-                "../lease-spring-boot/src/test/java/dev/lease/spring/boot/ReadmeStarterExampleTest.java"));
+            Path.of("../lease-spring-boot/src/test/java/dev/lease/spring/boot/Billing.java"));
     int begin = source.indexOf("// README-BEGIN\n") + "// README-BEGIN\n".length();
-    int end = source.indexOf("  // README-END", begin);
-    String snippet =
-        source
-            .substring(begin, end)
-            .lines()
-            .map(l -> l.startsWith("  ") ? l.substring(2) : l)
-            .collect(Collectors.joining("\n", "", "\n"));
+    int end = source.indexOf("// README-END", begin);
+    String snippet = source.substring(begin, end);
     assertTrue(
         readme.contains("```java\n" + snippet + "```"),
-        "README.md must show the class of ReadmeStarterExampleTest exactly:\n" + snippet);
+        "README.md must show Billing.java between its markers exactly:\n" + snippet);
     String properties =
         Files.readString(
             Path.of("../lease-spring-boot/src/test/resources/readme-application.properties"));

@@ -72,9 +72,8 @@ class CallerThreadWorkTest {
               } catch (InterruptedException e) {
                 Fixture.Row row = f.row(lease.name());
                 rowHeld.set(row.holder().equals(lease.holder()) && row.expiresAtMs() != 0);
-              } finally {
-                return work.end();
               }
+              return work.end();
             });
     assertTrue(started.await(5, TimeUnit.SECONDS));
     lease.release();

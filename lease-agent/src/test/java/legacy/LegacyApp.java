@@ -22,16 +22,20 @@ import javax.sql.DataSource;
  * what it does from its stdout, one event per line.
  *
  * <pre>
- * java [-javaagent:...] -cp ... legacy.LegacyApp writer URL TABLE WRITER hikari|plain
+ * java [-javaagent:...] -cp ... legacy.LegacyApp writer URL TABLE WRITER POOL
+ *   POOL: plain (DriverManager) or hikari, dbcp2, tomcat, c3p0, agroal, ucp (see Pools)
  *   loops: BEGIN; SELECT (prints TX-OPEN seq); pause 300 ms; INSERT (WRITER, seq); COMMIT
  *   prints COMMITTED seq or REFUSED seq exception, then IDLE seq and pauses 300 ms
  *   stdin "hold": waits between two transactions (prints HELD seq) until stdin "go"
  * java [-javaagent:...] -cp ... legacy.LegacyApp jobs URL TABLE WRITER
  *   stdin "trigger N": calls Jobs.nightly(N) on a new thread (prints JOB-RETURNED N ran=...)
  *   stdin "release N": lets the running nightly(N) return
+ * java [-javaagent:...] -cp ... legacy.LegacyApp isolated
+ *   loads RoutingDataSource again in a loader that cannot see the agent (ISOLATED-LOADED)
+ * java [-javaagent:...] -cp ... legacy.LegacyApp xa ... / vendor ...   (see XaAndVendor)
  * java [-javaagent:...] -cp ... legacy.LegacyApp first-query URL hikari|plain
  *   prints FIRST-QUERY uptime-ms after its first query, then exits
- * java [-javaagent:...] -cp ... legacy.LegacyApp connections URL hikari|routing-hikari|plain N
+ * java [-javaagent:...] -cp ... legacy.LegacyApp connections URL hikari|routing-hikari|plain|POOL N
  *   gets N connections one after another, runs SELECT 1 on each (prints CONNECTION i class)
  * </pre>
  */
@@ -43,10 +47,30 @@ public final class LegacyApp {
     System.out.println("STARTED");
     switch (args[0]) {
       case "writer":
-        writer(args[1], args[2], args[3], "hikari".equals(args[4]));
+        writer(args[1], args[2], args[3], args[4]);
         break;
       case "jobs":
         jobs(args[1], args[2], args[3]);
+        break;
+      case "xa":
+        XaAndVendor.xa(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
+        // stays up (its sessions stay countable) until its input ends
+        while (System.in.read() >= 0) {
+          // nothing: wait for the end of the input
+        }
+        System.exit(0);
+        break;
+      case "vendor":
+        if (args[1].startsWith("jdbc:mysql:")) {
+          XaAndVendor.vendorMysql(args[1]);
+        } else {
+          XaAndVendor.vendor(args[1]);
+        }
+        System.exit(0);
+        break;
+      case "isolated":
+        isolated();
+        System.exit(0);
         break;
       case "first-query":
         firstQuery(args[1], "hikari".equals(args[2]));
@@ -77,9 +101,10 @@ public final class LegacyApp {
    * there (kill -STOP) resumes with a transaction that began under its old lease and writes after
    * its successor claimed the lease, the case that fencing exists for.
    */
-  private static void writer(String url, String table, String writer, boolean pooled)
-      throws InterruptedException {
-    DataSource pool = pooled ? hikari(url) : null;
+  private static void writer(String url, String table, String writer, String poolName)
+      throws InterruptedException, SQLException {
+    boolean pooled = !poolName.equals("plain");
+    DataSource pool = pooled ? Pools.create(poolName, url) : null;
     // stdin "hold": stop between two transactions (prints HELD seq) until "go"
     Semaphore held = new Semaphore(0);
     AtomicBoolean holdRequested = new AtomicBoolean();
@@ -178,9 +203,13 @@ public final class LegacyApp {
 
   private static void connections(String url, String pool, int n) throws Exception {
     DataSource ds =
-        pool.equals("hikari")
-            ? hikari(url)
-            : pool.equals("routing-hikari") ? new RoutingDataSource(hikari(url)) : null;
+        pool.equals("plain")
+            ? null
+            : pool.equals("hikari")
+                ? hikari(url)
+                : pool.equals("routing-hikari")
+                    ? new RoutingDataSource(hikari(url))
+                    : Pools.create(pool, url);
     connections(ds, url, n);
     System.exit(0);
   }
@@ -196,6 +225,20 @@ public final class LegacyApp {
         rs.next();
         System.out.println("CONNECTION " + i + " " + c.getClass().getName());
       }
+    }
+  }
+
+  /**
+   * Loads the application's own DataSource class a second time, in a class loader that cannot see
+   * the agent (its parent is the platform loader), as an isolated plugin loader would.
+   */
+  private static void isolated() throws Exception {
+    java.net.URL classes = LegacyApp.class.getProtectionDomain().getCodeSource().getLocation();
+    try (java.net.URLClassLoader isolated =
+        new java.net.URLClassLoader(
+            new java.net.URL[] {classes}, ClassLoader.getPlatformClassLoader())) {
+      Class<?> c = Class.forName(RoutingDataSource.class.getName(), true, isolated);
+      System.out.println("ISOLATED-LOADED " + c.getName());
     }
   }
 

@@ -45,6 +45,22 @@ final class AgentConfig {
     VERIFY
   }
 
+  /** Leader mode: what the process does after it lost its lease. */
+  enum OnLoss {
+    /** Halt the JVM (status 70) after the grace period: a lost leader stops, as lease-core's. */
+    HALT,
+    /** Keep running with every transaction refused, and claim the lease again when it is free. */
+    REFUSE
+  }
+
+  /** What the agent does when a JDBC class or a connection would run unfenced. */
+  enum OnUnfenced {
+    /** Stop the JVM with status 78, as for bad configuration (the default). */
+    HALT,
+    /** Log an error and run on: the operator accepts the risk. */
+    LOG
+  }
+
   /** Every configuration key, with what it means; the README lists the same. */
   enum Key {
     CONFIG("config", "path of a properties file with any of these keys (agent arguments win)"),
@@ -85,13 +101,23 @@ final class AgentConfig {
             + " successful renewal started (default lease-duration × 2/3)"),
     GRACE_PERIOD(
         "grace-period",
-        "methods mode: time a method has to stop after its lease was lost"
-            + " and its thread interrupted (default lease-duration / 3)"),
+        "methods mode: time a method has to stop after its lease was lost and its thread"
+            + " interrupted; leader mode with on-loss=halt: time before the JVM halts after a loss"
+            + " (default lease-duration / 3)"),
+    ON_LOSS(
+        "on-loss",
+        "leader mode: halt (the JVM halts with status 70 after the grace period once the lease is"
+            + " lost; default) or refuse (run on with every transaction refused and claim again)"),
+    ON_UNFENCED(
+        "on-unfenced",
+        "halt (default: stop the JVM with status 78 when a JDBC class cannot be instrumented or a"
+            + " pool-internals entry hides the application's connections) or log (accept the risk:"
+            + " log an error and run on)"),
     POOL_INTERNALS(
         "pool-internals",
-        "extra class#method entries, ';'-separated, inside which"
-            + " connections are never fenced: a connection pool's own connection factory (HikariCP's"
-            + " is built in)"),
+        "extra class#method entries, ';'-separated, inside which connections are never fenced: the"
+            + " method where a connection pool opens its physical connections (HikariCP, DBCP2, Tomcat"
+            + " JDBC, c3p0, Agroal and Oracle UCP are built in)"),
     LOG_LEVEL(
         "log-level",
         "the agent's log level on stderr: error, warn, info, debug" + " (default info)");
@@ -133,6 +159,8 @@ final class AgentConfig {
   final LeaseTimings timings;
   final List<MethodSpec> poolInternals;
   final String logLevel;
+  final OnLoss onLoss;
+  final OnUnfenced onUnfenced;
 
   private AgentConfig(Map<Key, String> v) {
     this.mode = parseMode(v.get(Key.MODE));
@@ -158,6 +186,8 @@ final class AgentConfig {
     this.timings = parseTimings(v);
     String pools = v.get(Key.POOL_INTERNALS);
     this.poolInternals = pools == null || pools.isBlank() ? List.of() : parsePoolInternals(pools);
+    this.onUnfenced =
+        parseEnum(Key.ON_UNFENCED, v.getOrDefault(Key.ON_UNFENCED, "halt"), OnUnfenced.class);
     this.logLevel = v.getOrDefault(Key.LOG_LEVEL, "info").toLowerCase(Locale.ROOT);
     if (!LOG_LEVELS.matcher(logLevel).matches()) {
       throw new BadConfigurationException(
@@ -178,7 +208,14 @@ final class AgentConfig {
                 + " remove methods, or set mode=methods (and remove lease)");
       }
       this.methods = List.of();
+      this.onLoss = parseEnum(Key.ON_LOSS, v.getOrDefault(Key.ON_LOSS, "halt"), OnLoss.class);
     } else {
+      if (v.containsKey(Key.ON_LOSS)) {
+        throw new BadConfigurationException(
+            "on-loss is a key of leader mode, but mode is methods; a method whose lease is lost is"
+                + " interrupted and the JVM halts after grace-period if it does not stop");
+      }
+      this.onLoss = OnLoss.HALT;
       this.methods =
           MethodSpec.parseAll(
               required(
@@ -445,8 +482,10 @@ final class AgentConfig {
             .append(fencing.name().toLowerCase(Locale.ROOT))
             .append(", ")
             .append(timings);
+    s.append(", on-unfenced=").append(onUnfenced.name().toLowerCase(Locale.ROOT));
     if (mode == Mode.LEADER) {
       s.append(", lease=").append(leaseName);
+      s.append(", on-loss=").append(onLoss.name().toLowerCase(Locale.ROOT));
     } else {
       s.append(", methods=")
           .append(

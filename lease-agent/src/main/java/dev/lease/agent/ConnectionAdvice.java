@@ -1,25 +1,39 @@
 package dev.lease.agent;
 
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
 import java.sql.Connection;
 import net.bytebuddy.asm.Advice;
 
 /**
- * Inlined into every {@code DataSource.getConnection} and {@code Driver.connect} implementation.
- * Bodies only call {@link ConnectionFencing}; exceptions are suppressed so that the advice can
- * never break the method it is woven into (failing closed is the helper's job).
+ * Inlined into every method that hands out a connection: {@code DataSource.getConnection} (also
+ * where a DataSource inherits it from a class that is not one), {@code Driver.connect} and {@code
+ * PooledConnection.getConnection}. Bodies only call {@link ConnectionFencing}; exceptions are
+ * suppressed so that the advice can never break the method it is woven into (failing closed is the
+ * helper's job).
  */
 final class ConnectionAdvice {
 
   private ConnectionAdvice() {}
 
+  /** Bound at instrumentation time: which kind of method ({@link ConnectionFencing#DRIVER}...). */
+  @Retention(RetentionPolicy.RUNTIME)
+  @Target(ElementType.PARAMETER)
+  @interface Kind {}
+
   @Advice.OnMethodEnter(suppress = Throwable.class)
-  static boolean enter() {
+  static long enter() {
     return ConnectionFencing.enter();
   }
 
   @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
   static void exit(
-      @Advice.Enter boolean outermost, @Advice.Return(readOnly = false) Connection connection) {
-    connection = ConnectionFencing.exit(outermost, connection);
+      @Kind int kind,
+      @Advice.Enter long token,
+      @Advice.This(optional = true) Object self,
+      @Advice.Return(readOnly = false) Connection connection) {
+    connection = ConnectionFencing.exit(kind, token, self, connection);
   }
 }

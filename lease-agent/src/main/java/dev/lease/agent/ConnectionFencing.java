@@ -1,31 +1,81 @@
 package dev.lease.agent;
 
 import java.sql.Connection;
+import java.util.Collections;
+import java.util.Map;
+import java.util.Set;
+import java.util.WeakHashMap;
 import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the instrumented {@code DataSource.getConnection} and {@code Driver.connect} methods call:
- * the advice bodies only call these static methods, so this class must be visible from the
- * application's class loader (it is, while the agent jar is on the system class path; see the
- * README's class-loader limits). Public for the instrumented code only; not an API.
+ * What the instrumented connection methods call: the advice bodies only call these static methods,
+ * so this class must be visible from the application's class loader (it is, while the agent jar is
+ * on the system class path; see the README's class-loader limits). Public for the instrumented code
+ * only; not an API.
  *
- * <p>A per-thread depth counter makes only the outermost call of a nested chain wrap (a delegating
- * DataSource, then HikariCP, then HikariCP's DriverDataSource, then {@code Driver.connect}: one
- * wrap, at the top, as OTel's {@code CallDepth.forClass(DataSource.class)}). A second counter marks
- * a connection pool's own connection factory ({@code pool-internals}): connections made there are
- * the pool's physical connections and are never fenced, so the pool's validation, init and reset
- * statements never are either; the application's connection is fenced when it leaves the pool.
+ * <p>The rules, per thread:
+ *
+ * <ul>
+ *   <li><b>Outermost only.</b> A depth counter makes only the outermost call of a nested chain wrap
+ *       (a delegating DataSource, then HikariCP, then HikariCP's DriverDataSource, then {@code
+ *       Driver.connect}: one wrap, at the top, as OTel's {@code CallDepth}). Connections made below
+ *       an advised call are the pool's physical connections and are never fenced.
+ *   <li><b>Physical scopes.</b> A pool's own connection factory and test methods (built in per
+ *       pool, {@code ConnectionPoolDataSource.getPooledConnection*} and {@code
+ *       XADataSource.getXAConnection*} for every driver and pool, more with {@code pool-internals})
+ *       are scopes inside which connections are physical: the pool's helper threads open, validate
+ *       and evict connections there, so none of that is ever fenced or refused.
+ *   <li><b>Scopes never hide a hand-out.</b> A {@code DataSource.getConnection} that returns,
+ *       inside a physical scope, a connection no driver made (a pool's hand-out, not a physical
+ *       connection) means the scope encloses the application's own connection: a {@code
+ *       pool-internals} entry that would silently turn fencing off. That stops the JVM (or, with
+ *       {@code on-unfenced=log}, is logged as an error).
+ * </ul>
  */
 public final class ConnectionFencing {
 
   private static final Logger log = LoggerFactory.getLogger(ConnectionFencing.class);
 
-  /** [0]: nesting depth of getConnection/connect calls; [1]: depth of pool-internal scopes. */
-  private static final ThreadLocal<int[]> DEPTH = ThreadLocal.withInitial(() -> new int[2]);
+  /** {@code DataSource.getConnection} (and an ancestor's that a DataSource inherits). */
+  public static final int DATA_SOURCE = 0;
+
+  /** {@code Driver.connect}: always a physical connection of the driver. */
+  public static final int DRIVER = 1;
+
+  /** {@code PooledConnection.getConnection} / {@code XAConnection.getConnection}: a handle. */
+  public static final int POOLED = 2;
+
+  /** What one thread is inside of. */
+  private static final class Frame {
+    /** Nesting depth of advised connection calls. */
+    int depth;
+
+    /** Nesting depth of physical scopes. */
+    int scopes;
+
+    /** Physical connections made by drivers on this thread so far (a counter, compared). */
+    int physicalMade;
+
+    /** The outermost open scope (class#method) and whether the user configured it. */
+    String scope;
+
+    boolean configured;
+  }
+
+  private static final ThreadLocal<Frame> FRAME = ThreadLocal.withInitial(Frame::new);
+
+  /** Classes of connections that drivers made: physical, wherever they are returned. */
+  private static final Set<Class<?>> PHYSICAL_CLASSES =
+      Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
+
+  /** Scopes already reported as hiding a hand-out (report once each). */
+  private static final Map<String, Boolean> REPORTED =
+      Collections.synchronizedMap(new java.util.HashMap<>());
 
   private static volatile UnaryOperator<Connection> fencer;
+  private static volatile boolean haltOnUnfenced = true;
 
   /**
    * Deliberately broken: every nested call wraps, as if there were no depth counter. Only for the
@@ -37,32 +87,81 @@ public final class ConnectionFencing {
   private ConnectionFencing() {}
 
   /** Installs what wraps the application's connections; until then connections pass unchanged. */
-  static void install(UnaryOperator<Connection> wrap) {
+  static void install(UnaryOperator<Connection> wrap, boolean haltWhenUnfenced) {
     fencer = wrap;
-  }
-
-  /** Enter advice of getConnection/connect: true when this call is the outermost to fence. */
-  public static boolean enter() {
-    int[] d = DEPTH.get();
-    int depth = d[0]++;
-    return d[1] == 0 && (depth == 0 || WRAP_EVERY_CALL);
+    haltOnUnfenced = haltWhenUnfenced;
   }
 
   /**
-   * Exit advice of getConnection/connect, also when it threw ({@code c} is then null): the
-   * outermost call's connection comes back fenced.
+   * Enter advice of an advised connection method.
+   *
+   * @return a token for {@link #exit}: bit 0 outermost (to be fenced), bit 1 the first advised call
+   *     inside a physical scope, bits 2+ the thread's count of physical connections made so far
    */
-  public static Connection exit(boolean outermost, Connection c) {
-    DEPTH.get()[0]--;
-    if (!outermost || c == null) {
+  public static long enter() {
+    Frame f = FRAME.get();
+    int depth = f.depth++;
+    long token = ((long) f.physicalMade) << 2;
+    if (f.scopes == 0) {
+      if (depth == 0 || WRAP_EVERY_CALL) {
+        token |= 1;
+      }
+    } else if (depth == 0) {
+      token |= 2;
+    }
+    return token;
+  }
+
+  /**
+   * Exit advice, also when the method threw ({@code c} is then null): the outermost call's
+   * connection comes back fenced.
+   *
+   * @param kind {@link #DATA_SOURCE}, {@link #DRIVER} or {@link #POOLED}
+   * @param self the instrumented object (for messages)
+   */
+  public static Connection exit(int kind, long token, Object self, Connection c) {
+    Frame f = FRAME.get();
+    f.depth--;
+    if (c == null) {
+      return null;
+    }
+    if (kind == DRIVER) {
+      f.physicalMade++;
+      PHYSICAL_CLASSES.add(c.getClass());
+      if (log.isDebugEnabled()) {
+        // one line per physical connection: the tests count them to see a pool churn
+        log.debug(
+            "physical connection {} opened on thread {}{}",
+            c.getClass().getName(),
+            Thread.currentThread().getName(),
+            (token & 1) != 0 ? " (outermost: fenced)" : f.scopes > 0 ? " in " + f.scope : "");
+      }
+    }
+    if ((token & 2) != 0
+        && kind == DATA_SOURCE
+        && f.physicalMade == (int) (token >>> 2)
+        && !PHYSICAL_CLASSES.contains(c.getClass())) {
+      return handOutInsideScope(f, self, c);
+    }
+    if ((token & 1) == 0) {
       return c;
     }
-    UnaryOperator<Connection> f = fencer;
-    if (f == null) {
+    if (kind == POOLED && self instanceof javax.sql.XAConnection) {
+      Connection handle = XaTracking.handle((javax.sql.XAConnection) self, c);
+      Connection fenced = fence(handle);
+      XaTracking.fenced(handle, fenced);
+      return fenced;
+    }
+    return fence(c);
+  }
+
+  private static Connection fence(Connection c) {
+    UnaryOperator<Connection> wrap = fencer;
+    if (wrap == null) {
       return c;
     }
     try {
-      Connection fenced = f.apply(c);
+      Connection fenced = wrap.apply(c);
       if (log.isDebugEnabled()) {
         log.debug(
             "handing out {} for {}",
@@ -72,39 +171,81 @@ public final class ConnectionFencing {
       return fenced;
     } catch (Throwable t) {
       // Fail closed here, not in the advice (checklist 36): an unfenced connection handed to a
-      // fenced
-      // application is the one outcome this agent exists to prevent.
+      // fenced application is the one outcome this agent exists to prevent.
       log.error(
           "could not fence a connection of {}; handing out a connection that refuses every"
               + " statement",
           c.getClass().getName(),
           t);
-      try {
-        c.close();
-      } catch (Throwable ignored) {
-        // best effort
-      }
+      closeQuietly(c);
       return RefusingConnection.create("lease-agent could not fence this connection: " + t);
     }
   }
 
-  /** Enter advice of a pool's own connection factory: connections made inside are not fenced. */
-  public static void enterPoolInternal() {
-    DEPTH.get()[1]++;
+  /**
+   * A DataSource handed out, inside a physical scope, a connection that no driver made: the scope
+   * encloses a pool's hand-out, so the application would get it unfenced.
+   */
+  private static Connection handOutInsideScope(Frame f, Object self, Connection c) {
+    String scope = f.scope;
+    String message =
+        (f.configured ? "pool-internals entry " : "built-in pool rule ")
+            + scope
+            + " encloses "
+            + (self == null ? "a DataSource" : self.getClass().getName())
+            + ".getConnection, which handed out a "
+            + c.getClass().getName()
+            + " that no JDBC driver made: a pool's connection for the application, which would run"
+            + " UNFENCED. pool-internals must name the method that opens the pool's physical"
+            + " connections (for example org.apache.commons.dbcp2.PoolableConnectionFactory"
+            + "#makeObject), never one the application's connections pass through; remove "
+            + scope
+            + " from pool-internals";
+    if (haltOnUnfenced) {
+      LeaseAgent.stop(LeaseAgent.EXIT_CONFIGURATION, message);
+    }
+    if (REPORTED.putIfAbsent(scope, Boolean.TRUE) == null) {
+      log.error(
+          "{} (on-unfenced=log: running on; hand-outs found inside the scope are fenced, a cold"
+              + " pool's first ones may not be)",
+          message);
+    }
+    return fence(c);
   }
 
-  /** Exit advice of a pool's own connection factory. */
-  public static void exitPoolInternal() {
-    DEPTH.get()[1]--;
+  private static void closeQuietly(Connection c) {
+    try {
+      c.close();
+    } catch (Throwable ignored) {
+      // best effort
+    }
+  }
+
+  /** Enter advice of a physical scope: connections made inside are the pool's own. */
+  public static void enterScope(String scope, boolean configured) {
+    Frame f = FRAME.get();
+    if (f.scopes++ == 0) {
+      f.scope = scope;
+      f.configured = configured;
+    }
+  }
+
+  /** Exit advice of a physical scope. */
+  public static void exitScope() {
+    Frame f = FRAME.get();
+    if (--f.scopes == 0) {
+      f.scope = null;
+      f.configured = false;
+    }
   }
 
   /** Runs {@code work} with connections unfenced: the agent's own lease connections. */
   static <T, E extends Exception> T unfenced(ThrowingSupplier<T, E> work) throws E {
-    enterPoolInternal();
+    enterScope("lease-agent#leaseDatabase", false);
     try {
       return work.get();
     } finally {
-      exitPoolInternal();
+      exitScope();
     }
   }
 

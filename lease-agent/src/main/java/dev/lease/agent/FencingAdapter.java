@@ -10,7 +10,8 @@ import java.util.function.UnaryOperator;
  * The one place the agent meets lease-jdbc: how a connection becomes fenced, from the
  * configuration. {@link FencedConnections#wrap} returns a connection that already is fenced (the
  * application uses lease-jdbc itself, at any depth of pool proxies) unchanged, so the agent never
- * fences twice.
+ * fences twice. A connection that implements vendor interfaces gets a {@link VendorFace}, so casts
+ * to them keep working.
  */
 final class FencingAdapter {
 
@@ -24,6 +25,6 @@ final class FencingAdapter {
                     ? FencingMode.STRICT
                     : FencingMode.VERIFY)
             .build();
-    return c -> FencedConnections.wrap(c, options);
+    return c -> VendorFace.of(c, FencedConnections.wrap(c, options));
   }
 }

@@ -2,7 +2,6 @@ package dev.lease.agent;
 
 import static net.bytebuddy.matcher.ElementMatchers.hasSuperType;
 import static net.bytebuddy.matcher.ElementMatchers.isAbstract;
-import static net.bytebuddy.matcher.ElementMatchers.isInterface;
 import static net.bytebuddy.matcher.ElementMatchers.isMethod;
 import static net.bytebuddy.matcher.ElementMatchers.isSynthetic;
 import static net.bytebuddy.matcher.ElementMatchers.nameStartsWith;
@@ -14,13 +13,19 @@ import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
 
 import java.lang.instrument.Instrumentation;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Collectors;
 import net.bytebuddy.ByteBuddy;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
+import net.bytebuddy.description.method.MethodDescription;
+import net.bytebuddy.description.type.TypeDefinition;
 import net.bytebuddy.description.type.TypeDescription;
 import net.bytebuddy.dynamic.DynamicType;
 import net.bytebuddy.dynamic.scaffold.TypeValidation;
@@ -31,33 +36,80 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Weaves the agent into the application (ByteBuddy; checklist points 34–36 of the JDBC anchors):
+ * Weaves the agent into the application (ByteBuddy; checklist points 34–36 of the JDBC anchors).
+ *
+ * <p>Where connections are handed out ({@link ConnectionAdvice}; the outermost call fences):
  *
  * <ul>
- *   <li>every concrete {@code javax.sql.DataSource#getConnection} and {@code
- *       java.sql.Driver#connect} gets {@link ConnectionAdvice}: the outermost call hands out a
- *       fenced connection;
- *   <li>a pool's own connection factory gets {@link PoolInternalAdvice} (HikariCP's {@code
- *       PoolBase#newConnection} built in, more with {@code pool-internals});
- *   <li>in methods mode, each configured method gets {@link MethodLeaseAdvice}.
+ *   <li>{@code getConnection()} / {@code getConnection(user, password)} of every concrete {@code
+ *       javax.sql.DataSource}, and of every class a DataSource inherits them from that is not one
+ *       itself (Tomcat JDBC's {@code DataSourceProxy}): the general rule, found when the DataSource
+ *       subclass loads (its superclasses load after it);
+ *   <li>{@code connect(url, properties)} of every {@code java.sql.Driver};
+ *   <li>{@code getConnection()} of every {@code javax.sql.PooledConnection} and {@code
+ *       XAConnection}: the handle the application gets from a pooled or XA connection.
  * </ul>
  *
- * <p>lease-jdbc's own FencedDataSource and FencedDriver are woven like any other: when the
- * application uses them itself, they are the outermost call, their connection already is fenced,
- * and {@code FencedConnections.wrap} hands it back unchanged, so the pool below is never wrapped.
+ * <p>Physical scopes ({@link PoolInternalAdvice}; connections made inside are the pool's own and
+ * never fenced): {@code getPooledConnection*} of every {@code ConnectionPoolDataSource}, {@code
+ * getXAConnection*} of every {@code XADataSource} (pgjdbc's XA code casts the connection it opens
+ * to its own type), the built-in methods of the pools in {@link #BUILT_IN_POOL_INTERNALS} (their
+ * helper threads open and test connections there), and {@code pool-internals}.
+ *
+ * <p>Fail closed: a JDBC class that cannot be instrumented (its class loader cannot see the agent,
+ * or weaving failed) stops the JVM with status 78, unless {@code on-unfenced=log} accepts the risk.
  *
  * <p>Costs stay in matching, not weaving (byte-buddy#959): a cached type pool per class loader, a
- * cached class-loader guard (can the loader see {@link ConnectionFencing}?) before any type
- * matcher, name prefixes of the JDK and of the agent itself ignored outright. RETRANSFORMATION also
- * weaves classes loaded before the agent (the lease database's own driver, loaded during start).
+ * cached class-loader guard (can the loader see {@link ConnectionFencing}?), name prefixes of the
+ * JDK and of the agent itself ignored outright. RETRANSFORMATION also weaves classes loaded before
+ * the agent (the lease database's own driver, loaded during start).
  */
 final class Instrumenter {
 
   private static final Logger log = LoggerFactory.getLogger(Instrumenter.class);
 
-  /** HikariCP creates its physical connections here, on its adder thread and at pool start. */
+  private static final String C3P0_MANAGER =
+      "com.mchange.v2.c3p0.impl.C3P0PooledConnectionPool$1PooledConnectionResourcePoolManager";
+
+  /**
+   * Where the pools that legacy applications use open, test and evict their physical connections,
+   * mostly on their own helper threads, outside any call of the application. Read from each pool's
+   * source (versions in the README's pool table).
+   */
   static final List<MethodSpec> BUILT_IN_POOL_INTERNALS =
-      List.of(new MethodSpec("com.zaxxer.hikari.pool.PoolBase", "newConnection", "pool"));
+      List.of(
+          // HikariCP: the adder thread and pool start
+          internal("com.zaxxer.hikari.pool.PoolBase#newConnection"),
+          // Commons DBCP2: borrow, the evictor's ensureMinIdle, addObject
+          internal("org.apache.commons.dbcp2.PoolableConnectionFactory#makeObject"),
+          // Tomcat JDBC: connectUsingDriver / connectUsingDataSource
+          internal("org.apache.tomcat.jdbc.pool.PooledConnection#connect"),
+          // c3p0: its helper threads acquire (getPooledConnection) and test connections here
+          internal(C3P0_MANAGER + "#acquireResource"),
+          internal(C3P0_MANAGER + "#refurbishResourceOnCheckout"),
+          internal(C3P0_MANAGER + "#refurbishResourceOnCheckin"),
+          internal(C3P0_MANAGER + "#refurbishIdleResource"),
+          internal(C3P0_MANAGER + "#destroyResource"),
+          // Agroal: the housekeeping thread creates connections and takes their handle here
+          internal("io.agroal.pool.ConnectionPool$CreateConnectionTask#call"),
+          internal("io.agroal.pool.ConnectionFactory#createConnection"),
+          internal("io.agroal.pool.ConnectionFactory#getRecoveryConnection"),
+          // Oracle UCP: its connection factory adapters
+          internal("oracle.ucp.jdbc.DriverConnectionFactoryAdapter#createConnection"),
+          internal("oracle.ucp.jdbc.DataSourceConnectionFactoryAdapter#createConnection"),
+          internal(
+              "oracle.ucp.jdbc.ConnectionPoolDataSourceConnectionFactoryAdapter#createConnection"));
+
+  /** Classes DataSources inherit getConnection from that are not DataSources themselves. */
+  static final List<String> BUILT_IN_DATA_SOURCE_ANCESTORS =
+      List.of("org.apache.tomcat.jdbc.pool.DataSourceProxy");
+
+  private static final String DATA_SOURCE = "javax.sql.DataSource";
+  private static final String DRIVER = "java.sql.Driver";
+  private static final String POOLED_CONNECTION = "javax.sql.PooledConnection";
+  private static final String CONNECTION_POOL_DATA_SOURCE = "javax.sql.ConnectionPoolDataSource";
+  private static final String XA_DATA_SOURCE = "javax.sql.XADataSource";
+  private static final String XA_CONNECTION = "javax.sql.XAConnection";
 
   private static final ElementMatcher.Junction<TypeDescription> IGNORED =
       nameStartsWith("java.")
@@ -70,30 +122,106 @@ final class Instrumenter {
           .or(nameStartsWith("dev.lease.core."))
           .or(isSynthetic());
 
-  private static final ElementMatcher.Junction<TypeDescription> JDBC_ENTRY_POINTS =
-      not(isInterface())
+  /** getConnection() and getConnection(user, password). */
+  private static final ElementMatcher.Junction<MethodDescription> GET_CONNECTION =
+      isMethod()
+          .and(not(isAbstract()))
+          .and(returns(named("java.sql.Connection")))
           .and(
-              hasSuperType(named("javax.sql.DataSource"))
-                  .or(hasSuperType(named("java.sql.Driver"))));
+              named("getConnection")
+                  .and(
+                      takesArguments(0)
+                          .or(
+                              takesArguments(2)
+                                  .and(takesArgument(0, String.class))
+                                  .and(takesArgument(1, String.class)))));
 
-  /** getConnection() and getConnection(user, password); connect(url, properties). */
-  private static final EveryDeclaredMethod CONNECTION_METHODS =
-      new EveryDeclaredMethod(
-          isMethod()
-              .and(not(isAbstract()))
-              .and(returns(named("java.sql.Connection")))
-              .and(
-                  named("getConnection")
-                      .or(
-                          named("connect")
-                              .and(takesArguments(2))
-                              .and(takesArgument(0, String.class)))),
-          Advice.to(ConnectionAdvice.class));
+  private static final ElementMatcher.Junction<MethodDescription> CONNECT =
+      isMethod()
+          .and(not(isAbstract()))
+          .and(returns(named("java.sql.Connection")))
+          .and(named("connect"))
+          .and(takesArguments(2))
+          .and(takesArgument(0, String.class));
 
-  private Instrumenter() {}
+  private static final ElementMatcher.Junction<MethodDescription> POOLED_GET_CONNECTION =
+      isMethod()
+          .and(not(isAbstract()))
+          .and(returns(named("java.sql.Connection")))
+          .and(named("getConnection"))
+          .and(takesArguments(0));
+
+  private static final ElementMatcher.Junction<MethodDescription> GET_POOLED_CONNECTION =
+      isMethod()
+          .and(not(isAbstract()))
+          .and(nameStartsWith("getPooledConnection"))
+          .and(returns(hasSuperType(named(POOLED_CONNECTION))));
+
+  private static final ElementMatcher.Junction<MethodDescription> GET_XA_CONNECTION =
+      isMethod()
+          .and(not(isAbstract()))
+          .and(nameStartsWith("getXAConnection"))
+          .and(returns(hasSuperType(named(XA_CONNECTION))));
+
+  /**
+   * Broken on purpose, one mechanism at a time, for the negative controls of the child-JVM tests (a
+   * comma list of builtin-pools, inherited-getconnection, pooled-scopes, vendor-faces).
+   */
+  static final Set<String> TESTING_DISABLED =
+      Arrays.stream(System.getProperty("lease.agent.testing.disable", "").split(","))
+          .map(String::trim)
+          .filter(s -> !s.isEmpty())
+          .collect(Collectors.toUnmodifiableSet());
+
+  /** Broken on purpose: instrumenting this class throws (the fail-closed test). */
+  private static final String TESTING_FAIL_CLASS =
+      System.getProperty("lease.agent.testing.failInstrumentationOf");
+
+  private final AgentConfig config;
+  private final boolean haltOnUnfenced;
+
+  /** Superclasses of DataSources that declare getConnection (found as the subclass loads). */
+  private final Set<String> ancestors = ConcurrentHashMap.newKeySet();
+
+  /** Scopes per class name: class name -> method -> (scope key, configured). */
+  private final Map<String, List<MethodSpec>> scopesByClass = new ConcurrentHashMap<>();
+
+  private final Set<String> configuredKeys = new HashSet<>();
+
+  /** Types being woven for fencing; an error for one of them stops the JVM. */
+  private final Set<String> weaving = ConcurrentHashMap.newKeySet();
+
+  private Instrumenter(AgentConfig config) {
+    this.config = config;
+    this.haltOnUnfenced = config.onUnfenced == AgentConfig.OnUnfenced.HALT;
+    if (!TESTING_DISABLED.contains("inherited-getconnection")) {
+      ancestors.addAll(BUILT_IN_DATA_SOURCE_ANCESTORS);
+    }
+    List<MethodSpec> internals = new ArrayList<>();
+    if (!TESTING_DISABLED.contains("builtin-pools")) {
+      internals.addAll(BUILT_IN_POOL_INTERNALS);
+    }
+    internals.addAll(config.poolInternals);
+    for (MethodSpec m : config.poolInternals) {
+      configuredKeys.add(m.key());
+    }
+    for (MethodSpec m : internals) {
+      scopesByClass.computeIfAbsent(m.className(), k -> new ArrayList<>()).add(m);
+    }
+  }
+
+  private static MethodSpec internal(String key) {
+    int hash = key.indexOf('#');
+    return new MethodSpec(key.substring(0, hash), key.substring(hash + 1), "pool");
+  }
 
   static void install(Instrumentation inst, AgentConfig config) {
+    new Instrumenter(config).installOn(inst);
+  }
+
+  private void installOn(Instrumentation inst) {
     ElementMatcher<ClassLoader> seesAgent = new SeesAgent();
+    ElementMatcher<TypeDescription> jdbcTypes = new JdbcTypes();
     // no validation of generated types: advice only adds code to existing methods
     AgentBuilder builder =
         new AgentBuilder.Default(new ByteBuddy().with(TypeValidation.DISABLED))
@@ -113,24 +241,10 @@ final class Instrumenter {
                     loader == null
                         || loader == ClassLoader.getPlatformClassLoader()
                         || IGNORED.matches(type))
-            .type(JDBC_ENTRY_POINTS, seesAgent)
-            .transform((b, type, loader, module, domain) -> b.visit(CONNECTION_METHODS))
-            .type(JDBC_ENTRY_POINTS, not(seesAgent))
+            .type(jdbcTypes, seesAgent)
+            .transform(this::weave)
+            .type(jdbcTypes, not(seesAgent))
             .transform(new Unfenceable());
-
-    List<MethodSpec> internals = new ArrayList<>(BUILT_IN_POOL_INTERNALS);
-    internals.addAll(config.poolInternals);
-    for (MethodSpec m : internals) {
-      builder =
-          builder
-              .type(named(m.className()), seesAgent)
-              .transform(
-                  new AgentBuilder.Transformer.ForAdvice()
-                      .include(Instrumenter.class.getClassLoader())
-                      .advice(
-                          isMethod().and(named(m.methodName())).and(not(isAbstract())),
-                          PoolInternalAdvice.class.getName()));
-    }
     for (MethodSpec m : config.methods) {
       builder =
           builder
@@ -147,6 +261,173 @@ final class Instrumenter {
                           MethodLeaseAdvice.class.getName()));
     }
     builder.installOn(inst);
+  }
+
+  /** The types this agent weaves for fencing, or must refuse to run without. */
+  private final class JdbcTypes implements ElementMatcher<TypeDescription> {
+    @Override
+    public boolean matches(TypeDescription type) {
+      String name = type.getName();
+      if (scopesByClass.containsKey(name) || ancestors.contains(name)) {
+        return true;
+      }
+      if (type.isInterface()) {
+        return false;
+      }
+      return type.isAssignableTo(javax.sql.DataSource.class)
+          || type.isAssignableTo(java.sql.Driver.class)
+          || type.isAssignableTo(javax.sql.PooledConnection.class)
+          || type.isAssignableTo(javax.sql.ConnectionPoolDataSource.class)
+          || type.isAssignableTo(javax.sql.XADataSource.class)
+          || type.isAssignableTo(javax.transaction.xa.XAResource.class);
+    }
+  }
+
+  /** Applies every rule that holds for {@code type}. */
+  private DynamicType.Builder<?> weave(
+      DynamicType.Builder<?> b,
+      TypeDescription type,
+      ClassLoader loader,
+      JavaModule module,
+      java.security.ProtectionDomain domain) {
+    String name = type.getName();
+    weaving.add(name);
+    if (name.equals(TESTING_FAIL_CLASS)) {
+      throw new IllegalStateException("lease.agent.testing.failInstrumentationOf=" + name);
+    }
+    boolean dataSource = !type.isInterface() && type.isAssignableTo(javax.sql.DataSource.class);
+    boolean ancestor = ancestors.contains(name);
+    if (dataSource || ancestor) {
+      b = b.visit(new EveryDeclaredMethod(GET_CONNECTION, advice(ConnectionFencing.DATA_SOURCE)));
+      if (dataSource && !TESTING_DISABLED.contains("inherited-getconnection")) {
+        recordAncestors(type);
+      }
+    }
+    if (!type.isInterface() && type.isAssignableTo(java.sql.Driver.class)) {
+      b = b.visit(new EveryDeclaredMethod(CONNECT, advice(ConnectionFencing.DRIVER)));
+    }
+    if (!type.isInterface() && type.isAssignableTo(javax.sql.PooledConnection.class)) {
+      b = b.visit(new EveryDeclaredMethod(POOLED_GET_CONNECTION, advice(ConnectionFencing.POOLED)));
+    }
+    if (!type.isInterface() && type.isAssignableTo(javax.transaction.xa.XAResource.class)) {
+      b =
+          b.visit(
+              new EveryDeclaredMethod(
+                  isMethod().and(not(isAbstract())).and(named("start")).and(takesArguments(2)),
+                  Advice.to(XaAdvice.Start.class)));
+      b =
+          b.visit(
+              new EveryDeclaredMethod(
+                  isMethod()
+                      .and(not(isAbstract()))
+                      .and(
+                          named("end")
+                              .or(named("prepare"))
+                              .or(named("commit"))
+                              .or(named("rollback"))
+                              .or(named("forget")))
+                      .and(takesArgument(0, named("javax.transaction.xa.Xid"))),
+                  Advice.to(XaAdvice.End.class)));
+    }
+    if (!TESTING_DISABLED.contains("pooled-scopes")) {
+      if (type.isAssignableTo(javax.sql.ConnectionPoolDataSource.class)) {
+        b = scope(b, type, GET_POOLED_CONNECTION, name + "#getPooledConnection", false);
+      }
+      if (type.isAssignableTo(javax.sql.XADataSource.class)) {
+        b = scope(b, type, GET_XA_CONNECTION, name + "#getXAConnection", false);
+      }
+    }
+    List<MethodSpec> scopes = scopesByClass.get(name);
+    if (scopes != null) {
+      for (MethodSpec m : scopes) {
+        boolean configured = configuredKeys.contains(m.key());
+        if (configured) {
+          checkConfiguredScope(type, m, dataSource || ancestor);
+        }
+        b =
+            scope(
+                b,
+                type,
+                isMethod().and(named(m.methodName())).and(not(isAbstract())),
+                m.key(),
+                configured);
+      }
+    }
+    return b;
+  }
+
+  private static Advice advice(int kind) {
+    return Advice.withCustomMapping()
+        .bind(ConnectionAdvice.Kind.class, kind)
+        .to(ConnectionAdvice.class);
+  }
+
+  private static DynamicType.Builder<?> scope(
+      DynamicType.Builder<?> b,
+      TypeDescription type,
+      ElementMatcher<? super MethodDescription> methods,
+      String key,
+      boolean configured) {
+    Advice advice =
+        Advice.withCustomMapping()
+            .bind(PoolInternalAdvice.Scope.class, key)
+            .bind(PoolInternalAdvice.Configured.class, configured)
+            .to(PoolInternalAdvice.class);
+    return b.visit(new EveryDeclaredMethod(methods, advice));
+  }
+
+  /**
+   * The general rule for inherited hand-outs: a DataSource whose getConnection comes from a
+   * superclass that is not a DataSource (Tomcat JDBC's DataSourceProxy). Superclasses load after
+   * the subclass that names them, so recording them here lets their own load weave them.
+   */
+  private void recordAncestors(TypeDescription type) {
+    try {
+      for (TypeDefinition s = type.getSuperClass(); s != null; s = s.getSuperClass()) {
+        TypeDescription sup = s.asErasure();
+        if (sup.getName().startsWith("java.") || sup.isAssignableTo(javax.sql.DataSource.class)) {
+          continue;
+        }
+        if (!sup.getDeclaredMethods().filter(GET_CONNECTION).isEmpty()
+            && ancestors.add(sup.getName())) {
+          log.debug("{} hands out connections inherited from {}", type.getName(), sup.getName());
+        }
+      }
+    } catch (RuntimeException e) {
+      log.debug("could not read the superclasses of {}: {}", type.getName(), e.toString());
+    }
+  }
+
+  /**
+   * A {@code pool-internals} entry that names the method the application gets its connections from
+   * would hand them out unfenced: bad configuration, found when the class loads.
+   */
+  private void checkConfiguredScope(TypeDescription type, MethodSpec m, boolean handsOut) {
+    boolean declared =
+        !type.getDeclaredMethods()
+            .filter(isMethod().and(named(m.methodName())).and(not(isAbstract())))
+            .isEmpty();
+    String problem = null;
+    if (!declared) {
+      problem =
+          "class "
+              + type.getName()
+              + " declares no concrete method "
+              + m.methodName()
+              + " (the method must be declared by that class, not inherited)";
+    } else if ((handsOut && m.methodName().equals("getConnection"))
+        || (type.isAssignableTo(java.sql.Driver.class) && m.methodName().equals("connect"))
+        || (type.isAssignableTo(javax.sql.PooledConnection.class)
+            && m.methodName().equals("getConnection"))) {
+      problem =
+          m.key()
+              + " hands connections to the application: inside it they would never be fenced."
+              + " Name the method that opens the pool's physical connections instead";
+    }
+    if (problem != null) {
+      LeaseAgent.stop(
+          LeaseAgent.EXIT_CONFIGURATION, "bad pool-internals entry '" + m.key() + "': " + problem);
+    }
   }
 
   /**
@@ -172,8 +453,8 @@ final class Instrumenter {
     }
   }
 
-  /** For JDBC classes in a loader that cannot see the agent: say loudly that they stay unfenced. */
-  private static final class Unfenceable implements AgentBuilder.Transformer {
+  /** A JDBC class in a loader that cannot see the agent: its connections could not be fenced. */
+  private final class Unfenceable implements AgentBuilder.Transformer {
     @Override
     public DynamicType.Builder<?> transform(
         DynamicType.Builder<?> b,
@@ -181,14 +462,26 @@ final class Instrumenter {
         ClassLoader loader,
         JavaModule module,
         java.security.ProtectionDomain domain) {
-      log.error(
-          "{} (class loader {}) cannot see the agent's classes, so its connections are NOT"
-              + " fenced; put the application's JDBC classes in a loader that delegates to the system"
-              + " class loader (see the README's class-loader limits)",
-          type.getName(),
-          loader);
+      unfenced(
+          "JDBC class "
+              + type.getName()
+              + " (class loader "
+              + loader
+              + ") cannot see the agent's classes, so its connections cannot be fenced; put the"
+              + " application's JDBC classes in a class loader that delegates to the system class"
+              + " loader (see the README's class-loader limits)");
       return b;
     }
+  }
+
+  /** Stops the JVM for a JDBC class that runs unfenced, or logs it with on-unfenced=log. */
+  private void unfenced(String message) {
+    if (haltOnUnfenced) {
+      LeaseAgent.stop(
+          LeaseAgent.EXIT_CONFIGURATION,
+          message + "; to run it unfenced anyway, accept the risk with on-unfenced=log");
+    }
+    log.error("{}; it runs UNFENCED (on-unfenced=log)", message);
   }
 
   /**
@@ -233,8 +526,11 @@ final class Instrumenter {
     }
   }
 
-  /** Instrumentation errors are logged; the class then loads as it was. */
-  private static final class Errors extends AgentBuilder.Listener.Adapter {
+  /**
+   * A JDBC class whose weaving failed would run unfenced: that stops the JVM (fail closed). Errors
+   * for other classes (a type the pool cannot describe while matching) are logged.
+   */
+  private final class Errors extends AgentBuilder.Listener.Adapter {
     @Override
     public void onTransformation(
         TypeDescription type,
@@ -242,6 +538,7 @@ final class Instrumenter {
         JavaModule module,
         boolean loaded,
         DynamicType dynamicType) {
+      weaving.remove(type.getName());
       log.debug("instrumented {}{}", type.getName(), loaded ? " (retransformed)" : "");
     }
 
@@ -252,7 +549,17 @@ final class Instrumenter {
         JavaModule module,
         boolean loaded,
         Throwable throwable) {
-      log.error("could not instrument {}; it runs as it was: {}", typeName, throwable.toString());
+      if (weaving.remove(typeName)) {
+        unfenced(
+            "could not instrument JDBC class "
+                + typeName
+                + " (class loader "
+                + loader
+                + "): "
+                + throwable);
+      } else {
+        log.warn("could not examine {} for instrumentation: {}", typeName, throwable.toString());
+      }
     }
   }
 }

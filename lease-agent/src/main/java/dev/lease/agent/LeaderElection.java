@@ -19,20 +19,31 @@ import org.slf4j.LoggerFactory;
  * claimed, keep it renewed until it is lost; then claim again. While this process does not hold the
  * lease, the process-wide lease is one that is not held (a placeholder before the first claim, the
  * lost lease after a loss), so fenced transactions are refused instead of running unfenced.
+ *
+ * <p>After a loss ({@code on-loss}): {@code halt} (the default, as lease-core's failure policy for
+ * a lost leader) halts the JVM with status {@value #EXIT_LOST} once the grace period has passed,
+ * its transactions refused meanwhile; {@code refuse} keeps the process running with its
+ * transactions refused, and it claims the lease again when it is free. A release at shutdown is not
+ * a loss.
  */
 final class LeaderElection {
 
   private static final Logger log = LoggerFactory.getLogger(LeaderElection.class);
 
+  /** Exit status after a loss with on-loss=halt (sysexits EX_SOFTWARE, as methods mode). */
+  static final int EXIT_LOST = 70;
+
   private final LeaseManager manager;
   private final String name;
   private final long pollMillis;
+  private final AgentConfig.OnLoss onLoss;
   private volatile boolean stopped;
   private volatile Thread thread;
 
-  LeaderElection(LeaseManager manager, String name) {
+  LeaderElection(LeaseManager manager, String name, AgentConfig.OnLoss onLoss) {
     this.manager = manager;
     this.name = name;
+    this.onLoss = onLoss;
     this.pollMillis = manager.timings().renewInterval().toMillis();
   }
 
@@ -101,6 +112,38 @@ final class LeaderElection {
     }
   }
 
+  /**
+   * on-loss=halt: transactions stay refused (the lost lease is still the process-wide one) for the
+   * grace period, then the JVM halts; a shutdown that begins meanwhile wins.
+   */
+  private void haltAfterGrace(Lease lease) throws InterruptedException {
+    long grace = manager.timings().gracePeriod().toMillis();
+    log.error(
+        "lease {} term {} instance {} lost ({}); its transactions are refused, and the JVM halts"
+            + " in {} ms (on-loss=halt; on-loss=refuse keeps it running as a replica)",
+        lease.name(),
+        lease.term(),
+        lease.instance(),
+        lease.lossReason().map(Enum::name).orElse("?"),
+        grace);
+    Thread.sleep(grace); // the grace period itself, not a synchronisation
+    if (stopped) {
+      return;
+    }
+    System.err.println(
+        "lease-agent: lease "
+            + lease.name()
+            + " term "
+            + lease.term()
+            + " was lost and the grace period of "
+            + grace
+            + " ms has passed; halting the JVM (status "
+            + EXIT_LOST
+            + ", on-loss=halt)");
+    System.err.flush();
+    Runtime.getRuntime().halt(EXIT_LOST);
+  }
+
   /** Holds {@code lease} as the process-wide lease until it is lost or released. */
   private void lead(Lease lease) throws InterruptedException {
     CountDownLatch ended = new CountDownLatch(1);
@@ -116,6 +159,9 @@ final class LeaderElection {
       if (!lease.isHeld()) { // released at shutdown, or the local deadline passed
         break;
       }
+    }
+    if (!stopped && onLoss == AgentConfig.OnLoss.HALT && lease.lossReason().isPresent()) {
+      haltAfterGrace(lease);
     }
     // the lost lease stays process-wide: it is not held, so transactions are refused until the next
     // claim replaces it

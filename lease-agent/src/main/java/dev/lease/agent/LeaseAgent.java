@@ -29,6 +29,10 @@ public final class LeaseAgent {
   private LeaseAgent() {}
 
   public static void premain(String agentArgs, Instrumentation inst) {
+    // Before any ByteBuddy class loads: its safe mode uses no sun.misc.Unsafe (Java 24+ warns on
+    // stderr at the first use, JEP 498); the agent only inlines advice, which needs none of what
+    // Unsafe enables. The shade plugin relocates this name with ByteBuddy's package.
+    setIfAbsent("net.bytebuddy.safe", "true");
     AgentConfig config;
     try {
       config = AgentConfig.parse(agentArgs, System::getenv);
@@ -41,7 +45,8 @@ public final class LeaseAgent {
     log.info("starting: {}", config);
     try {
       long t0 = System.nanoTime();
-      ConnectionFencing.install(FencingAdapter.from(config));
+      ConnectionFencing.install(
+          FencingAdapter.from(config), config.onUnfenced == AgentConfig.OnUnfenced.HALT);
       Instrumenter.install(inst, config);
       long t1 = System.nanoTime();
       LeaseManager.Builder leases =
@@ -57,7 +62,7 @@ public final class LeaseAgent {
       LeaseManager manager = leases.build();
       long t2 = System.nanoTime();
       if (config.mode == AgentConfig.Mode.LEADER) {
-        LeaderElection election = new LeaderElection(manager, config.leaseName);
+        LeaderElection election = new LeaderElection(manager, config.leaseName, config.onLoss);
         // released at shutdown so that a replica takes over at once, and never claimed again
         Runtime.getRuntime()
             .addShutdownHook(
@@ -88,12 +93,29 @@ public final class LeaseAgent {
     } catch (LeaseException e) {
       stop(
           EXIT_UNAVAILABLE,
-          "the lease database cannot be used: " + Secrets.redact(e.getMessage(), config.password));
+          "the lease database cannot be used: "
+              + Secrets.redact(agentAdvice(e.getMessage()), config.password));
     } catch (RuntimeException | LinkageError e) {
       stop(
           EXIT_UNAVAILABLE,
           "could not start: " + Secrets.redact(String.valueOf(e), config.password));
     }
+  }
+
+  /**
+   * lease-core's advice for a missing table names its own API; an agent user sets a key instead.
+   */
+  static String agentAdvice(String message) {
+    if (message == null) {
+      return null;
+    }
+    int advice = message.indexOf("; create it with LeaseManager");
+    if (message.contains("does not exist") && advice >= 0) {
+      return message.substring(0, advice)
+          + "; start the agent with create-table=true to create it, or create it with the DDL in"
+          + " the README (section \"The lease table\")";
+    }
+    return message;
   }
 
   /**

@@ -141,4 +141,38 @@ class AgentConfigTest {
     assertEquals("t2", c.table);
     assertTrue(error("config=" + dir.resolve("missing.properties")).contains("does not exist"));
   }
+
+  @Test
+  void leaderModeHaltsAfterALossByDefaultAndCanRefuseInstead() {
+    assertEquals(AgentConfig.OnLoss.HALT, parse("mode=leader,lease=l,url=jdbc:sqlite:x.db").onLoss);
+    assertEquals(
+        AgentConfig.OnLoss.REFUSE,
+        parse("mode=leader,lease=l,url=jdbc:sqlite:x.db,on-loss=refuse").onLoss);
+    String m = error("mode=leader,lease=l,url=jdbc:sqlite:x.db,on-loss=ignore");
+    assertTrue(m.contains("on-loss 'ignore' must be one of halt, refuse"), m);
+    m = error("mode=methods,url=jdbc:sqlite:x.db,methods=a.B#c=d,on-loss=refuse");
+    assertTrue(m.contains("on-loss is a key of leader mode"), m);
+  }
+
+  @Test
+  void unfencedJdbcClassesStopTheJvmUnlessTheRiskIsAccepted() {
+    assertEquals(
+        AgentConfig.OnUnfenced.HALT, parse("mode=leader,lease=l,url=jdbc:sqlite:x.db").onUnfenced);
+    assertEquals(
+        AgentConfig.OnUnfenced.LOG,
+        parse("mode=leader,lease=l,url=jdbc:sqlite:x.db,on-unfenced=log").onUnfenced);
+    String m = error("mode=leader,lease=l,url=jdbc:sqlite:x.db,on-unfenced=maybe");
+    assertTrue(m.contains("on-unfenced 'maybe' must be one of halt, log"), m);
+  }
+
+  @Test
+  void missingTableAdviceNamesTheAgentsKey() {
+    String core =
+        "lease table leases does not exist in this PostgreSQL database; create it with"
+            + " LeaseManager.builder(...).createTableIfMissing(), or apply LeaseManager.ddl(...)";
+    String advice = LeaseAgent.agentAdvice(core);
+    assertTrue(advice.startsWith("lease table leases does not exist in this PostgreSQL"), advice);
+    assertTrue(advice.contains("start the agent with create-table=true"), advice);
+    assertFalse(advice.contains("LeaseManager"), advice);
+  }
 }

@@ -36,8 +36,10 @@ final class AppProcess implements AutoCloseable {
 
   private static final Pattern APP_JARS =
       Pattern.compile(
-          ".*(HikariCP|postgresql|mariadb-java-client|sqlite-jdbc|slf4j-api|"
-              + "slf4j-simple)-[0-9][^"
+          ".*(HikariCP|postgresql|mariadb-java-client|sqlite-jdbc|slf4j-api|slf4j-simple|"
+              + "commons-dbcp2|commons-pool2|commons-logging|jakarta.transaction-api|tomcat-jdbc|"
+              + "tomcat-juli|c3p0|mchange-commons-java|agroal-api|agroal-pool|ucp11|ojdbc11|"
+              + "mysql-connector-j|protobuf-java)-[0-9][^"
               + Pattern.quote(File.separator)
               + "]*\\.jar");
 

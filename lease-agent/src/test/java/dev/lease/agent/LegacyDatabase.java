@@ -48,6 +48,51 @@ final class LegacyDatabase implements AutoCloseable {
     return "url=" + url + ",table=" + leases + ",create-table=true," + more;
   }
 
+  /**
+   * Makes {@code leaseName} held by another process ("Z") for an hour, so that every agent started
+   * on this database is a replica in leader mode: the tests of what a replica does need no second
+   * JVM. Creates the lease table as the agent would.
+   */
+  void holdLeaseElsewhere(String leaseName) throws SQLException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      for (String ddl : dev.lease.core.LeaseManager.ddl(database(), leases)) {
+        s.execute(ddl);
+      }
+    }
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO "
+                    + leases
+                    + " (name, holder, instance, term, expires_at_ms) VALUES (?, 'z', 'Z', 1, ?)")) {
+      ps.setString(1, leaseName);
+      ps.setLong(2, System.currentTimeMillis() + 3_600_000L);
+      ps.executeUpdate();
+    }
+  }
+
+  /** After a process held {@code leaseName} and released it: now another process ("Z") holds it. */
+  void releaseAndHoldElsewhere(String leaseName) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "UPDATE "
+                    + leases
+                    + " SET holder = 'z', instance = 'Z', term = term + 1, expires_at_ms = ?"
+                    + " WHERE name = ?")) {
+      ps.setLong(1, System.currentTimeMillis() + 3_600_000L);
+      ps.setString(2, leaseName);
+      if (ps.executeUpdate() != 1) {
+        throw new IllegalStateException("no lease row " + leaseName + " in " + leases);
+      }
+    }
+  }
+
+  private dev.lease.core.Database database() {
+    return dev.lease.core.Database.valueOf(db.name());
+  }
+
   /** The seqs that {@code writer} has committed, as any other session sees them now. */
   Set<Integer> committed(String writer) throws SQLException {
     Set<Integer> seqs = new TreeSet<>();

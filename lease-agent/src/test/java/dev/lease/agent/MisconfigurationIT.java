@@ -5,12 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.TestDatabase;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * Bad configuration stops the JVM before the application's main runs, with a message that says what
- * is wrong, and never shows a password. Each case launches the legacy application with the agent.
+ * Bad configuration stops the JVM, with a message that says what is wrong, and never shows a
+ * password: before the application's main runs for what the agent checks at start, when the class
+ * loads for what only the class shows (a configured method it lacks, a JDBC class that cannot be
+ * instrumented, a pool-internals entry that names a hand-out), at the first connection for a
+ * pool-internals entry that hides one. Each case launches the legacy application with the agent.
  */
 class MisconfigurationIT {
 
@@ -89,6 +93,154 @@ class MisconfigurationIT {
         run("mode=leader,lease=l,table=" + table + ",url=" + PG, Map.of()),
         69,
         "the lease database cannot be used: lease table " + table + " does not exist");
+    AppProcess app = run("mode=leader,lease=l,table=" + table + ",url=" + PG, Map.of());
+    assertTrue(app.stderr().contains("start the agent with create-table=true"), app.describe());
+    assertFalse(app.stderr().contains("LeaseManager"), app.describe());
+  }
+
+  /** Leader-mode arguments with a lease table of the test's own. */
+  private static String leader(String table, String more) {
+    return "mode=leader,lease=l,create-table=true,table=" + table + ",url=" + PG + more;
+  }
+
+  /** Runs {@code args} of the legacy application with the agent; returns it after it ended. */
+  private static AppProcess runApp(String agentArgs, List<String> jvm, String... args)
+      throws Exception {
+    AppProcess app =
+        AppProcess.start(
+            "app",
+            AppProcess.JAVA_17,
+            agentArgs,
+            Map.of(),
+            jvm,
+            false,
+            legacy.LegacyApp.class.getName(),
+            args);
+    app.awaitExit();
+    return app;
+  }
+
+  private static void withTable(ThrowingConsumer<String> test) throws Exception {
+    String table = TestDatabase.uniqueTable("agent_leases");
+    try {
+      test.accept(table);
+    } finally {
+      TestDatabase.dropQuietly(TestDatabase.POSTGRESQL.unpooled(), table);
+    }
+  }
+
+  @FunctionalInterface
+  private interface ThrowingConsumer<T> {
+    void accept(T t) throws Exception;
+  }
+
+  @Test
+  void jdbcClassInALoaderThatCannotSeeTheAgentStopsTheJvm() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app = runApp(leader(table, ""), List.of(), "isolated");
+          assertEquals(78, app.awaitExit(), app.describe());
+          assertTrue(
+              app.stderr()
+                  .contains(
+                      "lease-agent: JDBC class legacy.RoutingDataSource (class loader"
+                          + " java.net.URLClassLoader@"),
+              app.describe());
+          assertTrue(app.stderr().contains("accept the risk with on-unfenced=log"), app.describe());
+          assertFalse(app.lines().stream().anyMatch(l -> l.startsWith("ISOLATED-LOADED")));
+        });
+  }
+
+  @Test
+  void onUnfencedLogAcceptsTheRiskAndSaysSo() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app = runApp(leader(table, ",on-unfenced=log"), List.of(), "isolated");
+          assertEquals(0, app.awaitExit(), app.describe());
+          assertTrue(app.lines().contains("ISOLATED-LOADED legacy.RoutingDataSource"));
+          assertTrue(app.stderr().contains("it runs UNFENCED (on-unfenced=log)"), app.describe());
+        });
+  }
+
+  /** Weaving broken on purpose for one class: the JVM stops, naming it. */
+  @Test
+  void jdbcClassWhoseInstrumentationFailsStopsTheJvm() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app =
+              runApp(
+                  leader(table, ""),
+                  List.of("-Dlease.agent.testing.failInstrumentationOf=legacy.RoutingDataSource"),
+                  "connections",
+                  PG,
+                  "routing-hikari",
+                  "1");
+          assertEquals(78, app.awaitExit(), app.describe());
+          assertTrue(
+              app.stderr()
+                  .contains(
+                      "lease-agent: could not instrument JDBC class legacy.RoutingDataSource"
+                          + " (class loader "),
+              app.describe());
+          assertFalse(app.lines().stream().anyMatch(l -> l.startsWith("CONNECTION")));
+        });
+  }
+
+  /** The issue's case: a pool-internals entry naming the pool's hand-out. */
+  @Test
+  void poolInternalsNamingTheApplicationsGetConnectionStopsTheJvm() throws Exception {
+    withTable(
+        table -> {
+          String entry = "org.apache.tomcat.jdbc.pool.DataSourceProxy#getConnection";
+          AppProcess app =
+              runApp(
+                  leader(table, ",pool-internals=" + entry),
+                  List.of(),
+                  "connections",
+                  PG,
+                  "tomcat",
+                  "1");
+          assertEquals(78, app.awaitExit(), app.describe());
+          assertTrue(
+              app.stderr()
+                  .contains(
+                      "lease-agent: bad pool-internals entry '"
+                          + entry
+                          + "': "
+                          + entry
+                          + " hands connections to the application"),
+              app.describe());
+          assertFalse(app.lines().stream().anyMatch(l -> l.startsWith("CONNECTION")));
+        });
+  }
+
+  /**
+   * A pool-internals entry around the application's own call of the pool: found at the first
+   * connection the pool hands out inside it, which no driver made.
+   */
+  @Test
+  void poolInternalsEnclosingAHandOutStopsTheJvmAtTheFirstOne() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app =
+              runApp(
+                  leader(table, ",pool-internals=legacy.LegacyApp#connections"),
+                  List.of(),
+                  "connections",
+                  PG,
+                  "hikari",
+                  "2");
+          assertEquals(78, app.awaitExit(), app.describe());
+          assertTrue(
+              app.stderr()
+                  .contains(
+                      "lease-agent: pool-internals entry legacy.LegacyApp#connections encloses"
+                          + " com.zaxxer.hikari.HikariDataSource.getConnection, which handed out a"
+                          + " com.zaxxer.hikari.pool.HikariProxyConnection that no JDBC driver"
+                          + " made"),
+              app.describe());
+          assertFalse(app.lines().stream().anyMatch(l -> l.startsWith("CONNECTION")));
+        });
   }
 
   @Test

@@ -5,10 +5,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The work {@link LeaseManager#runUnder} runs under a lease: its thread, and whether it ended on
- * its own or was stopped (interrupted because the lease was lost or released). A release waits for
- * it to end, up to the grace period, before it gives the row back; a loss waits as long before it
- * runs the failure policy.
+ * The work {@link LeaseManager#runUnder} runs under a lease (or a caller's own thread bound with
+ * {@link LeaseManager#bindCurrentThread}): its thread, and whether it ended on its own or was
+ * stopped (interrupted because the lease was lost or released). A release waits for it to end, up
+ * to the grace period, before it gives the row back; a loss waits as long before it runs the
+ * failure policy.
+ *
+ * <p>Once {@link #workEnded()} returned, the thread is never interrupted by a stop: a caller's
+ * thread goes on with other work after its lease, and a late interrupt would hit that work.
  */
 final class BoundWork {
 
@@ -31,20 +35,23 @@ final class BoundWork {
    * Asks the work to stop: interrupts its thread, unless it already ended. The first request that
    * comes before the work ended makes it "stopped" for good, even if it then returns normally.
    */
-  void requestStop() {
-    if (state.get() == ENDED) {
+  synchronized void requestStop() {
+    if (hasEnded()) {
       return;
     }
     state.compareAndSet(RUNNING, STOPPED);
-    if (state.get() == STOPPED) {
-      thread.interrupt();
-    }
+    thread.interrupt();
   }
 
-  /** Called by the work's thread as its last act. */
+  /**
+   * Called by the work's thread as its last act; no stop interrupts the thread after it returned
+   * (it excludes {@link #requestStop()}, which checks for the end under the same lock).
+   */
   void workEnded() {
-    state.compareAndSet(RUNNING, ENDED);
-    ended.countDown();
+    synchronized (this) {
+      state.compareAndSet(RUNNING, ENDED);
+      ended.countDown();
+    }
     settled.countDown();
   }
 

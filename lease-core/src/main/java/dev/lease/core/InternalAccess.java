@@ -1,6 +1,7 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseAccess;
 import dev.lease.core.internal.MonotonicClock;
 import dev.lease.core.internal.TestFault;
@@ -132,6 +133,11 @@ final class InternalAccess extends LeaseAccess {
   @Override
   public void afterWork(LeaseManager.Builder builder, Consumer<Lease> hook) {
     builder.afterWorkForTesting(hook);
+  }
+
+  @Override
+  public CallerWork bindCurrentThread(Lease lease) {
+    return lease.manager().bindCurrentThread(lease);
   }
 
   @Override

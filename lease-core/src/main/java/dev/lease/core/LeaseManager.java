@@ -1,6 +1,7 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.MonotonicClock;
 import dev.lease.core.internal.TestFault;
@@ -336,16 +337,7 @@ public final class LeaseManager implements AutoCloseable {
     worker.setName("lease-work-" + lease.name());
     BoundWork bound = new BoundWork(worker);
     self.set(bound);
-    if (!lease.isHeld() || !lease.attach(bound)) {
-      if (lease.isReleased()) {
-        throw new IllegalStateException(
-            lease + " was released; claim the name again for a new lease");
-      }
-      throw new LeaseLostException(
-          lease,
-          lease + " is not held (" + lease.lossReason().map(Enum::name).orElse("released") + ")",
-          null);
-    }
+    attach(lease, bound);
     lease.hold();
     worker.start();
     try {
@@ -408,6 +400,41 @@ public final class LeaseManager implements AutoCloseable {
       throw new LeaseWorkException("work under " + lease + " failed: " + t, t);
     }
     return result.get();
+  }
+
+  /** Binds {@code bound} to {@code lease}, or says why it cannot be. */
+  private static void attach(Lease lease, BoundWork bound) {
+    if (!lease.isHeld() || !lease.attach(bound)) {
+      if (lease.isReleased()) {
+        throw new IllegalStateException(
+            lease + " was released; claim the name again for a new lease");
+      }
+      throw new LeaseLostException(
+          lease,
+          lease + " is not held (" + lease.lossReason().map(Enum::name).orElse("released") + ")",
+          null);
+    }
+  }
+
+  /**
+   * Binds the calling thread to {@code lease} as work under it, the way {@link #runUnder} binds the
+   * thread it starts ({@link LeaseInternals#bindCurrentThread}): a release or {@link #close()}
+   * interrupts it and waits up to the grace period for it to end before giving the row back; a loss
+   * interrupts it at once, and the failure policy runs if it has not ended after the grace period.
+   * The caller binds {@link LeaseContext} and keeps the lease renewed itself.
+   */
+  CallerWork bindCurrentThread(Lease lease) {
+    if (lease.manager() != this) {
+      throw new IllegalArgumentException(lease + " belongs to another LeaseManager");
+    }
+    ensureOpen("run work under " + lease);
+    BoundWork bound = new BoundWork(Thread.currentThread());
+    attach(lease, bound);
+    return () -> {
+      bound.workEnded();
+      lease.detach(bound);
+      return bound.wasStopped();
+    };
   }
 
   /**

@@ -85,8 +85,12 @@ class PooledSessionTest {
           s.execute("SET lock_timeout = '7s'");
           s.execute("SET statement_timeout = '8s'");
           s.execute("SET TIME ZONE 'Asia/Kolkata'");
+          s.execute("SET idle_in_transaction_session_timeout = '9s'");
         }
-        case MYSQL, MARIADB -> s.execute("SET time_zone = '+05:30', innodb_lock_wait_timeout = 7");
+        case MYSQL, MARIADB ->
+            s.execute(
+                "SET time_zone = '+05:30', innodb_lock_wait_timeout = 7,"
+                    + " idle_transaction_timeout = 9");
         case SQLITE -> s.execute("PRAGMA busy_timeout = 7000");
       }
     }
@@ -105,10 +109,12 @@ class PooledSessionTest {
           case POSTGRESQL ->
               "SELECT current_setting('lock_timeout'),"
                   + " current_setting('statement_timeout'), current_setting('TimeZone'),"
-                  + " current_setting('transaction_isolation')";
+                  + " current_setting('transaction_isolation'),"
+                  + " current_setting('idle_in_transaction_session_timeout')";
           case MYSQL, MARIADB ->
               "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout,"
-                  + " @@session.tx_isolation, @@session.timestamp = UNIX_TIMESTAMP(NOW(6))";
+                  + " @@session.tx_isolation, @@session.timestamp = UNIX_TIMESTAMP(NOW(6)),"
+                  + " @@session.idle_transaction_timeout";
           case SQLITE -> "PRAGMA busy_timeout";
         };
     if (db.isSqlite()) {

@@ -217,6 +217,11 @@ final class TransactionFence {
     }
   }
 
+  /** The transaction ended outside the connection (an XA branch, through its XAResource). */
+  void endedElsewhere() {
+    endTransaction();
+  }
+
   /** The connection was aborted: forget the transaction (the driver ends it). */
   void closed() {
     endTransaction();
@@ -246,9 +251,14 @@ final class TransactionFence {
     if (!lease.isHeld()) {
       throw refuse(
           lease,
-          "it is no longer held by this process ("
-              + lease.lossReason().map(Enum::name).orElse("released")
-              + ")");
+          lease.term() == 0
+              // term 0: a placeholder for a lease this process has never claimed (the agent's
+              // replica in leader mode), so "no longer held" would mislead
+              ? "this process does not hold it (another process holds it, or it has not been"
+                  + " claimed yet)"
+              : "it is no longer held by this process ("
+                  + lease.lossReason().map(Enum::name).orElse("released")
+                  + ")");
     }
     Duration idle =
         options.idleInTransactionTimeout() != null
@@ -429,8 +439,7 @@ final class TransactionFence {
     return new LeaseLostSQLException(
         "transaction refused: lease "
             + lease.name()
-            + " term "
-            + lease.term()
+            + (lease.term() == 0 ? "" : " term " + lease.term())
             + " (instance "
             + lease.instance()
             + "): "

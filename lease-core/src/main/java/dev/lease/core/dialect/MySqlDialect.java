@@ -81,6 +81,7 @@ final class MySqlDialect extends Dialect {
     long lockWaitSeconds = Math.max(1, (timeoutMs + 999) / 1000);
     String savedZone = null;
     long savedLockWait = 0;
+    long savedIdle = 0;
     try (Statement s = c.createStatement()) {
       if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
         s.execute(
@@ -90,18 +91,26 @@ final class MySqlDialect extends Dialect {
                 + lockWaitSeconds);
       } else {
         try (ResultSet rs =
-            s.executeQuery("SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout")) {
+            s.executeQuery(
+                "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout"
+                    + (mariadb ? ", @@session.idle_transaction_timeout" : ""))) {
           rs.next();
           savedZone = rs.getString(1);
           savedLockWait = rs.getLong(2);
+          savedIdle = mariadb ? rs.getLong(3) : 0;
         }
         s.execute(
             "SET time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
-                + lockWaitSeconds);
+                + lockWaitSeconds
+                // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
+                // locked (no successor could claim) until it resumes; the server ends such a
+                // session (PausedLeaseSessionTest). MySQL 8 has no such bound.
+                + (mariadb ? ", idle_transaction_timeout = " + lockWaitSeconds : ""));
       }
     }
     String zone = savedZone;
     long lockWait = savedLockWait;
+    long idle = savedIdle;
     Throwable failure = null;
     try {
       if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
@@ -130,11 +139,12 @@ final class MySqlDialect extends Dialect {
               c.setTransactionIsolation(isolation);
             }
           },
-          () -> restoreSettings(c, zone, lockWait));
+          () -> restoreSettings(c, zone, lockWait, idle));
     }
   }
 
-  private void restoreSettings(Connection c, String zone, long lockWait) throws SQLException {
+  private void restoreSettings(Connection c, String zone, long lockWait, long idle)
+      throws SQLException {
     if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
       try (Statement s = c.createStatement()) {
         s.execute("SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw");
@@ -143,9 +153,14 @@ final class MySqlDialect extends Dialect {
     }
     // bound, not concatenated: a named time zone is the server's text
     try (PreparedStatement ps =
-        c.prepareStatement("SET time_zone = ?, innodb_lock_wait_timeout = ?")) {
+        c.prepareStatement(
+            "SET time_zone = ?, innodb_lock_wait_timeout = ?"
+                + (mariadb ? ", idle_transaction_timeout = ?" : ""))) {
       ps.setString(1, zone);
       ps.setLong(2, lockWait);
+      if (mariadb) {
+        ps.setLong(3, idle);
+      }
       ps.execute();
     }
   }

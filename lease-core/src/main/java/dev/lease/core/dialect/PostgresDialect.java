@@ -80,9 +80,13 @@ final class PostgresDialect extends Dialect {
       }
       try (PreparedStatement ps =
           c.prepareStatement(
-              "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true)")) {
+              "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true),"
+                  // a holder paused between its UPDATE and COMMIT would keep the lease row locked
+                  // (no successor could claim) until it resumes: the server ends such a session
+                  + " set_config('idle_in_transaction_session_timeout', ?, true)")) {
         ps.setString(1, Long.toString(timeoutMs));
         ps.setString(2, Long.toString(timeoutMs));
+        ps.setString(3, Long.toString(timeoutMs));
         ps.executeQuery().close();
       }
       T result = call.call(c);

@@ -75,4 +75,6 @@ public abstract class LeaseAccess {
   public abstract void afterWork(LeaseManager.Builder builder, Consumer<Lease> hook);
 
   public abstract void release(LeaseManager manager, Collection<Lease> leases);
+
+  public abstract CallerWork bindCurrentThread(Lease lease);
 }

@@ -238,6 +238,25 @@ public final class LeaseInternals {
     return access().isClosed(manager);
   }
 
+  // ---- work on the caller's own thread (the Spring starter's @Leased methods) ------------------
+
+  /**
+   * Binds the calling thread to {@code lease} as work under it, as {@link LeaseManager#runUnder}
+   * binds the thread it starts, for code that runs work under a lease on its caller's thread (so
+   * that the caller's transaction, security context and MDC still apply): a release ({@code
+   * Lease.release()}, {@link LeaseManager#close()}, a scheduler closing) interrupts the thread and
+   * waits up to the grace period for it to end before it gives the row back; a loss interrupts it
+   * at once, and the failure policy runs if it has not ended after the grace period. The caller
+   * binds {@code LeaseContext}, keeps the lease renewed ({@code hold()}), and calls {@link
+   * CallerWork#end()} as its last act under the lease, before it releases it.
+   *
+   * @throws IllegalStateException if the manager is closed or the lease was released
+   * @throws dev.lease.core.LeaseLostException if the lease is no longer held
+   */
+  public static CallerWork bindCurrentThread(Lease lease) {
+    return access().bindCurrentThread(lease);
+  }
+
   // ---- the builder's test hooks ---------------------------------------------------------------
 
   /** The process's monotonic clock; default {@link System#nanoTime()}. For simulations. */

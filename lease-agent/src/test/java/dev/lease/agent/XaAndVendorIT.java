@@ -1,0 +1,254 @@
+package dev.lease.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.testing.TestDatabase;
+import dev.lease.testing.UrlDataSource;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import javax.sql.DataSource;
+import legacy.LegacyApp;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * XA and vendor interfaces on PostgreSQL, in leader mode, as a legacy application uses them ({@code
+ * legacy.XaAndVendor}):
+ *
+ * <ul>
+ *   <li>XA: three real two-phase commits through {@code PGXADataSource} (start, INSERT through the
+ *       XA connection's handle, end, PREPARE TRANSACTION, COMMIT PREPARED) commit on the leader; on
+ *       a replica every branch is refused at its first statement and rolled back; either way no
+ *       prepared transaction and no session is left behind. Negative control: without the physical
+ *       scope of {@code getXAConnection} (and the vendor face that would hide it), pgjdbc's XA code
+ *       fails with the issue's ClassCastException and leaks a session per attempt.
+ *   <li>Vendor interfaces: {@code (PGConnection) DriverManager.getConnection(..)}, a call on it as
+ *       a transaction's first act, a reflective call, and c3p0's raw-connection operation on a
+ *       pooled handle work on the leader and are refused on a replica (verified before the driver
+ *       is reached). Negative control: without vendor faces the cast fails.
+ * </ul>
+ */
+class XaAndVendorIT {
+
+  private static final String LEASE = "xa-leader";
+  private static final int XA_TRANSACTIONS = 3;
+
+  /** Our transaction manager's format id: the gids of its prepared transactions start so. */
+  private static final String GID_PREFIX = "4660_";
+
+  private static final DataSource PG = new UrlDataSource(TestDatabase.POSTGRESQL.url());
+
+  private static String args(LegacyDatabase d, String instance) {
+    return d.agentArgs("mode=leader,lease=" + LEASE + ",lease-duration=2s,instance=" + instance);
+  }
+
+  private static AppProcess app(LegacyDatabase d, String instance, String disable, String... args) {
+    List<String> jvm =
+        disable == null ? List.of() : List.of("-Dlease.agent.testing.disable=" + disable);
+    return AppProcess.start(
+        instance,
+        AppProcess.JAVA_17,
+        args(d, instance),
+        Map.of(),
+        jvm,
+        false,
+        LegacyApp.class.getName(),
+        args);
+  }
+
+  private static AppProcess xa(LegacyDatabase d, String instance, String appName, String disable)
+      throws InterruptedException {
+    AppProcess app =
+        app(
+            d,
+            instance,
+            disable,
+            "xa",
+            d.url,
+            d.events,
+            instance,
+            Integer.toString(XA_TRANSACTIONS),
+            appName);
+    app.awaitLine(l -> l.equals("XA-DONE"), "the end of the XA transactions");
+    return app;
+  }
+
+  @Test
+  void twoPhaseCommitsCommitFencedOnTheLeader_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      String appName = "xa-" + d.events;
+      try (AppProcess app = xa(d, "L", appName, null)) {
+        List<String> committed = lines(app, "XA-COMMITTED");
+        assertEquals(XA_TRANSACTIONS, committed.size(), app.describe());
+        assertEquals(Set.of(1, 2, 3), d.committed("L"));
+        assertNull(leftBehind(appName), app.describe());
+      }
+    }
+  }
+
+  @Test
+  void replicaBranchesAreRefusedAndNothingLeaks_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      d.holdLeaseElsewhere(LEASE);
+      String appName = "xa-" + d.events;
+      try (AppProcess app = xa(d, "R", appName, null)) {
+        List<String> refused = lines(app, "XA-REFUSED");
+        assertEquals(XA_TRANSACTIONS, refused.size(), app.describe());
+        assertTrue(
+            refused.stream().allMatch(l -> l.contains("LeaseLostSQLException")), app.describe());
+        assertTrue(d.committed("R").isEmpty());
+        assertNull(leftBehind(appName), app.describe());
+      }
+    }
+  }
+
+  /** Negative control: the issue's ClassCastException and leaked sessions come back. */
+  @Test
+  void withoutTheXaScopePgjdbcXaFailsAndLeaks_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      String appName = "xa-" + d.events;
+      try (AppProcess app = xa(d, "L", appName, "pooled-scopes,vendor-faces")) {
+        assertTrue(
+            lines(app, "XA-REFUSED").stream().allMatch(l -> l.contains("ClassCastException")),
+            app.describe());
+        String leak = leftBehind(appName);
+        assertNotNull(leak, "the check missed the leaked sessions" + app.describe());
+        System.out.println("without the XA scope: " + leak);
+      }
+    }
+  }
+
+  @Test
+  void vendorInterfacesWorkOnTheLeader_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL);
+        AppProcess app = vendor(d, "L", null)) {
+      assertEquals(
+          List.of("cast", "call", "reflective", "pooled-reflective"),
+          lines(app, "VENDOR-OK").stream().map(l -> l.split(" ")[1]).toList(),
+          app.describe());
+      assertTrue(lines(app, "VENDOR-FAILED").isEmpty(), app.describe());
+    }
+  }
+
+  @Test
+  void vendorCallsOnAReplicaAreRefusedBeforeTheDriverRuns_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      d.holdLeaseElsewhere(LEASE);
+      try (AppProcess app = vendor(d, "R", null)) {
+        assertEquals(1, lines(app, "VENDOR-OK cast").size(), app.describe());
+        List<String> failed = lines(app, "VENDOR-FAILED");
+        assertEquals(
+            List.of("call", "reflective", "pooled-reflective"),
+            failed.stream().map(l -> l.split(" ")[1]).toList(),
+            app.describe());
+        assertTrue(
+            failed.stream().allMatch(l -> l.contains("LeaseLostSQLException")), app.describe());
+      }
+    }
+  }
+
+  /** MySQL Connector/J's JdbcConnection (against MariaDB): cast and call, leader and replica. */
+  @Test
+  void mysqlJdbcConnectionCastWorksAndItsCallsAreVerified_mysql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL)) {
+      try (AppProcess app = vendor(d, "L", null)) {
+        assertEquals(
+            List.of("mysql-cast", "mysql-call"),
+            lines(app, "VENDOR-OK").stream().map(l -> l.split(" ")[1]).toList(),
+            app.describe());
+      }
+      d.releaseAndHoldElsewhere(LEASE);
+      try (AppProcess app = vendor(d, "R", null)) {
+        assertEquals(1, lines(app, "VENDOR-OK mysql-cast").size(), app.describe());
+        List<String> failed = lines(app, "VENDOR-FAILED mysql-call");
+        assertEquals(1, failed.size(), app.describe());
+        assertTrue(failed.get(0).contains("LeaseLostSQLException"), app.describe());
+      }
+    }
+  }
+
+  /** Negative control: without vendor faces the legacy cast fails again. */
+  @Test
+  void withoutVendorFacesTheCastFails_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL);
+        AppProcess app = vendor(d, "L", "vendor-faces")) {
+      List<String> failed = lines(app, "VENDOR-FAILED cast");
+      assertEquals(1, failed.size(), app.describe());
+      assertTrue(failed.get(0).contains("ClassCastException"), app.describe());
+    }
+  }
+
+  private static AppProcess vendor(LegacyDatabase d, String instance, String disable)
+      throws InterruptedException {
+    AppProcess app = app(d, instance, disable, "vendor", d.url);
+    app.awaitLine(l -> l.equals("VENDOR-DONE"), "the end of the vendor calls");
+    return app;
+  }
+
+  private static List<String> lines(AppProcess app, String prefix) {
+    return app.lines().stream().filter(l -> l.startsWith(prefix)).toList();
+  }
+
+  /**
+   * What an XA run must not leave: sessions of the application (every XAConnection is closed after
+   * its transaction; the application is still running) or prepared transactions of our format id.
+   */
+  private static String leftBehind(String appName) throws SQLException {
+    List<String> left = new ArrayList<>();
+    try (Connection c = PG.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = ?")) {
+      ps.setString(1, appName);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        if (rs.getInt(1) > 0) {
+          left.add(rs.getInt(1) + " open sessions");
+        }
+      }
+    }
+    int prepared = preparedTransactions().size();
+    if (prepared > 0) {
+      left.add(prepared + " prepared transactions");
+    }
+    return left.isEmpty() ? null : String.join(", ", left);
+  }
+
+  private static List<String> preparedTransactions() throws SQLException {
+    List<String> gids = new ArrayList<>();
+    try (Connection c = PG.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()"
+                    + " AND gid LIKE '"
+                    + GID_PREFIX
+                    + "%'")) {
+      while (rs.next()) {
+        gids.add(rs.getString(1));
+      }
+    }
+    return gids;
+  }
+
+  /** A prepared transaction left by a failed run would hold its locks for ever: roll it back. */
+  @AfterAll
+  static void rollBackPreparedLeftovers() throws SQLException {
+    for (String gid : preparedTransactions()) {
+      try (Connection c = PG.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("ROLLBACK PREPARED '" + gid + "'");
+      }
+    }
+  }
+}

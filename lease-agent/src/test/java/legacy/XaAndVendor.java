@@ -1,0 +1,186 @@
+package legacy;
+
+import com.mchange.v2.c3p0.C3P0ProxyConnection;
+import com.mchange.v2.c3p0.ComboPooledDataSource;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import javax.sql.XAConnection;
+import javax.transaction.xa.XAException;
+import javax.transaction.xa.XAResource;
+import javax.transaction.xa.Xid;
+import org.postgresql.PGConnection;
+import org.postgresql.xa.PGXADataSource;
+
+/**
+ * The legacy application's XA and vendor-interface code (PostgreSQL): what a transaction manager
+ * does with an XADataSource, and the casts legacy code makes for LISTEN/NOTIFY or COPY.
+ *
+ * <pre>
+ * ... legacy.LegacyApp xa URL TABLE WRITER N APPNAME
+ *   N two-phase transactions (start, INSERT through the XA connection's handle, end, prepare,
+ *   commit), each on a new XAConnection that is closed after it; prints XA-COMMITTED i, or
+ *   XA-REFUSED i exception (then rolled back), and XA-DONE; then waits for the end of its input
+ * ... legacy.LegacyApp vendor URL
+ *   casts DriverManager's connection to PGConnection, calls it as a transaction's first act,
+ *   directly and reflectively; the same through c3p0's raw-connection operation on a pooled
+ *   handle; prints VENDOR-OK what or VENDOR-FAILED what exception, then VENDOR-DONE
+ * </pre>
+ */
+final class XaAndVendor {
+
+  private XaAndVendor() {}
+
+  static void xa(String url, String table, String writer, int n, String appName) throws Exception {
+    PGXADataSource xads = new PGXADataSource();
+    xads.setURL(url);
+    xads.setApplicationName(appName);
+    for (int i = 1; i <= n; i++) {
+      Xid xid = new SimpleXid(writer + "-" + i + "-" + System.nanoTime());
+      XAConnection xac;
+      try {
+        xac = xads.getXAConnection();
+      } catch (SQLException | RuntimeException e) {
+        System.out.println("XA-REFUSED " + i + " " + e);
+        continue;
+      }
+      try {
+        XAResource res = xac.getXAResource();
+        res.start(xid, XAResource.TMNOFLAGS);
+        boolean ok = false;
+        try (Connection c = xac.getConnection();
+            PreparedStatement ps =
+                c.prepareStatement("INSERT INTO " + table + " (writer, seq) VALUES (?, ?)")) {
+          ps.setString(1, writer);
+          ps.setInt(2, i);
+          ps.executeUpdate();
+          ok = true;
+        } catch (SQLException e) {
+          System.out.println(
+              "XA-REFUSED " + i + " " + e.getClass().getName() + ": " + e.getMessage());
+        }
+        if (ok) {
+          res.end(xid, XAResource.TMSUCCESS);
+          if (res.prepare(xid) == XAResource.XA_OK) {
+            res.commit(xid, false);
+          }
+          System.out.println("XA-COMMITTED " + i);
+        } else {
+          res.end(xid, XAResource.TMFAIL);
+          res.rollback(xid);
+        }
+      } catch (XAException | RuntimeException e) {
+        System.out.println("XA-REFUSED " + i + " " + e);
+      } finally {
+        xac.close();
+      }
+    }
+    System.out.println("XA-DONE");
+  }
+
+  static void vendor(String url) throws Exception {
+    try (Connection c = DriverManager.getConnection(url)) {
+      PGConnection pg;
+      try {
+        pg = (PGConnection) c;
+        System.out.println("VENDOR-OK cast " + c.getClass().getName());
+      } catch (ClassCastException e) {
+        System.out.println("VENDOR-FAILED cast " + e);
+        System.out.println("VENDOR-DONE");
+        return;
+      }
+      c.setAutoCommit(false);
+      try {
+        pg.getNotifications(); // the transaction's first act: verified before the driver's
+        System.out.println("VENDOR-OK call");
+      } catch (SQLException e) {
+        System.out.println("VENDOR-FAILED call " + e.getClass().getName() + ": " + e.getMessage());
+      }
+      c.rollback();
+      try {
+        Method m = c.getClass().getMethod("getBackendPID");
+        System.out.println("VENDOR-OK reflective " + m.invoke(c));
+      } catch (InvocationTargetException e) {
+        System.out.println("VENDOR-FAILED reflective " + e.getCause());
+      }
+      c.rollback();
+    }
+    ComboPooledDataSource pool = new ComboPooledDataSource();
+    pool.setJdbcUrl(url);
+    pool.setMaxPoolSize(1);
+    try (Connection c = pool.getConnection()) {
+      C3P0ProxyConnection proxy = (C3P0ProxyConnection) c;
+      c.setAutoCommit(false);
+      try {
+        Object pid =
+            proxy.rawConnectionOperation(
+                PGConnection.class.getMethod("getBackendPID"),
+                C3P0ProxyConnection.RAW_CONNECTION,
+                new Object[0]);
+        System.out.println("VENDOR-OK pooled-reflective " + pid);
+      } catch (SQLException e) {
+        System.out.println(
+            "VENDOR-FAILED pooled-reflective " + e.getClass().getName() + ": " + e.getMessage());
+      }
+      c.rollback();
+    } catch (ClassCastException e) {
+      System.out.println("VENDOR-FAILED pooled-cast " + e);
+    } finally {
+      pool.close();
+    }
+    System.out.println("VENDOR-DONE");
+  }
+
+  /** MySQL Connector/J's public connection interface, as legacy code casts to it. */
+  static void vendorMysql(String url) throws Exception {
+    try (Connection c = DriverManager.getConnection(url)) {
+      com.mysql.cj.jdbc.JdbcConnection j;
+      try {
+        j = (com.mysql.cj.jdbc.JdbcConnection) c;
+        System.out.println("VENDOR-OK mysql-cast " + c.getClass().getName());
+      } catch (ClassCastException e) {
+        System.out.println("VENDOR-FAILED mysql-cast " + e);
+        System.out.println("VENDOR-DONE");
+        return;
+      }
+      c.setAutoCommit(false);
+      try {
+        j.ping(); // the transaction's first act: verified before the driver's
+        System.out.println("VENDOR-OK mysql-call");
+      } catch (SQLException e) {
+        System.out.println(
+            "VENDOR-FAILED mysql-call " + e.getClass().getName() + ": " + e.getMessage());
+      }
+      c.rollback();
+    }
+    System.out.println("VENDOR-DONE");
+  }
+
+  /** A transaction manager's transaction id. */
+  private static final class SimpleXid implements Xid {
+    private final byte[] gtrid;
+
+    SimpleXid(String id) {
+      this.gtrid = id.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public int getFormatId() {
+      return 4660;
+    }
+
+    @Override
+    public byte[] getGlobalTransactionId() {
+      return gtrid;
+    }
+
+    @Override
+    public byte[] getBranchQualifier() {
+      return new byte[] {1};
+    }
+  }
+}

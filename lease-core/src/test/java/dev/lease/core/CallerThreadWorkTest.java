@@ -1,0 +1,133 @@
+package dev.lease.core;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.core.internal.CallerWork;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.TestFault;
+import dev.lease.testing.TestDatabase;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * A caller's own thread bound to a lease ({@link LeaseInternals#bindCurrentThread}, what the Spring
+ * starter's {@code @Leased} methods run on) ends with the lease as {@code runUnder}'s thread does:
+ * a release interrupts it and waits for it before it gives the row back (negative control: the
+ * release-first fault hands the row over while the thread still works); a loss interrupts it at
+ * once and runs the failure policy for it once the grace period passed, and not for a thread that
+ * ended before.
+ */
+class CallerThreadWorkTest {
+
+  private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 100, 5_000, 2_000, 300);
+
+  static Stream<TestDatabase> databases() {
+    return TestDatabase.all();
+  }
+
+  private static LeaseManager manager(Fixture f, String instance, TestFault fault) {
+    LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
+    if (fault != null) {
+      b.faultForTesting(fault);
+    }
+    return f.track(b.build());
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void aReleaseStopsTheBoundCallerThreadBeforeItGivesTheRowBack(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      assertTrue(
+          rowHeldWhenTheReleaseInterrupted(f, null),
+          "the thread was interrupted while the row was still its own");
+      assertFalse(
+          rowHeldWhenTheReleaseInterrupted(f, TestFault.RELEASE_BEFORE_STOPPING_WORK),
+          "negative control: releasing first hands the row over while the thread still works");
+    }
+  }
+
+  private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, TestFault fault)
+      throws Exception {
+    LeaseManager m = manager(f, "releasing-" + fault, fault);
+    Lease lease = m.tryClaim("caller-" + fault).orElseThrow();
+    CountDownLatch started = new CountDownLatch(1);
+    AtomicReference<Boolean> rowHeld = new AtomicReference<>();
+    CompletableFuture<Boolean> stopped =
+        CompletableFuture.supplyAsync(
+            () -> {
+              CallerWork work = LeaseInternals.bindCurrentThread(lease);
+              try {
+                started.countDown();
+                new CountDownLatch(1).await(20, TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Fixture.Row row = f.row(lease.name());
+                rowHeld.set(row.holder().equals(lease.holder()) && row.expiresAtMs() != 0);
+              }
+              return work.end();
+            });
+    assertTrue(started.await(5, TimeUnit.SECONDS));
+    lease.release();
+    assertTrue(stopped.get(15, TimeUnit.SECONDS), "end() says the release stopped it");
+    assertTrue(lease.isReleased());
+    assertEquals(0, f.row(lease.name()).expiresAtMs(), "the row was given back");
+    return rowHeld.get();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void aLossInterruptsTheBoundCallerThreadAndRunsThePolicyIfItDoesNotEnd(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      LeaseManager m = manager(f, "losing", null);
+
+      // a thread that ended its work before the loss: not interrupted, no policy
+      Lease early = m.tryClaim("ended-before").orElseThrow();
+      assertFalse(LeaseInternals.bindCurrentThread(early).end());
+      early.lose(LossReason.NOT_HELD);
+
+      // a thread that ignores the interrupt (stuck work): the policy runs once the grace passed
+      Lease lease = m.tryClaim("stuck").orElseThrow();
+      CountDownLatch started = new CountDownLatch(1);
+      CountDownLatch interrupted = new CountDownLatch(1);
+      CountDownLatch leave = new CountDownLatch(1);
+      AtomicBoolean stopped = new AtomicBoolean();
+      Thread stuck =
+          new Thread(
+              () -> {
+                CallerWork work = LeaseInternals.bindCurrentThread(lease);
+                started.countDown();
+                while (true) {
+                  try {
+                    if (leave.await(20, TimeUnit.SECONDS)) {
+                      break;
+                    }
+                  } catch (InterruptedException e) {
+                    interrupted.countDown(); // ignored
+                  }
+                }
+                stopped.set(work.end());
+              },
+              "stuck-caller");
+      stuck.start();
+      assertTrue(started.await(5, TimeUnit.SECONDS));
+      lease.lose(LossReason.NOT_HELD);
+      assertTrue(interrupted.await(5, TimeUnit.SECONDS), "interrupted at once");
+      Fixture.await(
+          "the failure policy", Duration.ofSeconds(10), () -> !f.failurePolicyCalls.isEmpty());
+      leave.countDown();
+      stuck.join(10_000);
+      assertTrue(stopped.get());
+      assertEquals(List.of(lease + " stuck-caller"), f.failurePolicyCalls);
+    }
+  }
+}

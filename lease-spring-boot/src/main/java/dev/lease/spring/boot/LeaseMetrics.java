@@ -1,0 +1,242 @@
+package dev.lease.spring.boot;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseListener;
+import dev.lease.core.LossReason;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Micrometer meters for the lease events of this replica: a {@link LeaseListener} (the starter adds
+ * it to the auto-configured {@code LeaseManager}, so lease-jdbc's transaction events reach it too)
+ * and a {@link MeterBinder} (Spring Boot binds it to every registry).
+ *
+ * <table>
+ *   <caption>Meters</caption>
+ *   <tr><td>{@code lease.held}</td><td>gauge: leases held now</td></tr>
+ *   <tr><td>{@code lease.claims}</td><td>claims won by this replica (each a new term)</td></tr>
+ *   <tr><td>{@code lease.handovers}</td><td>claims of a lease whose previous term this replica did
+ *       not hold (as far as it remembers: the first claim of a name since it started counts):
+ *       the lease came from another replica (or from an expired holder)</td></tr>
+ *   <tr><td>{@code lease.renewals}</td><td>renewal attempts, tag {@code outcome} = success |
+ *       failure</td></tr>
+ *   <tr><td>{@code lease.renewal.latency}</td><td>timer: duration of successful renewals, from
+ *       the start of the attempt (the connection borrow included) to the renewal's event</td></tr>
+ *   <tr><td>{@code lease.releases}</td><td>leases released by this replica</td></tr>
+ *   <tr><td>{@code lease.losses}</td><td>leases lost, tag {@code reason} = not_held |
+ *       local_deadline</td></tr>
+ *   <tr><td>{@code lease.transactions}</td><td>fenced transactions, tag {@code outcome} = verified |
+ *       refused | poisoned</td></tr>
+ *   <tr><td>{@code lease.scheduler.instants}</td><td>instants given up, tag {@code outcome} =
+ *       superseded | skipped</td></tr>
+ *   <tr><td>{@code lease.calls}</td><td>{@code @Leased} calls, tag {@code outcome} = ran | skipped |
+ *       lost | stopped</td></tr>
+ * </table>
+ *
+ * <p>Every meter has the tag {@code lease} (the lease or job name) unless {@code
+ * lease.metrics.lease-tag=false}: then every meter counts all leases together, for large or
+ * unbounded lease sets. A new event is one line: {@code count("lease.x", lease, "outcome", ...)}.
+ * The lease of the starter's start-up check ({@link FencingCheck#PROBE}) is not counted.
+ *
+ * <p>lease-core reports a hand-over and a renewal's duration to no listener, so both are derived
+ * here, from what its API documents: a claim's term is the previous term + 1 (terms grow by one per
+ * hand-over; a row made anew starts far above), so a claim whose term follows this replica's last
+ * term of the name did not change hands; and right after a successful renewal, {@code
+ * Lease.remaining()} is the local deadline minus the time since that renewal's attempt started (the
+ * deadline counts from the start of the last successful renewal), which makes that time the
+ * renewal's duration.
+ */
+public final class LeaseMetrics implements LeaseListener, LeasedCallListener, MeterBinder {
+
+  /** How many lease names the hand-over count remembers the last own term of. */
+  private static final int REMEMBERED_TERMS = 10_000;
+
+  private final boolean leaseTag;
+  private final List<MeterRegistry> registries = new CopyOnWriteArrayList<>();
+  private final Map<String, AtomicInteger> heldByName = new ConcurrentHashMap<>();
+  private final AtomicInteger heldTotal = new AtomicInteger();
+  private final Map<String, Long> lastOwnTerm =
+      Collections.synchronizedMap(
+          new LinkedHashMap<>(16, 0.75f, true) {
+            private static final long serialVersionUID = 1L;
+
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+              return size() > REMEMBERED_TERMS;
+            }
+          });
+
+  public LeaseMetrics(boolean leaseTag) {
+    this.leaseTag = leaseTag;
+  }
+
+  @Override
+  public void bindTo(MeterRegistry registry) {
+    registries.add(registry);
+    if (leaseTag) {
+      heldByName.forEach((name, count) -> heldGauge(registry, name, count));
+    } else {
+      Gauge.builder("lease.held", heldTotal, AtomicInteger::get)
+          .description("leases this replica holds")
+          .strongReference(true)
+          .register(registry);
+    }
+  }
+
+  // ---- lease events -----------------------------------------------------------------------------
+
+  @Override
+  public void claimed(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
+    held(lease.name(), +1);
+    count("lease.claims", lease.name());
+    Long previous = lastOwnTerm.put(lease.name(), lease.term());
+    if (previous == null || previous != lease.term() - 1) {
+      count("lease.handovers", lease.name());
+    }
+  }
+
+  @Override
+  public void renewed(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
+    count("lease.renewals", lease.name(), "outcome", "success");
+    // the lease's local deadline now counts from the start of this renewal (the listener runs right
+    // after it was recorded), so what is missing of it is the time the renewal took
+    Duration took = lease.manager().timings().localDeadline().minus(lease.remaining());
+    if (!took.isNegative() && lease.isHeld()) {
+      for (MeterRegistry r : registries) {
+        Timer.builder("lease.renewal.latency")
+            .description("duration of successful lease renewals")
+            .tags(tags(lease.name()))
+            .register(r)
+            .record(took);
+      }
+    }
+  }
+
+  @Override
+  public void renewalFailed(Lease lease, Exception cause) {
+    if (ignored(lease)) {
+      return;
+    }
+    count("lease.renewals", lease.name(), "outcome", "failure");
+  }
+
+  @Override
+  public void lost(Lease lease, LossReason reason) {
+    if (ignored(lease)) {
+      return;
+    }
+    held(lease.name(), -1);
+    count("lease.losses", lease.name(), "reason", reason.name().toLowerCase(Locale.ROOT));
+  }
+
+  @Override
+  public void released(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
+    held(lease.name(), -1);
+    count("lease.releases", lease.name());
+  }
+
+  @Override
+  public void transactionVerified(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
+    count("lease.transactions", lease.name(), "outcome", "verified");
+  }
+
+  @Override
+  public void transactionRefused(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
+    count("lease.transactions", lease.name(), "outcome", "refused");
+  }
+
+  @Override
+  public void transactionPoisoned(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
+    count("lease.transactions", lease.name(), "outcome", "poisoned");
+  }
+
+  @Override
+  public void instantSuperseded(String job, long instantMs) {
+    count("lease.scheduler.instants", job, "outcome", "superseded");
+  }
+
+  @Override
+  public void instantSkipped(String job, long instantMs) {
+    count("lease.scheduler.instants", job, "outcome", "skipped");
+  }
+
+  @Override
+  public void called(String lease, Outcome outcome) {
+    count("lease.calls", lease, "outcome", outcome.name().toLowerCase(Locale.ROOT));
+  }
+
+  // ---- helpers ----------------------------------------------------------------------------------
+
+  private static boolean ignored(Lease lease) {
+    return FencingCheck.PROBE.equals(lease.name());
+  }
+
+  private void count(String meter, String lease, String... keyValues) {
+    Tags tags = tags(lease).and(keyValues);
+    for (MeterRegistry r : registries) {
+      r.counter(meter, tags).increment();
+    }
+  }
+
+  private Tags tags(String lease) {
+    return leaseTag ? Tags.of(Tag.of("lease", lease)) : Tags.empty();
+  }
+
+  private void held(String name, int delta) {
+    heldTotal.addAndGet(delta);
+    if (!leaseTag) {
+      return;
+    }
+    AtomicInteger count = heldByName.get(name);
+    if (count == null) {
+      AtomicInteger fresh = new AtomicInteger();
+      count = heldByName.putIfAbsent(name, fresh);
+      if (count == null) {
+        count = fresh;
+        for (MeterRegistry r : registries) {
+          heldGauge(r, name, fresh);
+        }
+      }
+    }
+    count.addAndGet(delta);
+  }
+
+  private static void heldGauge(MeterRegistry registry, String name, AtomicInteger count) {
+    Gauge.builder("lease.held", count, AtomicInteger::get)
+        .description("leases this replica holds")
+        .tag("lease", name)
+        .strongReference(true)
+        .register(registry);
+  }
+}

@@ -1,0 +1,21 @@
+package dev.lease.spring.boot.boot4;
+
+import dev.lease.spring.boot.LeaseHealthCheck;
+import org.springframework.boot.health.contributor.Health;
+import org.springframework.boot.health.contributor.HealthIndicator;
+
+/** Spring Boot 4's health indicator {@code lease}: reports {@link LeaseHealthCheck}. */
+public final class LeaseHealthIndicator implements HealthIndicator {
+
+  private final LeaseHealthCheck check;
+
+  public LeaseHealthIndicator(LeaseHealthCheck check) {
+    this.check = check;
+  }
+
+  @Override
+  public Health health() {
+    LeaseHealthCheck.Result r = check.check();
+    return (r.up() ? Health.up() : Health.down()).withDetails(r.details()).build();
+  }
+}

@@ -1,31 +1,18 @@
 package dev.lease.conformance.sim;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.conformance.ConformanceProperty;
-import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.QuickCheck;
 import dev.lease.conformance.Size;
 import java.util.List;
 import java.util.Objects;
 import org.junit.jupiter.api.Test;
 
-/** lease-core and lease-jdbc in virtual time on sqlite, under every generated fault. */
+/**
+ * The simulation replays exactly from its seed. (That it holds on 600 generated schedules with
+ * every count met is the main job's: ConformanceRunnerTest runs it as the README does.)
+ */
 class SimulationPropertyTest {
-
-  @Test
-  void invariantsHoldInVirtualTimeUnderEveryGeneratedFault() {
-    PropertyResult r =
-        new SimulationProperty()
-            .check(null, Size.QUICK, 20261130L, ConformanceProperty.Progress.NONE);
-    System.out.println(r);
-    assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), r.failure() + " " + r.counts());
-    assertTrue(r.schedules() >= 500, "schedules tried: " + r.schedules());
-    assertTrue(r.observed("database clock steps forward") > 0, r.toString());
-    assertTrue(r.observed("database clock steps back") > 0, r.toString());
-  }
 
   /** Virtual time, one thread: a schedule run twice takes exactly the same steps. */
   @Test

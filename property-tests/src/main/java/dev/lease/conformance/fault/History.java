@@ -222,9 +222,9 @@ public final class History {
                 "invariant 1: term "
                     + c.term()
                     + " has two holders, "
-                    + other.instance()
-                    + " and "
-                    + c.instance()));
+                    + (other.instance().equals(c.instance())
+                        ? "two claims of " + c.instance()
+                        : other.instance() + " and " + c.instance())));
       }
     }
     // invariant 3: a transaction verified under t whose commit was invoked after a claim of a later

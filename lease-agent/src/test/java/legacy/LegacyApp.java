@@ -12,7 +12,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 
@@ -27,9 +29,13 @@ import javax.sql.DataSource;
  *   loops: BEGIN; SELECT (prints TX-OPEN seq); pause 300 ms; INSERT (WRITER, seq); COMMIT
  *   prints COMMITTED seq or REFUSED seq exception, then IDLE seq and pauses 300 ms
  *   stdin "hold": waits between two transactions (prints HELD seq) until stdin "go"
+ *   stdin "slow-shutdown": adds a shutdown hook that prints SHUTDOWN-HOOK and waits for stdin
+ *     "exit" (at most 30 s), as an application that drains its work at shutdown
  * java [-javaagent:...] -cp ... legacy.LegacyApp jobs URL TABLE WRITER
- *   stdin "trigger N": calls Jobs.nightly(N) on a new thread (prints JOB-RETURNED N ran=...)
- *   stdin "release N": lets the running nightly(N) return
+ *   stdin "trigger N": calls Jobs.nightly(N) on a new thread (prints JOB-RETURNED N ran=...
+ *     interrupted=...: what it returned, and its thread's interrupt flag after the call)
+ *   stdin "stubborn N": calls Jobs.stubborn(N) so (it ignores interrupts)
+ *   stdin "release N": lets the running nightly(N) or stubborn(N) return
  * java [-javaagent:...] -cp ... legacy.LegacyApp isolated
  *   loads RoutingDataSource again in a loader that cannot see the agent (ISOLATED-LOADED)
  * java [-javaagent:...] -cp ... legacy.LegacyApp xa ... / vendor ...   (see XaAndVendor)
@@ -41,7 +47,20 @@ import javax.sql.DataSource;
  */
 public final class LegacyApp {
 
+  /** Released by stdin "exit": the end of the slow shutdown hook. */
+  private static final CountDownLatch drained = new CountDownLatch(1);
+
   private LegacyApp() {}
+
+  /** The application's own shutdown hook ("slow-shutdown"): runs beside the agent's. */
+  private static void drain() {
+    System.out.println("SHUTDOWN-HOOK");
+    try {
+      drained.await(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
 
   public static void main(String[] args) throws Exception {
     System.out.println("STARTED");
@@ -119,6 +138,11 @@ public final class LegacyApp {
                   } else if (line.trim().equals("go")) {
                     holdRequested.set(false);
                     held.release();
+                  } else if (line.trim().equals("slow-shutdown")) {
+                    Runtime.getRuntime().addShutdownHook(new Thread(LegacyApp::drain, "drain"));
+                    System.out.println("SLOW-SHUTDOWN");
+                  } else if (line.trim().equals("exit")) {
+                    drained.countDown();
                   }
                 }
               } catch (java.io.IOException e) {
@@ -175,12 +199,19 @@ public final class LegacyApp {
     for (String line; (line = in.readLine()) != null; ) {
       String[] cmd = line.trim().split(" ");
       int n = Integer.parseInt(cmd[1]);
-      if (cmd[0].equals("trigger")) {
+      if (cmd[0].equals("trigger") || cmd[0].equals("stubborn")) {
+        boolean stubborn = cmd[0].equals("stubborn");
         Thread t =
             new Thread(
                 () -> {
-                  boolean ran = jobs.nightly(n);
-                  System.out.println("JOB-RETURNED " + n + " ran=" + ran);
+                  boolean ran = stubborn ? jobs.stubborn(n) : jobs.nightly(n);
+                  System.out.println(
+                      "JOB-RETURNED "
+                          + n
+                          + " ran="
+                          + ran
+                          + " interrupted="
+                          + Thread.currentThread().isInterrupted());
                 },
                 "trigger-" + n);
         t.start();

@@ -31,105 +31,119 @@ public final class Pools {
   private Pools() {}
 
   public static DataSource create(String pool, String url) throws SQLException {
+    // each pool in a class of its own: the JVM loads a pool's classes only when that pool is used,
+    // so the class path needs only the chosen pool's jars
     switch (pool) {
       case "hikari":
-        return hikari(url);
+        return Hikari.create(url);
       case "dbcp2":
-        return dbcp2(url);
+        return Dbcp2.create(url);
       case "tomcat":
-        return tomcat(url);
+        return Tomcat.create(url);
       case "c3p0":
-        return c3p0(url);
+        return C3p0.create(url);
       case "agroal":
-        return agroal(url);
+        return Agroal.create(url);
       case "ucp":
-        return ucp(url);
+        return Ucp.create(url);
       default:
         throw new IllegalArgumentException("unknown pool " + pool);
     }
   }
 
-  static DataSource hikari(String url) {
-    HikariConfig cfg = new HikariConfig();
-    cfg.setJdbcUrl(url);
-    cfg.setMaximumPoolSize(2);
-    cfg.setMinimumIdle(2);
-    cfg.setConnectionTimeout(5_000);
-    cfg.setConnectionTestQuery(VALIDATION); // instead of isValid(), as older configurations have
-    cfg.setPoolName("legacy");
-    return new HikariDataSource(cfg);
+  private static final class Hikari {
+    static DataSource create(String url) {
+      HikariConfig cfg = new HikariConfig();
+      cfg.setJdbcUrl(url);
+      cfg.setMaximumPoolSize(2);
+      cfg.setMinimumIdle(2);
+      cfg.setConnectionTimeout(5_000);
+      cfg.setConnectionTestQuery(VALIDATION); // instead of isValid(), as older configurations have
+      cfg.setPoolName("legacy");
+      return new HikariDataSource(cfg);
+    }
   }
 
-  static DataSource dbcp2(String url) {
-    BasicDataSource ds = new BasicDataSource();
-    ds.setUrl(url);
-    ds.setInitialSize(2);
-    ds.setMaxTotal(2);
-    ds.setMinIdle(2);
-    ds.setMaxWait(Duration.ofSeconds(5));
-    ds.setValidationQuery(VALIDATION);
-    ds.setTestOnBorrow(true);
-    ds.setTestWhileIdle(true);
-    ds.setDurationBetweenEvictionRuns(Duration.ofMillis(500)); // the evictor thread
-    return ds;
+  private static final class Dbcp2 {
+    static DataSource create(String url) {
+      BasicDataSource ds = new BasicDataSource();
+      ds.setUrl(url);
+      ds.setInitialSize(2);
+      ds.setMaxTotal(2);
+      ds.setMinIdle(2);
+      ds.setMaxWait(Duration.ofSeconds(5));
+      ds.setValidationQuery(VALIDATION);
+      ds.setTestOnBorrow(true);
+      ds.setTestWhileIdle(true);
+      ds.setDurationBetweenEvictionRuns(Duration.ofMillis(500)); // the evictor thread
+      return ds;
+    }
   }
 
-  static DataSource tomcat(String url) {
-    PoolProperties p = new PoolProperties();
-    p.setUrl(url);
-    p.setInitialSize(2);
-    p.setMaxActive(2);
-    p.setMinIdle(2);
-    p.setMaxIdle(2);
-    p.setMaxWait(5_000);
-    p.setValidationQuery(VALIDATION);
-    p.setTestOnBorrow(true);
-    p.setTestWhileIdle(true);
-    p.setTimeBetweenEvictionRunsMillis(500); // the pool cleaner thread
-    return new org.apache.tomcat.jdbc.pool.DataSource(p);
+  private static final class Tomcat {
+    static DataSource create(String url) {
+      PoolProperties p = new PoolProperties();
+      p.setUrl(url);
+      p.setInitialSize(2);
+      p.setMaxActive(2);
+      p.setMinIdle(2);
+      p.setMaxIdle(2);
+      p.setMaxWait(5_000);
+      p.setValidationQuery(VALIDATION);
+      p.setTestOnBorrow(true);
+      p.setTestWhileIdle(true);
+      p.setTimeBetweenEvictionRunsMillis(500); // the pool cleaner thread
+      return new org.apache.tomcat.jdbc.pool.DataSource(p);
+    }
   }
 
-  static DataSource c3p0(String url) {
-    ComboPooledDataSource ds = new ComboPooledDataSource();
-    ds.setJdbcUrl(url);
-    ds.setInitialPoolSize(2);
-    ds.setMinPoolSize(2);
-    ds.setMaxPoolSize(2);
-    ds.setCheckoutTimeout(5_000);
-    ds.setPreferredTestQuery(VALIDATION);
-    ds.setTestConnectionOnCheckout(true); // c3p0 0.10+ runs this test on its helper threads
-    ds.setIdleConnectionTestPeriod(1);
-    ds.setAcquireRetryAttempts(1);
-    return ds;
+  private static final class C3p0 {
+    static DataSource create(String url) {
+      ComboPooledDataSource ds = new ComboPooledDataSource();
+      ds.setJdbcUrl(url);
+      ds.setInitialPoolSize(2);
+      ds.setMinPoolSize(2);
+      ds.setMaxPoolSize(2);
+      ds.setCheckoutTimeout(5_000);
+      ds.setPreferredTestQuery(VALIDATION);
+      ds.setTestConnectionOnCheckout(true); // c3p0 0.10+ runs this test on its helper threads
+      ds.setIdleConnectionTestPeriod(1);
+      ds.setAcquireRetryAttempts(1);
+      return ds;
+    }
   }
 
-  static DataSource agroal(String url) throws SQLException {
-    return AgroalDataSource.from(
-        new AgroalDataSourceConfigurationSupplier()
-            .connectionPoolConfiguration(
-                cp ->
-                    cp.initialSize(2)
-                        .minSize(2)
-                        .maxSize(2)
-                        .acquisitionTimeout(Duration.ofSeconds(5))
-                        .validateOnBorrow(true)
-                        .validationTimeout(Duration.ofMillis(500)) // the housekeeping thread
-                        .connectionValidator(Pools::selectOne)
-                        .connectionFactoryConfiguration(cf -> cf.jdbcUrl(url))));
+  private static final class Agroal {
+    static DataSource create(String url) throws SQLException {
+      return AgroalDataSource.from(
+          new AgroalDataSourceConfigurationSupplier()
+              .connectionPoolConfiguration(
+                  cp ->
+                      cp.initialSize(2)
+                          .minSize(2)
+                          .maxSize(2)
+                          .acquisitionTimeout(Duration.ofSeconds(5))
+                          .validateOnBorrow(true)
+                          .validationTimeout(Duration.ofMillis(500)) // the housekeeping thread
+                          .connectionValidator(Pools::selectOne)
+                          .connectionFactoryConfiguration(cf -> cf.jdbcUrl(url))));
+    }
   }
 
-  static DataSource ucp(String url) throws SQLException {
-    PoolDataSource ds = PoolDataSourceFactory.getPoolDataSource();
-    ds.setConnectionFactoryClassName(driverClass(url));
-    ds.setURL(url);
-    ds.setInitialPoolSize(2);
-    ds.setMinPoolSize(2);
-    ds.setMaxPoolSize(2);
-    ds.setConnectionWaitDuration(Duration.ofSeconds(5));
-    ds.setValidateConnectionOnBorrow(true);
-    ds.setSQLForValidateConnection(VALIDATION);
-    ds.setTimeoutCheckInterval(1);
-    return ds;
+  private static final class Ucp {
+    static DataSource create(String url) throws SQLException {
+      PoolDataSource ds = PoolDataSourceFactory.getPoolDataSource();
+      ds.setConnectionFactoryClassName(driverClass(url));
+      ds.setURL(url);
+      ds.setInitialPoolSize(2);
+      ds.setMinPoolSize(2);
+      ds.setMaxPoolSize(2);
+      ds.setConnectionWaitDuration(Duration.ofSeconds(5));
+      ds.setValidateConnectionOnBorrow(true);
+      ds.setSQLForValidateConnection(VALIDATION);
+      ds.setTimeoutCheckInterval(1);
+      return ds;
+    }
   }
 
   /** The validation query as a connection validator (Agroal takes code, not SQL). */

@@ -101,8 +101,9 @@ final class AgentConfig {
             + " successful renewal started (default lease-duration × 2/3)"),
     GRACE_PERIOD(
         "grace-period",
-        "methods mode: time a method has to stop after its lease was lost and its thread"
-            + " interrupted; leader mode with on-loss=halt: time before the JVM halts after a loss"
+        "methods mode: time a method has to return after its lease was lost and its thread"
+            + " interrupted (then the JVM halts), and at shutdown before its lease is released"
+            + " anyway; leader mode with on-loss=halt: time before the JVM halts after a loss"
             + " (default lease-duration / 3)"),
     ON_LOSS(
         "on-loss",

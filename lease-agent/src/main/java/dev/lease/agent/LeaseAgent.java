@@ -2,6 +2,8 @@ package dev.lease.agent;
 
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.TestFault;
 import java.lang.instrument.Instrumentation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,6 +28,17 @@ public final class LeaseAgent {
   /** Exit status for a lease database that is unreachable or unusable (sysexits EX_UNAVAILABLE). */
   static final int EXIT_UNAVAILABLE = 69;
 
+  /**
+   * Broken on purpose, for the negative controls of the child-JVM tests: lease-core faults (a comma
+   * list of {@link TestFault} names) built into the agent's lease manager. Never in production.
+   */
+  private static final java.util.List<TestFault> TESTING_FAULTS =
+      java.util.Arrays.stream(System.getProperty("lease.agent.testing.faults", "").split(","))
+          .map(String::trim)
+          .filter(s -> !s.isEmpty())
+          .map(TestFault::valueOf)
+          .toList();
+
   private LeaseAgent() {}
 
   public static void premain(String agentArgs, Instrumentation inst) {
@@ -49,32 +62,47 @@ public final class LeaseAgent {
           FencingAdapter.from(config), config.onUnfenced == AgentConfig.OnUnfenced.HALT);
       Instrumenter.install(inst, config);
       long t1 = System.nanoTime();
+      LeaseDatabase database = new LeaseDatabase(config);
       LeaseManager.Builder leases =
-          LeaseManager.builder(new LeaseDatabase(config))
+          LeaseManager.builder(database)
               .table(config.table)
-              .timings(config.timings);
+              .timings(config.timings)
+              // halts the JVM (status 70) when the work under a lost lease does not stop
+              .failurePolicy(new LostLeasePolicy());
       if (config.instance != null) {
         leases.instance(config.instance);
       }
       if (config.createTable) {
         leases.createTableIfMissing();
       }
+      for (TestFault fault : TESTING_FAULTS) {
+        LeaseInternals.faultForTesting(leases, fault);
+      }
       LeaseManager manager = leases.build();
       long t2 = System.nanoTime();
-      if (config.mode == AgentConfig.Mode.LEADER) {
-        LeaderElection election = new LeaderElection(manager, config.leaseName, config.onLoss);
-        // released at shutdown so that a replica takes over at once, and never claimed again
-        Runtime.getRuntime()
-            .addShutdownHook(
-                new Thread(
-                    () -> {
+      LeaderElection election =
+          config.mode == AgentConfig.Mode.LEADER
+              ? new LeaderElection(manager, config.leaseName, config.onLoss)
+              : null;
+      // Shutdown in lease-core's order: the election stops (no claim after it), the work under
+      // every lease is stopped (interrupted, waited for up to the grace period: a configured
+      // method, the leader's election thread), the leases are released (a replica takes over at
+      // once), and the agent's lease connections are closed. Not a loss: nothing halts the JVM.
+      Runtime.getRuntime()
+          .addShutdownHook(
+              new Thread(
+                  () -> {
+                    log.info("shutting down: releasing the leases of this process");
+                    if (election != null) {
                       election.stop();
-                      manager.close();
-                    },
-                    "lease-agent-shutdown"));
+                    }
+                    manager.close();
+                    database.close();
+                  },
+                  "lease-agent-shutdown"));
+      if (election != null) {
         election.start();
       } else {
-        Runtime.getRuntime().addShutdownHook(new Thread(manager::close, "lease-agent-shutdown"));
         MethodLeases.install(manager);
       }
       log.info(

@@ -4,11 +4,11 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
+import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -17,9 +17,13 @@ import org.slf4j.LoggerFactory;
  * (skip the method when another process holds it), keep it renewed, bind it to the thread; on exit
  * release it. Public for the instrumented code only; not an API.
  *
- * <p>When the lease is lost while the method runs, its thread is interrupted and its fenced
- * transactions are refused; if the method has not returned after the grace period, the process
- * halts (status 70), as lease-core's default failure policy does for work under a lost lease.
+ * <p>The method runs on its caller's thread, which lease-core binds to the lease as the work under
+ * it ({@link LeaseInternals#bindCurrentThread}, as {@code runUnder} binds its own thread), so the
+ * lease ends in lease-core's order: a release ({@link LeaseManager#close()} at shutdown) interrupts
+ * the method and waits up to the grace period for it to return before it gives the row back; a loss
+ * interrupts it at once (its fenced transactions are refused from then on), and if it has not
+ * returned after the grace period lease-core's failure policy runs, once ({@link LostLeasePolicy}:
+ * the JVM halts with status 70). Nothing here times or halts anything.
  */
 public final class MethodLeases {
 
@@ -30,20 +34,27 @@ public final class MethodLeases {
    */
   private static final Object NESTED = new Object();
 
+  /**
+   * Broken on purpose, for the negative control of the lifecycle test: the method's thread is not
+   * bound to its lease as its work, so nothing stops it when the lease is lost or released.
+   */
+  private static final boolean TESTING_UNBOUND =
+      Instrumenter.TESTING_DISABLED.contains("bind-method-thread");
+
   private static volatile LeaseManager manager;
-  private static volatile ScheduledExecutorService timers;
+
+  /** The configured method running under each lease, for the failure policy's message. */
+  private static final Map<Lease, String> RUNNING = new ConcurrentHashMap<>();
 
   private MethodLeases() {}
 
   static void install(LeaseManager leaseManager) {
-    timers =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "lease-agent-grace");
-              t.setDaemon(true);
-              return t;
-            });
     manager = leaseManager;
+  }
+
+  /** The configured method running under {@code lease}, or null. */
+  static String runningUnder(Lease lease) {
+    return RUNNING.get(lease);
   }
 
   /**
@@ -69,13 +80,28 @@ public final class MethodLeases {
       // fail closed: without a lease the method must not run
       log.warn("skipping {}: could not claim lease {}: {}", method, leaseName, e.getMessage());
       return null;
+    } catch (IllegalStateException e) {
+      // the manager is closed: the JVM shuts down, and no lease is claimed any more
+      log.info("skipping {}: the agent is shutting down (lease {} not claimed)", method, leaseName);
+      return null;
     }
     if (claimed.isEmpty()) {
       log.info("skipping {}: lease {} is held by another process", method, leaseName);
       return null;
     }
-    Lease lease = claimed.get().hold();
-    return new Run(lease, method, Thread.currentThread());
+    Lease lease = claimed.get();
+    try {
+      return new Run(lease, method);
+    } catch (RuntimeException e) {
+      // closed meanwhile (shutdown), or lost before the method began: it must not run
+      log.info(
+          "skipping {}: lease {} ended before the method began ({})",
+          method,
+          leaseName,
+          e.toString());
+      release(lease, method);
+      return null;
+    }
   }
 
   /** Exit advice: releases the lease of {@code handle} (null when the method was skipped). */
@@ -85,19 +111,47 @@ public final class MethodLeases {
     }
   }
 
-  /** One run of a configured method under its lease. */
+  private static void release(Lease lease, String method) {
+    try {
+      lease.release(); // nothing to do if it was lost, or released by close()
+    } catch (LeaseException e) {
+      log.warn(
+          "could not release lease {} after {}; it expires by itself: {}",
+          lease.name(),
+          method,
+          e.getMessage());
+    }
+  }
+
+  /** One run of a configured method under its lease, on the caller's thread. */
   private static final class Run {
     private final Lease lease;
     private final String method;
-    private final Thread thread;
+    private final CallerWork work;
     private final LeaseContext.Scope scope;
     private final Lease.Registration onLoss;
-    private volatile boolean ended;
 
-    Run(Lease lease, String method, Thread thread) {
+    /**
+     * @throws IllegalStateException if the manager was closed (shutdown) or the lease released
+     * @throws dev.lease.core.LeaseLostException if the lease is no longer held
+     */
+    Run(Lease lease, String method) {
       this.lease = lease;
       this.method = method;
-      this.thread = thread;
+      RUNNING.put(lease, method);
+      try {
+        this.work = TESTING_UNBOUND ? () -> false : LeaseInternals.bindCurrentThread(lease);
+      } catch (RuntimeException e) {
+        RUNNING.remove(lease);
+        throw e;
+      }
+      try {
+        lease.hold();
+      } catch (RuntimeException e) {
+        work.end();
+        RUNNING.remove(lease);
+        throw e;
+      }
       this.scope = LeaseContext.bind(lease);
       this.onLoss = lease.onLoss(this::lost);
       log.info("running {} under lease {} term {}", method, lease.name(), lease.term());
@@ -105,42 +159,33 @@ public final class MethodLeases {
 
     private void lost(Lease l) {
       log.warn(
-          "lease {} term {} lost while {} runs; interrupting {}",
+          "lease {} term {} lost while {} runs: its thread is interrupted and its transactions are"
+              + " refused; if it has not returned within the grace period of {} ms, the JVM halts"
+              + " (status {})",
           l.name(),
           l.term(),
           method,
-          thread.getName());
-      thread.interrupt();
-      timers.schedule(
-          () -> {
-            if (!ended) {
-              log.error(
-                  "{} did not stop within the grace period of {} ms after lease {} term {} was"
-                      + " lost; halting the process",
-                  method,
-                  l.manager().timings().gracePeriod().toMillis(),
-                  l.name(),
-                  l.term());
-              Runtime.getRuntime().halt(70);
-            }
-          },
           l.manager().timings().gracePeriod().toMillis(),
-          TimeUnit.MILLISECONDS);
+          LostLeasePolicy.EXIT_LOST);
     }
 
     void end() {
-      ended = true;
       onLoss.close();
       scope.close();
-      try {
-        lease.release();
-      } catch (LeaseException e) {
-        log.warn(
-            "could not release lease {} after {}; it expires by itself: {}",
-            lease.name(),
+      boolean stopped = work.end();
+      RUNNING.remove(lease);
+      if (stopped) {
+        // the interrupt was the lease's (its loss, or its release at shutdown), not the caller's:
+        // the calling thread goes on with other work
+        Thread.interrupted();
+        log.info(
+            "{} returned after it was interrupted: lease {} term {} was {}",
             method,
-            e.getMessage());
+            lease.name(),
+            lease.term(),
+            lease.isLost() ? "lost" : "released");
       }
+      release(lease, method);
     }
   }
 }

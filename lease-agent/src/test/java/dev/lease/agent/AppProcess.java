@@ -204,6 +204,14 @@ final class AppProcess implements AutoCloseable {
     signal("CONT");
   }
 
+  /**
+   * SIGTERM: the JVM shuts down, its shutdown hooks run (the agent's among them). Sent with kill,
+   * not Process.destroy(), which also closes the pipes and so loses what the hooks print.
+   */
+  void terminate() {
+    signal("TERM");
+  }
+
   private void signal(String sig) {
     try {
       Process kill =

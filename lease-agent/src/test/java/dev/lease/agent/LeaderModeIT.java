@@ -2,16 +2,23 @@ package dev.lease.agent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -175,6 +182,130 @@ class LeaderModeIT {
         a.awaitLine(open, l -> l.startsWith("COMMITTED"), "a commit of A after it resumed");
         Set<Integer> stale = checker.committedAfterTakeover();
         assertFalse(stale.isEmpty(), "the checker missed the unfenced stale write" + a.describe());
+      }
+    }
+  }
+
+  /**
+   * Shutdown of a replica while its claim is in flight (the claim's statement waits on a row lock
+   * the test holds) and while the application's own shutdown hook still runs: the election stops
+   * first and gives back what its claim got, then the manager closes; nothing is logged as a
+   * warning or an error, the lease is not left claimed, and the JVM exits as signalled.
+   */
+  @Test
+  void aReplicaShutDownWithItsClaimInFlightEndsQuietlyAndHoldsNothing_postgresql()
+      throws Exception {
+    String trouble = shutDownWithAClaimInFlight(List.of());
+    assertNull(trouble, trouble);
+  }
+
+  /**
+   * Negative control: the manager closes while the election still runs (no ordered stop): the claim
+   * that completes after the close meets a closed manager, and the same check sees the error.
+   */
+  @Test
+  void withoutTheOrderedShutdownTheElectionMeetsAClosedManager_postgresql() throws Exception {
+    String trouble =
+        shutDownWithAClaimInFlight(List.of("-Dlease.agent.testing.disable=ordered-shutdown"));
+    assertNotNull(trouble, "the check missed the unordered shutdown");
+    System.out.println("unordered shutdown: " + trouble);
+  }
+
+  /** What went wrong at the shutdown of a replica whose claim was in flight, or null. */
+  private static String shutDownWithAClaimInFlight(List<String> jvmOptions) throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      d.holdLeaseElsewhere(LEASE);
+      // default timings: a poll every 2 s, each statement bounded by 5 s (the lock wait below)
+      String args = d.agentArgs("mode=leader,lease=" + LEASE + ",lease-duration=15s,instance=B");
+      try (AppProcess b =
+              AppProcess.start(
+                  "B",
+                  AppProcess.JAVA_17,
+                  args,
+                  Map.of(),
+                  jvmOptions,
+                  false,
+                  legacy.LegacyApp.class.getName(),
+                  "writer",
+                  d.url,
+                  d.events,
+                  "B",
+                  "hikari");
+          Connection locker = d.dataSource().getConnection()) {
+        b.awaitStderr(0, "this process waits as a replica", "B waiting as a replica");
+        b.send("slow-shutdown");
+        b.awaitLine(l -> l.equals("SLOW-SHUTDOWN"), "B's slow shutdown hook");
+        // the row is replaced by an expired one in a transaction left open: B's next poll creates
+        // the row (INSERT ... ON CONFLICT DO NOTHING), which waits for this transaction
+        locker.setAutoCommit(false);
+        try (PreparedStatement del =
+                locker.prepareStatement("DELETE FROM " + d.leases + " WHERE name = ?");
+            PreparedStatement ins =
+                locker.prepareStatement(
+                    "INSERT INTO "
+                        + d.leases
+                        + " (name, holder, instance, term, expires_at_ms) VALUES (?, 'z', 'Z', 2, 0)")) {
+          del.setString(1, LEASE);
+          del.executeUpdate();
+          ins.setString(1, LEASE);
+          ins.executeUpdate();
+        }
+        awaitClaimWaitingOnLock(d);
+        int from = b.stderrLength();
+        b.terminate();
+        b.awaitStderr(from, "shutting down", "the agent's shutdown hook");
+        b.awaitLine(l -> l.equals("SHUTDOWN-HOOK"), "the application's shutdown hook");
+        locker.commit(); // the claim completes now, while both hooks run
+        // B's claim, released by whoever ended it (the election, or the closed manager)
+        long deadline = System.nanoTime() + AppProcess.TIMEOUT.toNanos();
+        while (d.expiresAt(LEASE).orElse(1L) != 0 || d.holder(LEASE).orElseThrow().term() == 2) {
+          assertTrue(System.nanoTime() < deadline, "B's claim was not released" + b.describe());
+          Thread.sleep(50); // polling the database with a deadline
+        }
+        b.send("exit"); // the application's hook ends
+        int exit = b.awaitExit();
+        String after = b.stderr().substring(from);
+        System.out.println("B after SIGTERM (exit " + exit + "):\n" + after);
+        if (exit != 143) {
+          return "exit status " + exit + b.describe();
+        }
+        return shutdownTrouble(after);
+      }
+    }
+  }
+
+  /**
+   * What a quiet shutdown never logs (stderr from the SIGTERM on): an error, or a warning other
+   * than the application's refused transactions (a replica's, expected before and during it).
+   */
+  static String shutdownTrouble(String stderrAfterSignal) {
+    for (String line : stderrAfterSignal.lines().toList()) {
+      if (line.contains(" ERROR ")
+          || (line.contains(" WARN ") && !line.contains(" TransactionFence "))) {
+        return "at shutdown: " + line;
+      }
+    }
+    return null;
+  }
+
+  /** Until B's lease statement waits on the row lock of the test's open transaction. */
+  private static void awaitClaimWaitingOnLock(LegacyDatabase d) throws Exception {
+    long deadline = System.nanoTime() + AppProcess.TIMEOUT.toNanos();
+    try (Connection c = d.dataSource().getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                    + " AND query LIKE ?")) {
+      ps.setString(1, "%" + d.leases + "%");
+      while (true) {
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          if (rs.getInt(1) > 0) {
+            return;
+          }
+        }
+        assertTrue(System.nanoTime() < deadline, "B's claim never waited on the lock");
+        Thread.sleep(50); // polling the database with a deadline
       }
     }
   }

@@ -32,10 +32,15 @@ final class LegacyDatabase implements AutoCloseable {
   }
 
   LegacyDatabase(TestDatabase db) throws SQLException {
-    this.db = db;
     // SQLite: one file shared by both JVMs, WAL so a reader never blocks the lease writer, and a
     // busy timeout so writers queue instead of failing at once
-    this.url = db.isSqlite() ? db.url() + "?journal_mode=WAL&busy_timeout=10000" : db.url();
+    this(db, db.isSqlite() ? db.url() + "?journal_mode=WAL&busy_timeout=10000" : db.url());
+  }
+
+  /** On {@code url}, a database of {@code db}'s kind. */
+  LegacyDatabase(TestDatabase db, String url) throws SQLException {
+    this.db = db;
+    this.url = url;
     this.ds = new UrlDataSource(url);
     try (Connection c = ds.getConnection();
         Statement s = c.createStatement()) {
@@ -87,6 +92,32 @@ final class LegacyDatabase implements AutoCloseable {
         throw new IllegalStateException("no lease row " + leaseName + " in " + leases);
       }
     }
+  }
+
+  /** Makes {@code leaseName} free (expired), whoever held it. */
+  void expire(String leaseName) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("UPDATE " + leases + " SET expires_at_ms = 0 WHERE name = ?")) {
+      ps.setString(1, leaseName);
+      ps.executeUpdate();
+    }
+  }
+
+  /** The lease row's expiry (0: released), if the row exists. */
+  Optional<Long> expiresAt(String leaseName) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement("SELECT expires_at_ms FROM " + leases + " WHERE name = ?")) {
+      ps.setString(1, leaseName);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(rs.getLong(1)) : Optional.empty();
+      }
+    }
+  }
+
+  DataSource dataSource() {
+    return ds;
   }
 
   private dev.lease.core.Database database() {

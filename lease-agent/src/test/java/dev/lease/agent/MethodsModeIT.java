@@ -80,7 +80,8 @@ class MethodsModeIT {
       int i =
           p.awaitLine(
               from,
-              l -> l.equals("JOB-STARTED " + n) || l.equals("JOB-RETURNED " + n + " ran=false"),
+              l ->
+                  l.equals("JOB-STARTED " + n) || l.startsWith("JOB-RETURNED " + n + " ran=false "),
               "the start or skip of trigger " + n);
       if (p.lines().get(i).startsWith("JOB-STARTED")) {
         runs++;

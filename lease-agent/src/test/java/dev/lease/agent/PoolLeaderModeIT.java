@@ -98,7 +98,7 @@ class PoolLeaderModeIT {
         LeaderModeIT.Takeover t = LeaderModeIT.stopLeaderInsideATransaction(d, LEASE, a, b);
 
         // A, resumed: refused, then halted after the grace period (on-loss=halt)
-        assertEquals(LeaderElection.EXIT_LOST, a.awaitExit(), a.describe());
+        assertEquals(LostLeasePolicy.EXIT_LOST, a.awaitExit(), a.describe());
         assertTrue(a.stderr().contains("halting the JVM (status 70, on-loss=halt)"), a.describe());
         Set<Integer> stale = t.checker().committedAfterTakeover();
         assertEquals(
@@ -123,8 +123,24 @@ class PoolLeaderModeIT {
                 + count(b, "COMMITTED")
                 + ", physical connections "
                 + physicalConnections(b)
+                + ", lease connections "
+                + leaseConnections(b)
                 + "; A after resuming: "
                 + after.stream().filter(l -> !l.startsWith("IDLE")).limit(2).toList());
+
+        // the agent's own lease statements (B's polls as a replica, its claim and renewals as the
+        // leader: dozens) ran on a connection or two it kept open, not one each
+        assertTrue(leaseConnections(b) <= 3, leaseConnections(b) + " lease connections");
+
+        // B, leading, shut down (SIGTERM): its election stops, the work bound to the lease ends,
+        // the lease is released, quietly; a release is not a loss: no halt
+        int from = b.stderrLength();
+        b.terminate();
+        assertEquals(143, b.awaitExit(), b.describe());
+        String shutdown = b.stderr().substring(from);
+        assertTrue(shutdown.contains("released lease " + LEASE), shutdown);
+        assertNull(LeaderModeIT.shutdownTrouble(shutdown), shutdown);
+        assertEquals(0L, d.expiresAt(LEASE).orElseThrow(), "B's lease released");
       }
     }
   }
@@ -209,6 +225,14 @@ class PoolLeaderModeIT {
     return app.stderr()
         .lines()
         .filter(l -> l.contains("physical connection ") && !l.contains("lease-agent#"))
+        .count();
+  }
+
+  /** Physical connections of the agent's own lease statements (its debug log of every connect). */
+  static long leaseConnections(AppProcess app) {
+    return app.stderr()
+        .lines()
+        .filter(l -> l.contains("physical connection ") && l.contains("lease-agent#"))
         .count();
   }
 

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -18,7 +19,12 @@ import org.junit.jupiter.params.provider.MethodSource;
  * application's time from JVM start to its first query (HikariCP, SELECT 1), without and with the
  * agent in leader mode, runs interleaved. Prints the medians and writes them to
  * target/startup-cost-DB.txt; the README quotes a run.
+ *
+ * <p>A long run (ten JVMs), so not part of {@code mvn verify}: run it with {@code mvn -B -ntp -pl
+ * lease-agent -am verify -Dlease.agent.measure=true -Dit.test=StartupCostIT -Dtest=NONE
+ * -Dsurefire.failIfNoSpecifiedTests=false}.
  */
+@EnabledIfSystemProperty(named = "lease.agent.measure", matches = "true")
 class StartupCostIT {
 
   private static final int RUNS = 5;

@@ -277,7 +277,7 @@ class ValidationTest {
                     .build());
     assertTrue(e.getMessage().contains("database H2"), e.getMessage());
     assertTrue(
-        e.getMessage().contains("PostgreSQL, MySQL, MariaDB and SQLite 3.42 or later"),
+        e.getMessage().contains("PostgreSQL, MySQL, MariaDB or SQLite 3.42 or later"),
         e.getMessage());
   }
 

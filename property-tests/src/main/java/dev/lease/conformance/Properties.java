@@ -6,7 +6,10 @@ import dev.lease.conformance.sim.ModelProperty;
 import dev.lease.conformance.sim.SimulationProperty;
 import java.util.List;
 
-/** The conformance suite: every property, in the order the runner checks and reports them. */
+/**
+ * The conformance suite: every property, in the order the runner checks and reports them. A new
+ * property joins the runner (its table, {@code --only}, {@code --controls}) by being listed here.
+ */
 public final class Properties {
 
   private Properties() {}
@@ -17,5 +20,10 @@ public final class Properties {
         new SimulationProperty(),
         new FaultRunProperty(),
         new PausedHolderProperty());
+  }
+
+  /** Every negative control of every property, in the same order. */
+  public static List<NegativeControl> controls() {
+    return all().stream().flatMap(p -> p.controls().stream()).toList();
   }
 }

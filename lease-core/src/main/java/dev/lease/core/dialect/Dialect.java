@@ -309,7 +309,7 @@ public abstract class Dialect {
 
   // ---- detection ------------------------------------------------------------------------------
 
-  public static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB and SQLite 3.42 or later";
+  public static final String SUPPORTED = "PostgreSQL, MySQL, MariaDB or SQLite 3.42 or later";
 
   /**
    * Chooses the dialect from the connection's metadata, never from the URL: MySQL Connector/J

@@ -43,18 +43,38 @@ final class BusinessTable {
     }
   }
 
-  /** txn → {rows, the highest term written}. */
-  static Map<Long, long[]> rows(Target target, String table) throws SQLException {
-    Map<Long, long[]> rows = new HashMap<>();
+  /** txn → rows in the table. */
+  static Map<Long, Long> rows(Target target, String table) throws SQLException {
+    Map<Long, Long> rows = new HashMap<>();
     try (Connection c = target.connect();
         Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery("SELECT txn, count(*), max(term) FROM " + table + " GROUP BY txn")) {
+        ResultSet rs = s.executeQuery("SELECT txn, count(*) FROM " + table + " GROUP BY txn")) {
       while (rs.next()) {
-        rows.put(rs.getLong(1), new long[] {rs.getLong(2), rs.getLong(3)});
+        rows.put(rs.getLong(1), rs.getLong(2));
       }
     }
     return rows;
+  }
+
+  /**
+   * True when {@code e} (or a cause) says a statement waited and gave up: the database's lock wait
+   * (SQLite's busy handler, InnoDB's lock wait timeout, PostgreSQL's lock or statement timeout) or
+   * lease-core's attempt timeout, which bounds the whole attempt and so usually ends a lock wait
+   * first.
+   */
+  static boolean isLockWait(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      String m = t.getMessage() == null ? "" : t.getMessage().toLowerCase(java.util.Locale.ROOT);
+      if (m.contains("sqlite_busy")
+          || m.contains("database is locked")
+          || m.contains("lock wait timeout")
+          || m.contains("lock timeout")
+          || m.contains("statement timeout")
+          || m.contains("within the attempt timeout")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -74,7 +94,7 @@ final class BusinessTable {
   }
 
   /**
-   * The database server's clock in epoch milliseconds, the expressions DESIGN.md chose:
+   * The database server's clock in epoch milliseconds, the expressions lease-core uses:
    * PostgreSQL's clock_timestamp() (not now(), the transaction's start), UTC_TIMESTAMP(6) on
    * MySQL/MariaDB (free of the session time zone), unixepoch with subsec on SQLite 3.42+.
    */

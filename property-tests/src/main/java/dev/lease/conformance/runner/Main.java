@@ -2,6 +2,8 @@ package dev.lease.conformance.runner;
 
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
 
+import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.Properties;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Target;
@@ -14,6 +16,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.engine.reporting.ReportEntry;
@@ -26,14 +29,17 @@ import org.junit.platform.launcher.core.LauncherFactory;
 
 /**
  * The conformance runner, {@code java -jar lease-conformance.jar}: checks every property of the
- * suite against one database through the JUnit Platform Launcher, shows progress, and ends with a
- * table of property × database × result. Exit status 0 only when every property holds.
+ * suite (or, with {@code --controls}, every negative control) against one database through the
+ * JUnit Platform Launcher, shows progress, and ends with a table of property × database × result,
+ * the events each property counted, and the durations it measured. Exit status 0 only when every
+ * property holds.
  */
 public final class Main {
 
   static final int HOLDS = 0;
   static final int VIOLATED = 1;
   static final int BAD_INPUT = 2;
+  static final int INCONCLUSIVE = 3;
 
   private Main() {}
 
@@ -42,6 +48,7 @@ public final class Main {
   }
 
   static int run(String[] args, Map<String, String> env, PrintStream out, PrintStream err) {
+    long started = System.nanoTime();
     Options options;
     try {
       options = Options.parse(args, env);
@@ -66,7 +73,7 @@ public final class Main {
                 + "; set java.io.tmpdir to a writable directory");
         return BAD_INPUT;
       }
-      // WAL lets the holder's readers and a claimer's write overlap, as DESIGN.md measured
+      // WAL, as most applications run SQLite: readers and one writer overlap
       url =
           "jdbc:sqlite:"
               + tempDir.resolve("conformance.db")
@@ -77,7 +84,9 @@ public final class Main {
       Preflight.check(target);
       long seed = options.seed() != null ? options.seed() : new SecureRandom().nextLong();
       out.println(
-          "lease conformance: "
+          "lease conformance"
+              + (options.controls() ? " (negative controls)" : "")
+              + ": "
               + target
               + ", "
               + options.size().name().toLowerCase()
@@ -88,26 +97,25 @@ public final class Main {
               + target.tablePrefix()
               + "* (dropped at the end)");
       List<Row> rows = launch(target, options, seed, out);
-      boolean allHold = !rows.isEmpty() && rows.stream().allMatch(Row::holds);
-      printTable(rows, out);
-      for (Row r : rows) {
-        if (!r.holds()) {
-          out.println(
-              "\n"
-                  + r.property
-                  + " on "
-                  + r.database
-                  + " does not hold:\n"
-                  + (r.result != null && r.result.failure() != null
-                      ? r.result.failure()
-                      : r.error));
-        }
+      int status = options.controls() ? controlsTable(rows, out) : propertiesTable(rows, out);
+      out.println(durations(rows, started));
+      if (options.controls()) {
+        out.println(
+            status == HOLDS
+                ? "\nevery control was caught (seed " + seed + ")"
+                : "\nNOT every control was caught; replay with --controls --seed " + seed);
+      } else if (status == HOLDS) {
+        out.println("\nevery property holds (seed " + seed + ")");
+      } else if (status == INCONCLUSIVE) {
+        out.println(
+            "\nINCONCLUSIVE: no property failed, but not every property observed the events it must"
+                + " observe to count as a test (see its counts); run again, or with --full (seed "
+                + seed
+                + ")");
+      } else {
+        out.println("\nNOT every property holds; replay with --seed " + seed);
       }
-      out.println(
-          allHold
-              ? "\nevery property holds (seed " + seed + ")"
-              : "\nNOT every property holds; replay with --seed " + seed);
-      return allHold ? HOLDS : VIOLATED;
+      return status;
     } catch (Preflight.BadInput e) {
       err.println("lease-conformance: " + e.getMessage());
       return BAD_INPUT;
@@ -121,18 +129,22 @@ public final class Main {
 
   /** One line of the final table. */
   static final class Row {
-    final String property;
+    final String id;
     String database;
     PropertyResult result;
     String error;
+    String notApplicable;
 
-    Row(String property, String database) {
-      this.property = property;
+    Row(String id, String database) {
+      this.id = id;
       this.database = database;
     }
 
-    boolean holds() {
-      return error == null && result != null && result.holds();
+    PropertyResult.Verdict verdict() {
+      if (error != null || result == null) {
+        return PropertyResult.Verdict.FAILS;
+      }
+      return result.verdict();
     }
   }
 
@@ -144,6 +156,7 @@ public final class Main {
             .configurationParameter(SuiteSettings.TABLE_PREFIX, target.tablePrefix())
             .configurationParameter(SuiteSettings.SIZE, options.size().name())
             .configurationParameter(SuiteSettings.SEED, Long.toString(seed))
+            .configurationParameter(SuiteSettings.CONTROLS, Boolean.toString(options.controls()))
             // the suite is this jar's own; nothing else on the class path is a conformance test
             .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "false");
     if (target.user() != null) {
@@ -163,6 +176,21 @@ public final class Main {
     return rows;
   }
 
+  /** What a row is about, in one sentence: the property's summary or what the control breaks. */
+  private static String describe(String id) {
+    for (ConformanceProperty p : Properties.all()) {
+      if (p.id().equals(id)) {
+        return p.summary();
+      }
+      for (NegativeControl c : p.controls()) {
+        if (c.id().equals(id)) {
+          return "negative control, must be caught: " + c.breaks();
+        }
+      }
+    }
+    return "";
+  }
+
   /** Shows progress while the suite runs and collects the rows of the table. */
   private static final class Progress implements TestExecutionListener {
     private final PrintStream out;
@@ -179,13 +207,7 @@ public final class Main {
     @Override
     public void executionStarted(TestIdentifier id) {
       if (id.isTest()) {
-        String summary =
-            Properties.all().stream()
-                .filter(p -> p.id().equals(id.getDisplayName()))
-                .map(p -> p.summary())
-                .findFirst()
-                .orElse("");
-        out.println("\n[" + id.getDisplayName() + "] " + summary);
+        out.println("\n[" + id.getDisplayName() + "] " + describe(id.getDisplayName()));
         rows.add(new Row(id.getDisplayName(), target.label()));
         lastPrint = System.nanoTime();
       }
@@ -206,6 +228,10 @@ public final class Main {
                   + " faults injected so far");
           lastPrint = System.nanoTime();
         }
+      } else if (m.containsKey("notApplicable")) {
+        Row row = current();
+        row.notApplicable = m.get("why");
+        out.println("  not applicable on " + m.get("database") + ": " + m.get("why"));
       } else if (m.containsKey("result")) {
         PropertyResult r = ResultEntries.decode(m);
         Row row = current();
@@ -217,7 +243,7 @@ public final class Main {
                 + " on "
                 + r.database()
                 + ": "
-                + (r.holds() ? "holds" : "VIOLATED")
+                + r.verdict()
                 + " after "
                 + r.schedules()
                 + " schedules, "
@@ -230,11 +256,11 @@ public final class Main {
 
     @Override
     public void executionFinished(TestIdentifier id, TestExecutionResult result) {
-      if (result.getStatus() != TestExecutionResult.Status.SUCCESSFUL) {
-        String message = result.getThrowable().map(Throwable::toString).orElse("aborted");
+      if (result.getStatus() == TestExecutionResult.Status.FAILED) {
+        String message = result.getThrowable().map(Throwable::toString).orElse("failed");
         if (id.isTest()) {
           Row row = current();
-          if (row.result == null || row.result.holds()) {
+          if (row.result == null) {
             row.error = message;
           }
         } else if (rows.isEmpty() || id.getParentId().isEmpty()) {
@@ -250,27 +276,140 @@ public final class Main {
     }
   }
 
-  private static void printTable(List<Row> rows, PrintStream out) {
-    String format = "%-16s %-24s %-9s %10s %8s %11s %9s%n";
+  private static final String FORMAT = "%-30s %-22s %-12s %9s %8s %10s %8s%n";
+
+  /** Prints the properties' table; returns the exit status it means. */
+  private static int propertiesTable(List<Row> rows, PrintStream out) {
     out.println();
     out.printf(
-        format, "property", "database", "result", "schedules", "faults", "violations", "time");
+        FORMAT, "property", "database", "result", "schedules", "faults", "violations", "time");
+    boolean failed = rows.isEmpty();
+    boolean inconclusive = false;
     for (Row r : rows) {
       PropertyResult p = r.result;
-      String result = r.holds() ? "holds" : r.error != null ? "ERROR" : "VIOLATED";
-      out.printf(
-          format,
-          r.property,
-          r.database,
-          result,
-          p == null ? "-" : p.schedules(),
-          p == null ? "-" : p.faults(),
-          p == null ? "-" : p.violations(),
-          p == null ? "-" : seconds(p.millis()));
-      if (p != null && p.note() != null) {
-        out.println("    note: " + p.note());
+      PropertyResult.Verdict v = r.verdict();
+      failed |= v == PropertyResult.Verdict.FAILS;
+      inconclusive |= v == PropertyResult.Verdict.INCONCLUSIVE;
+      String result =
+          r.error != null
+              ? "ERROR"
+              : switch (v) {
+                case HOLDS -> "holds";
+                case FAILS -> "FAILS";
+                case INCONCLUSIVE -> "INCONCLUSIVE";
+              };
+      printRow(out, r, result);
+      if (p != null) {
+        printCounts(out, p);
       }
     }
+    for (Row r : rows) {
+      if (r.verdict() == PropertyResult.Verdict.FAILS) {
+        out.println(
+            "\n"
+                + r.id
+                + " on "
+                + r.database
+                + " does not hold:\n"
+                + (r.result != null && r.result.failure() != null ? r.result.failure() : r.error));
+      }
+    }
+    return failed ? VIOLATED : inconclusive ? INCONCLUSIVE : HOLDS;
+  }
+
+  /** Prints the controls' table; returns 0 when every applicable control was caught. */
+  private static int controlsTable(List<Row> rows, PrintStream out) {
+    out.println();
+    out.printf(
+        FORMAT, "control", "database", "result", "schedules", "faults", "violations", "time");
+    boolean missed = rows.isEmpty();
+    for (Row r : rows) {
+      String result;
+      if (r.notApplicable != null) {
+        result = "n/a";
+      } else if (r.error != null && r.result == null) {
+        result = "ERROR";
+        missed = true;
+      } else if (NegativeControl.caught(r.result)) {
+        result = "caught";
+      } else {
+        result = "NOT CAUGHT";
+        missed = true;
+      }
+      printRow(out, r, result);
+      out.println("    " + describe(r.id));
+      if (r.notApplicable != null) {
+        out.println("    n/a: " + r.notApplicable);
+      } else if (r.result != null && NegativeControl.caught(r.result)) {
+        out.println("    caught: " + firstViolation(r.result.failure()));
+      } else if (r.result != null) {
+        printCounts(out, r.result);
+      } else if (r.error != null) {
+        out.println("    error: " + r.error);
+      }
+    }
+    return missed ? VIOLATED : HOLDS;
+  }
+
+  /** The line of a failure report that says what broke. */
+  static String firstViolation(String failure) {
+    if (failure == null) {
+      return "";
+    }
+    return failure
+        .lines()
+        .map(String::strip)
+        .filter(
+            l ->
+                l.startsWith("invariant")
+                    || l.startsWith("violation:")
+                    || l.startsWith("disagreement:")
+                    || l.startsWith("liveness")
+                    || l.startsWith("lease-jdbc"))
+        .findFirst()
+        .orElse(failure.lines().findFirst().orElse(""));
+  }
+
+  private static void printRow(PrintStream out, Row r, String result) {
+    PropertyResult p = r.result;
+    out.printf(
+        FORMAT,
+        r.id,
+        r.database,
+        result,
+        p == null ? "-" : p.schedules(),
+        p == null ? "-" : p.faults(),
+        p == null ? "-" : p.violations(),
+        p == null ? "-" : seconds(p.millis()));
+  }
+
+  private static void printCounts(PrintStream out, PropertyResult p) {
+    for (PropertyResult.Count c : p.counts()) {
+      out.println(
+          "    "
+              + (c.required() > 0 ? (c.enough() ? "  " : "!!") + " " : "   ")
+              + c.event()
+              + ": "
+              + c.observed()
+              + (c.required() > 0 ? " (needs " + c.required() + ")" : ""));
+    }
+    if (p.note() != null) {
+      out.println("    note: " + p.note());
+    }
+  }
+
+  /** The durations this run measured: each row's, and the whole run's. */
+  private static String durations(List<Row> rows, long startedNanos) {
+    String each =
+        rows.stream()
+            .filter(r -> r.result != null)
+            .map(r -> r.id + " " + seconds(r.result.millis()))
+            .collect(Collectors.joining(", "));
+    return "\ndurations measured by this run: "
+        + (each.isEmpty() ? "" : each + "; ")
+        + "total "
+        + seconds((System.nanoTime() - startedNanos) / 1_000_000)
+        + " (from start to this line, connecting and setting up included)";
   }
 
   private static String seconds(long millis) {

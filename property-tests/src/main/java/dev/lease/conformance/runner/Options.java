@@ -1,21 +1,41 @@
 package dev.lease.conformance.runner;
 
+import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.NegativeControl;
+import dev.lease.conformance.Properties;
 import dev.lease.conformance.Size;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
 
 /** The runner's command line, with LEASE_URL / LEASE_USER / LEASE_PASSWORD as fallbacks. */
 record Options(
-    String url, String user, String password, Size size, Long seed, String only, boolean help) {
+    String url,
+    String user,
+    String password,
+    Size size,
+    Long seed,
+    String only,
+    boolean controls,
+    boolean help) {
 
   static final String USAGE =
       String.join(
           "\n",
           "usage: java -jar lease-conformance.jar [--url JDBC_URL] [--user USER] [--password PASSWORD]",
           "                                      [--quick | --full] [--seed N] [--only ID[,ID...]]",
+          "                                      [--controls]",
           "",
-          "Checks the lease protocol's invariants against a database and prints a table of",
-          "property x database x result. Exit status: 0 every property holds, 1 a property does not",
-          "hold, 2 bad input (unreachable or unsupported database, no permission to create tables).",
+          "Checks the lease protocol's guarantees against a database and prints a table of",
+          "property x database x result, with the events each property counted. Exit status:",
+          "0 every property holds, 1 a property does not hold (or, with --controls, a control was",
+          "not caught), 2 bad input (unreachable or unsupported database, no permission to create",
+          "tables, an unknown argument or id), 3 a property was inconclusive: it did not observe",
+          "the events it must observe to count as a test.",
           "",
           "  (no --url)     an embedded SQLite database in a temporary directory, removed afterwards",
           "  --url          jdbc:postgresql://..., jdbc:mysql://..., jdbc:mariadb://... or jdbc:sqlite:...",
@@ -24,7 +44,18 @@ record Options(
           "  --user, --password   (environment: LEASE_USER, LEASE_PASSWORD)",
           "  --quick        the CI size (default); --full tries many more schedules",
           "  --seed N       replays the schedules of a previous run (a failure prints its seed)",
-          "  --only IDS     checks only these properties (ids as in the table)");
+          "  --only IDS     checks only these properties: " + String.join(", ", propertyIds()),
+          "  --controls     runs the negative controls instead: deliberately broken variants of the",
+          "                 fence and the protocol, each of which the suite must catch on this",
+          "                 database (--only then also takes a control's id)");
+
+  static List<String> propertyIds() {
+    return Properties.all().stream().map(ConformanceProperty::id).toList();
+  }
+
+  static List<String> controlIds() {
+    return Properties.controls().stream().map(NegativeControl::id).toList();
+  }
 
   /**
    * @throws IllegalArgumentException with a message for the user
@@ -36,6 +67,7 @@ record Options(
     Size size = Size.QUICK;
     Long seed = null;
     String only = null;
+    boolean controls = false;
     boolean help = false;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
@@ -69,6 +101,7 @@ record Options(
         }
         case "--quick" -> size = Size.QUICK;
         case "--full" -> size = Size.FULL;
+        case "--controls" -> controls = true;
         case "--help", "-h" -> help = true;
         default -> throw new IllegalArgumentException("unknown argument " + args[i]);
       }
@@ -76,6 +109,38 @@ record Options(
     if (url != null && url.isBlank()) {
       url = null;
     }
-    return new Options(url, user, password, size, seed, only, help);
+    if (only != null) {
+      checkIds(only, controls);
+    }
+    return new Options(url, user, password, size, seed, only, controls, help);
+  }
+
+  /** Every id of {@code --only} must name a property (or, with --controls, a control). */
+  private static void checkIds(String only, boolean controls) {
+    List<String> ids =
+        Arrays.stream(only.split(",")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+    Set<String> known = new LinkedHashSet<>(propertyIds());
+    if (controls) {
+      known.addAll(controlIds());
+    }
+    List<String> unknown = new ArrayList<>();
+    for (String id : ids) {
+      if (!known.contains(id)) {
+        unknown.add(id);
+      }
+    }
+    if (ids.isEmpty() || !unknown.isEmpty()) {
+      throw new IllegalArgumentException(
+          (ids.isEmpty()
+                  ? "--only names no property"
+                  : "--only names "
+                      + (unknown.size() == 1 ? "an unknown id: " : "unknown ids: ")
+                      + unknown.stream().map(u -> "'" + u + "'").collect(Collectors.joining(", ")))
+              + "; the properties are "
+              + String.join(", ", propertyIds())
+              + (controls
+                  ? ", and the controls " + String.join(", ", controlIds())
+                  : " (the controls' ids are known with --controls)"));
+    }
   }
 }

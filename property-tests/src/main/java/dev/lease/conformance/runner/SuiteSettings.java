@@ -1,6 +1,7 @@
 package dev.lease.conformance.runner;
 
 import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
 import java.util.Arrays;
@@ -24,21 +25,29 @@ final class SuiteSettings {
   static final String SIZE = "lease.conformance.size";
   static final String SEED = "lease.conformance.seed";
   static final String ONLY = "lease.conformance.only";
+  static final String CONTROLS = "lease.conformance.controls";
 
   final Target target;
   final Size size;
   final long seed;
   final Set<String> only;
+  final boolean controls;
 
-  SuiteSettings(Target target, Size size, long seed, Set<String> only) {
+  SuiteSettings(Target target, Size size, long seed, Set<String> only, boolean controls) {
     this.target = target;
     this.size = size;
     this.seed = seed;
     this.only = only;
+    this.controls = controls;
   }
 
   boolean selected(ConformanceProperty p) {
     return only.isEmpty() || only.contains(p.id());
+  }
+
+  /** A control runs when --only names it or its property (or --only is not given). */
+  boolean selected(ConformanceProperty p, NegativeControl c) {
+    return only.isEmpty() || only.contains(p.id()) || only.contains(c.id());
   }
 
   /** Resolves a {@link SuiteSettings} parameter from the configuration parameters. */
@@ -76,7 +85,9 @@ final class SuiteSettings {
                           .filter(x -> !x.isEmpty())
                           .collect(Collectors.toSet()))
               .orElse(Set.of());
-      return new SuiteSettings(target, size, seed, only);
+      boolean controls =
+          Boolean.parseBoolean(e.getConfigurationParameter(CONTROLS).orElse("false"));
+      return new SuiteSettings(target, size, seed, only, controls);
     }
   }
 }

@@ -19,6 +19,8 @@ public record Command(Kind kind, int process, int amount) {
     DRIFT,
     /** The process's next request never reaches the database. */
     DROP,
+    /** The database clock steps by {@code amount} ms, forward or back. */
+    DATABASE_CLOCK_STEP,
     PAUSE,
     RESUME
   }
@@ -29,6 +31,7 @@ public record Command(Kind kind, int process, int amount) {
       case ADVANCE -> "advance " + amount + " ms";
       case SKEW -> "p" + process + " clock +" + amount + " ms";
       case DRIFT -> "p" + process + " clock rate " + (1000 + amount) + "/1000";
+      case DATABASE_CLOCK_STEP -> "database clock " + (amount >= 0 ? "+" : "") + amount + " ms";
       default -> "p" + process + " " + kind.name().toLowerCase(java.util.Locale.ROOT);
     };
   }

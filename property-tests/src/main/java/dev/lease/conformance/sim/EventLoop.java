@@ -9,7 +9,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * The one true time of a simulation and the timers of every simulated process, run in time order on
  * the calling thread. Timers of a paused process wait until it resumes (a stop-the-world pause or
- * SIGSTOP); they then run late, as they would in a real process.
+ * SIGSTOP); they then run late, as they would in a real process. A process's work (its worker
+ * thread) is one thread: while a step of it waits inside a statement, its next steps wait too,
+ * while its keeper's timers and other processes run.
  */
 final class EventLoop {
 
@@ -19,14 +21,16 @@ final class EventLoop {
     final long due;
     final long seq;
     final Runnable task;
+    final boolean work;
     boolean cancelled;
     boolean done;
 
-    Event(SimProcess owner, long due, long seq, Runnable task) {
+    Event(SimProcess owner, long due, long seq, Runnable task, boolean work) {
       this.owner = owner;
       this.due = due;
       this.seq = seq;
       this.task = task;
+      this.work = work;
     }
 
     @Override
@@ -76,8 +80,14 @@ final class EventLoop {
   /** Virtual nanoseconds since the start of the schedule. */
   long now;
 
+  /** A timer of {@code owner}'s keeper (or, with a null owner, of the world: faults). */
   Event schedule(SimProcess owner, long delayNanos, Runnable task) {
-    Event e = new Event(owner, now + Math.max(0, delayNanos), seq++, task);
+    return schedule(owner, delayNanos, task, false);
+  }
+
+  /** {@code work}: a step of the process's worker thread, never run while another one runs. */
+  Event schedule(SimProcess owner, long delayNanos, Runnable task, boolean work) {
+    Event e = new Event(owner, now + Math.max(0, delayNanos), seq++, task, work);
     events.add(e);
     return e;
   }
@@ -96,7 +106,7 @@ final class EventLoop {
     while (true) {
       Event next = null;
       for (Event e : events) {
-        if (e.owner != null && (e.owner.paused || e.owner.crashed)) {
+        if (e.owner != null && (e.owner.paused || e.owner.crashed || (e.work && e.owner.working))) {
           continue;
         }
         if (e.due <= until
@@ -110,7 +120,24 @@ final class EventLoop {
       events.remove(next);
       now = Math.max(now, next.due);
       next.done = true;
-      next.task.run();
+      SimProcess owner = next.owner;
+      if (owner == null) {
+        next.task.run();
+      } else if (next.work) {
+        owner.working = true;
+        try {
+          next.task.run();
+        } finally {
+          owner.working = false;
+        }
+      } else {
+        owner.keeperDepth++;
+        try {
+          next.task.run();
+        } finally {
+          owner.keeperDepth--;
+        }
+      }
       afterEach.run();
     }
     now = Math.max(now, until);

@@ -147,11 +147,16 @@ final class ReferenceModel {
         }
         return SimWorld.Outcome.OK;
       case TRANSACTION:
+        // through lease-jdbc: the connection first (a dropped request), then the fence's local
+        // check, then the verify in the database
         if (p.paused || l == null) {
           return SimWorld.Outcome.SKIPPED;
         }
         if (dropped(p)) {
           return SimWorld.Outcome.ERROR;
+        }
+        if (!locallyHeld(p, l, local)) {
+          return SimWorld.Outcome.REFUSED;
         }
         return databaseHolder(l, nowMs) ? SimWorld.Outcome.OK : SimWorld.Outcome.REFUSED;
       case DROP:

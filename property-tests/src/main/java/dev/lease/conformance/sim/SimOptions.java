@@ -1,14 +1,16 @@
 package dev.lease.conformance.sim;
 
+import dev.lease.conformance.Mutation;
 import dev.lease.core.LeaseTimings;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Set;
 import java.util.function.LongSupplier;
 
 /**
- * What a simulation runs: the lease timings, how far process clocks may drift, and the extension
- * points through which test code plugs in deliberately broken participants (negative controls).
+ * What a simulation runs: the lease timings, how far process clocks may drift, and what is
+ * deliberately broken for a negative control (a clock beyond the bound, a keeper on the wall clock,
+ * a {@link Mutation} of lease-core's or lease-jdbc's statements and calls).
  */
 public final class SimOptions {
 
@@ -16,14 +18,6 @@ public final class SimOptions {
   @FunctionalInterface
   public interface ClockFactory {
     ProcessClock create(LongSupplier trueNanos, long origin, double rate);
-  }
-
-  /**
-   * A participant that writes to the lease table behind the protocol's back (negative controls).
-   */
-  @FunctionalInterface
-  public interface Intruder {
-    void act(Connection connection, String table, String name, long leaseMs) throws SQLException;
   }
 
   /**
@@ -44,19 +38,19 @@ public final class SimOptions {
   final double slowest;
   final double fastest;
   final ClockFactory clocks;
-  final Intruder intruder;
+  final Set<Mutation> mutations;
 
   private SimOptions(
       LeaseTimings timings,
       double slowest,
       double fastest,
       ClockFactory clocks,
-      Intruder intruder) {
+      Set<Mutation> mutations) {
     this.timings = timings;
     this.slowest = slowest;
     this.fastest = fastest;
     this.clocks = clocks;
-    this.intruder = intruder;
+    this.mutations = mutations;
   }
 
   /**
@@ -69,19 +63,23 @@ public final class SimOptions {
         1 - TIMINGS.maxClockRateError(),
         1.5,
         (t, origin, rate) -> new ProcessClock(t, origin, rate),
-        null);
+        Set.of());
   }
 
   /** Clocks that may run slower than the bound (a negative control: invariant 2 must break). */
   public SimOptions slowestClockRate(double rate) {
-    return new SimOptions(timings, rate, fastest, clocks, intruder);
+    return new SimOptions(timings, rate, fastest, clocks, mutations);
   }
 
   public SimOptions clocks(ClockFactory factory) {
-    return new SimOptions(timings, slowest, fastest, factory, intruder);
+    return new SimOptions(timings, slowest, fastest, factory, mutations);
   }
 
-  public SimOptions intruder(Intruder intruder) {
-    return new SimOptions(timings, slowest, fastest, clocks, intruder);
+  /** lease-core or lease-jdbc broken by {@code m} (a negative control). */
+  public SimOptions mutation(Mutation m) {
+    Set<Mutation> more =
+        mutations.isEmpty() ? EnumSet.noneOf(Mutation.class) : EnumSet.copyOf(mutations);
+    more.add(m);
+    return new SimOptions(timings, slowest, fastest, clocks, more);
   }
 }

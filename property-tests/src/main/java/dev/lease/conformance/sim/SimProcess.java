@@ -3,17 +3,23 @@ package dev.lease.conformance.sim;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.DataSourceAdapter;
+import dev.lease.jdbc.FencedDataSource;
+import dev.lease.jdbc.FencingMode;
+import dev.lease.jdbc.FencingOptions;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLTimeoutException;
+import java.sql.SQLNonTransientConnectionException;
 import java.sql.SQLTransientConnectionException;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.List;
 import javax.sql.DataSource;
 
 /**
- * One simulated process: its own clock and keeper timers, its own faults on the way to the
- * database, and the real {@link LeaseManager} of lease-core driven step by step.
+ * One simulated process: its own clock and keeper timers, its own pool of connections to the
+ * database, its faults, the real {@link LeaseManager} of lease-core and a real STRICT {@link
+ * FencedDataSource} of lease-jdbc over the same pool, driven step by step.
  */
 public final class SimProcess {
 
@@ -21,12 +27,26 @@ public final class SimProcess {
   final SimWorld world;
   final ProcessClock clock;
   final ProcessScheduler scheduler;
-  final DataSource dataSource = new Faulty();
+  final DataSource dataSource = new Pool();
+  final DataSource fenced =
+      FencedDataSource.wrap(dataSource, FencingOptions.builder().mode(FencingMode.STRICT).build());
   final List<Lease> leases = new ArrayList<>();
+  private final List<SimConnection> connections = new ArrayList<>();
+  private final Deque<SimConnection> idle = new ArrayDeque<>();
   LeaseManager manager;
+
+  /** A step of the process's worker is running (it may be waiting inside a statement). */
+  boolean working;
+
+  /** Keeper timers on the stack: a renewal may be in flight while the rest of the world runs. */
+  int keeperDepth;
+
   boolean paused;
   boolean crashed;
   boolean failMidway;
+
+  /** The business transaction in progress, or null. */
+  SimWorld.BusinessTxn openTxn;
 
   // injected faults on the way to the database
   int dropNext;
@@ -51,40 +71,62 @@ public final class SimProcess {
     return leases.isEmpty() ? null : leases.get(leases.size() - 1);
   }
 
+  /** Runs {@code task} on the process's worker thread after {@code delayMs} of its clock. */
+  void scheduleWork(Runnable task, long delayMs) {
+    world.loop.schedule(this, clock.toTrue(delayMs * 1_000_000L), task, true);
+  }
+
+  /** The process dies: the operating system closes its database connections. */
+  void crash() {
+    crashed = true;
+    connections.forEach(SimConnection::closePhysical);
+  }
+
+  /** Closes every connection of this process (the end of a schedule). */
+  void closeAll() {
+    connections.forEach(SimConnection::closePhysical);
+    connections.clear();
+    idle.clear();
+  }
+
+  void giveBack(SimConnection c) {
+    if (c.broken || crashed) {
+      c.closePhysical();
+    } else if (!idle.contains(c)) {
+      idle.push(c);
+    }
+  }
+
+  /** Connections this process holds with a verified transaction open. */
+  boolean hasVerifiedTransaction() {
+    return connections.stream().anyMatch(c -> c.verified && !c.broken);
+  }
+
   @Override
   public String toString() {
     return instance();
   }
 
-  /** The process's way to the database: refuses, delays or times out requests as injected. */
-  private final class Faulty extends DataSourceAdapter {
+  /** The process's connection pool: refuses requests as injected; never rolls back on return. */
+  private final class Pool extends DataSourceAdapter {
     @Override
     public Connection getConnection() throws SQLException {
-      long timeout = world.timings.attemptTimeout().toNanos();
+      if (crashed) {
+        throw new SQLNonTransientConnectionException("the process crashed (simulated)", "08003");
+      }
       if (dropNext > 0) {
         dropNext--;
         throw new SQLTransientConnectionException("request dropped (simulated)", "08001");
       }
-      long wait = 0;
-      if (delayNext > 0) {
-        delayNext--;
-        wait = delayNanos;
+      SimConnection c;
+      do {
+        c = idle.poll();
+      } while (c != null && c.broken);
+      if (c == null) {
+        c = new SimConnection(SimProcess.this, world.db.open());
+        connections.add(c);
       }
-      wait = Math.max(wait, world.stallUntil - world.loop.now);
-      if (wait > timeout) {
-        world.loop.pass(timeout);
-        throw new SQLTimeoutException(
-            "request timed out after " + timeout / 1_000_000 + " ms (simulated)");
-      }
-      world.loop.pass(wait);
-      return world.db.lend(
-          () -> {
-            if (slowReplyNext > 0) {
-              slowReplyNext--;
-              // the statement took effect; only its answer is late
-              world.loop.pass(Math.min(slowReplyNanos, timeout));
-            }
-          });
+      return c.proxy;
     }
   }
 }

@@ -1,14 +1,21 @@
 package dev.lease.conformance.sim;
 
+import dev.lease.conformance.Mutation;
+import dev.lease.conformance.Mutations;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
+import dev.lease.core.LossReason;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.jdbc.LeaseLostSQLException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.SQLNonTransientConnectionException;
+import java.sql.SQLTimeoutException;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -17,65 +24,136 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.sqlite.SQLiteErrorCode;
+import org.sqlite.SQLiteException;
 
 /**
- * A simulated cluster: processes with their own clocks and faults, one database whose clock is the
- * true time, and the checks of DESIGN.md's invariants 1–4 run after every step. One world is reused
- * for many schedules ({@link #start}); it runs on one thread.
+ * A simulated cluster: processes with their own clocks, faults and connections, one SQLite database
+ * whose clock is the true time plus its steps, and the checks of the invariants run after every
+ * step. One world is reused for many schedules ({@link #start}); it runs on one thread.
+ *
+ * <p>Everything a process does goes through the real lease-core (claims, the keeper's renewals,
+ * verify, release) and, for business transactions, the real lease-jdbc {@code FencedDataSource} in
+ * STRICT mode on the process's own connections. A transaction runs in steps (the verify with the
+ * first statement, each row, the commit) with time between them, so pauses, other processes'
+ * claims, database clock steps and the keeper's loss can fall between any two. Statements wait in
+ * virtual time (a delayed request, a stalled database, SQLite's write lock held by another
+ * process), and while one waits the rest of the world runs; a loss that lease-jdbc turns into a
+ * cancel interrupts it.
  */
 public final class SimWorld implements AutoCloseable {
 
   public static final String NAME = "job";
+  static final int ROWS = 2;
   private static final int TRACE = 40;
+
+  /** How often a waiting statement lets the rest of the world run (and retries a busy one). */
+  private static final long SLICE_NANOS = 10_000_000L;
 
   /** What a protocol call returned. */
   enum Outcome {
     OK,
     REFUSED,
+    POISONED,
     ERROR,
     SKIPPED
+  }
+
+  /** What happened over all schedules of this world: the counts the properties assert. */
+  static final class Stats {
+    long takeovers;
+    long takeoversWithCommitsOnBothSides;
+    long committed;
+    long refusedByDatabase;
+    long refusedLocally;
+    long poisonedByLoss;
+    long cancelledByLoss;
+    long claimsThatWaitedForAVerifiedTransaction;
+    long transactionsOpenAcrossAPause;
+    long databaseStepsForward;
+    long databaseStepsBack;
+    long leasesLostAtTheLocalDeadline;
+  }
+
+  /** A business transaction of {@link #ROWS} rows under a process's lease, run in steps. */
+  final class BusinessTxn {
+    final SimProcess process;
+    final Lease lease;
+    final long id;
+    final boolean failMidway;
+    Connection connection;
+    int step;
+    boolean pausedWhileOpen;
+
+    BusinessTxn(SimProcess process, Lease lease, long id, boolean failMidway) {
+      this.process = process;
+      this.lease = lease;
+      this.id = id;
+      this.failMidway = failMidway;
+    }
+  }
+
+  /** A unit of JDBC work of a statement proxy. */
+  @FunctionalInterface
+  interface Call {
+    Object call() throws Throwable;
   }
 
   final EventLoop loop = new EventLoop();
   final SimDatabase db;
   final SimOptions options;
   final LeaseTimings timings;
+  final Mutations mutations;
   final List<SimProcess> processes = new ArrayList<>();
+  final Stats stats = new Stats();
   long stallUntil;
+  long faults;
 
   private final Map<Long, String> holderOfTerm = new HashMap<>();
-  private final Deque<String> trace = new ArrayDeque<>();
+  private final Map<Long, Long> commitsOfTerm = new TreeMap<>();
+  private final List<long[]> databaseSteps = new ArrayList<>();
+  private final Deque<Object[]> trace = new ArrayDeque<>();
   private long maxClaimedTerm;
   private long lastRowTerm;
   private long txnSeq;
-  long commits;
-  long faults;
+  private long scheduleEndNanos;
+  private int depth;
   private String violation;
+
+  /** How the last business transaction ended (the model's synchronous transaction reads it). */
+  private Outcome lastOutcome;
 
   public SimWorld(SimOptions options) {
     this.options = options;
     this.timings = options.timings;
+    this.mutations = Mutations.of(options.mutations);
     try {
       this.db = new SimDatabase(loop);
     } catch (SQLException e) {
-      throw new IllegalStateException(
-          "cannot open the in-memory SQLite database of the simulation", e);
+      throw new IllegalStateException("cannot open the simulation's SQLite database", e);
     }
   }
 
-  /** Starts a new schedule with one process per entry of {@code rates} (clock rates). */
-  void start(List<Double> rates) {
-    loop.clear();
+  /** Starts a new schedule of {@code durationMs} with one process per entry of {@code rates}. */
+  void start(List<Double> rates, long durationMs) {
+    processes.forEach(SimProcess::closeAll);
     processes.clear();
+    loop.clear();
     holderOfTerm.clear();
+    commitsOfTerm.clear();
+    databaseSteps.clear();
     trace.clear();
     maxClaimedTerm = 0;
     lastRowTerm = 0;
     txnSeq = 0;
-    commits = 0;
     faults = 0;
     stallUntil = 0;
+    depth = 0;
     violation = null;
+    scheduleEndNanos = durationMs * 1_000_000L;
     try {
       db.reset();
     } catch (SQLException e) {
@@ -93,6 +171,7 @@ public final class SimWorld implements AutoCloseable {
               .timings(timings)
               .failurePolicy(FailurePolicy.logOnly())
               .createTableIfMissing();
+      // the keeper, its attempts and loss handling on the event loop, the database clock virtual
       LeaseInternals.clock(builder, clock);
       LeaseInternals.scheduler(builder, p.scheduler);
       LeaseInternals.attemptExecutor(builder, Runnable::run);
@@ -110,14 +189,14 @@ public final class SimWorld implements AutoCloseable {
 
   /** The last steps of this schedule, oldest first: what a failure report shows. */
   List<String> trace() {
-    return List.copyOf(trace);
+    return trace.stream().map(n -> String.format("%7.1f ms  %s", (Long) n[0] / 1e6, n[1])).toList();
   }
 
   void note(String what) {
     if (trace.size() == TRACE) {
       trace.removeFirst();
     }
-    trace.addLast(String.format("%7.1f ms  %s", loop.now / 1e6, what));
+    trace.addLast(new Object[] {loop.now, what});
   }
 
   private void violate(String what) {
@@ -125,6 +204,13 @@ public final class SimWorld implements AutoCloseable {
       violation = what;
       note("VIOLATION " + what);
     }
+  }
+
+  /** Runs the schedule's events up to its end, checking the invariants after each. */
+  void runToEnd() {
+    loop.runUntil(scheduleEndNanos, this::check);
+    checkBusinessTable();
+    countHandOvers();
   }
 
   // ---- the protocol, as a process calls it ------------------------------------------------------
@@ -138,19 +224,29 @@ public final class SimWorld implements AutoCloseable {
       }
       Lease lease = claimed.get();
       p.leases.add(lease);
+      lease.onLoss(
+          l -> {
+            if (l.lossReason().orElse(null) == LossReason.LOCAL_DEADLINE) {
+              stats.leasesLostAtTheLocalDeadline++;
+            }
+            note(p + " lost term " + l.term() + " (" + l.lossReason().orElse(null) + ")");
+          });
       note(p + " claimed term " + lease.term());
+      if (maxClaimedTerm > 0) {
+        stats.takeovers++; // a hand-over (the first claim of a schedule is none)
+      }
       String previous = holderOfTerm.putIfAbsent(lease.term(), lease.holder());
       if (previous != null) {
         violate(
             "invariant 1: term "
                 + lease.term()
                 + " was claimed twice, by "
-                + previous
-                + " and by "
+                + previous.substring(0, 8)
+                + "… and by "
                 + p
                 + " ("
-                + lease.holder()
-                + ")");
+                + lease.holder().substring(0, 8)
+                + "…)");
       } else if (lease.term() <= maxClaimedTerm) {
         violate(
             "invariant 1: term "
@@ -214,64 +310,186 @@ public final class SimWorld implements AutoCloseable {
     }
   }
 
+  /** The database server's clock steps by {@code ms} (NTP on the server), forward or back. */
+  void stepDatabaseClock(long ms) {
+    db.offsetMs += ms;
+    databaseSteps.add(new long[] {loop.now, ms});
+    if (ms > 0) {
+      stats.databaseStepsForward++;
+    } else if (ms < 0) {
+      stats.databaseStepsBack++;
+    }
+    note("database clock " + (ms >= 0 ? "+" : "") + ms + " ms");
+  }
+
+  // ---- business transactions through lease-jdbc -------------------------------------------------
+
   /**
-   * A business transaction of two rows under the process's lease: the strict verify first, then the
-   * rows, then the commit. With {@code failMidway} the connection breaks after the first row.
+   * Starts a business transaction under the process's lease; its steps follow on the process's
+   * timers, 0–{@code gapMs} ms of its clock apart, and {@code onEnd} runs when it ended.
    */
-  Outcome transaction(SimProcess p, boolean failMidway) {
+  void beginTransaction(SimProcess p, boolean failMidway, int[] gapsMs, Runnable onEnd) {
+    Lease lease = p.lease();
+    BusinessTxn t = new BusinessTxn(p, lease, ++txnSeq, failMidway);
+    p.openTxn = t;
+    continueTransaction(t, gapsMs, 0, onEnd, 0);
+  }
+
+  private void continueTransaction(
+      BusinessTxn t, int[] gapsMs, int k, Runnable onEnd, long deferredNanos) {
+    SimProcess p = t.process;
+    if (t.step == 0
+        && p.keeperDepth > 0
+        && deferredNanos < 4 * timings.attemptTimeout().toNanos()) {
+      // lease-jdbc lets an in-flight renewal go first on SQLite (Lease.awaitRenewal, at most the
+      // attempt timeout, in real time): the simulation waits for the renewal's end in virtual time
+      // instead (at most the renewal's longest attempt: its request, lock wait and reply)
+      p.scheduleWork(
+          () -> continueTransaction(t, gapsMs, k, onEnd, deferredNanos + SLICE_NANOS),
+          SLICE_NANOS / 1_000_000);
+      return;
+    }
+    if (!step(t)) {
+      onEnd.run();
+      return;
+    }
+    p.scheduleWork(
+        () -> continueTransaction(t, gapsMs, k + 1, onEnd, 0), gapsMs[k % gapsMs.length]);
+  }
+
+  /** A whole business transaction now, step after step (the model's transaction). */
+  Outcome transactionNow(SimProcess p) {
     Lease lease = p.lease();
     if (lease == null) {
       return Outcome.SKIPPED;
     }
-    long txn = ++txnSeq;
-    Outcome outcome;
-    try (Connection c = p.dataSource.getConnection()) {
-      c.setAutoCommit(false);
-      if (!LeaseInternals.verifyInTransaction(lease, c, true, Duration.ofMillis(100))) {
-        c.rollback();
-        note(p + " transaction " + txn + " refused: term " + lease.term() + " not verified");
-        outcome = Outcome.REFUSED;
-      } else {
-        insert(c, txn, 1, lease.term());
-        if (failMidway) {
-          throw new SQLException("connection broken after the first row (simulated)");
-        }
-        insert(c, txn, 2, lease.term());
-        SimDatabase.Row row = db.row(NAME);
-        if (row.term() != lease.term() || !row.holder().equals(lease.holder())) {
-          violate(
-              "invariant 3: transaction "
-                  + txn
-                  + " verified under term "
-                  + lease.term()
-                  + " is committing while the database names term "
-                  + row.term());
-        }
-        c.commit();
-        commits++;
-        note(p + " transaction " + txn + " committed under term " + lease.term());
-        outcome = Outcome.OK;
-      }
-    } catch (SQLException e) {
-      note(p + " transaction " + txn + " failed: " + e.getMessage());
-      outcome = Outcome.ERROR;
+    BusinessTxn t = new BusinessTxn(p, lease, ++txnSeq, false);
+    p.openTxn = t;
+    while (step(t)) {
+      // next step at once
     }
+    return lastOutcome;
+  }
+
+  /** Runs the transaction's next step; false when it ended. */
+  private boolean step(BusinessTxn t) {
+    SimProcess p = t.process;
+    long term = t.lease.term();
+    try (LeaseContext.Scope scope = LeaseContext.bind(t.lease)) {
+      switch (t.step) {
+        case 0 -> {
+          t.connection = p.fenced.getConnection();
+          t.connection.setAutoCommit(false);
+          // the first statement, a read: lease-jdbc verifies the lease here
+          try (PreparedStatement ps =
+              t.connection.prepareStatement(
+                  "SELECT count(*) FROM " + SimDatabase.BUSINESS + " WHERE txn = ?")) {
+            ps.setLong(1, t.id);
+            ps.executeQuery().close();
+          }
+          note(p + " transaction " + t.id + " verified under term " + term);
+        }
+        case 1 -> {
+          insert(t.connection, t.id, 1, term);
+          if (t.failMidway) {
+            // the application gives up and closes the connection without rolling back
+            throw new SQLException("application error after the first row (simulated)");
+          }
+        }
+        case 2 -> insert(t.connection, t.id, 2, term);
+        default -> {
+          t.connection.commit();
+          committed(t);
+          end(t, Outcome.OK, null);
+          return false;
+        }
+      }
+      t.step++;
+      return true;
+    } catch (SQLException e) {
+      Outcome o = Outcome.ERROR;
+      if (e instanceof LeaseLostSQLException l) {
+        if (LeaseLostSQLException.REFUSED.equals(l.getSQLState())) {
+          o = Outcome.REFUSED;
+          if (e.getMessage().contains("the database says")) {
+            stats.refusedByDatabase++;
+          } else {
+            stats.refusedLocally++;
+          }
+        } else if (LeaseLostSQLException.POISONED.equals(l.getSQLState())) {
+          o = Outcome.POISONED;
+          stats.poisonedByLoss++;
+        }
+      }
+      end(t, o, e);
+      return false;
+    }
+  }
+
+  /** Invariant 3 at the moment of the commit: no claim of a later term may have committed. */
+  private void committed(BusinessTxn t) throws SQLException {
+    SimDatabase.Row row = db.row(NAME);
+    if (row.term() > t.lease.term()) {
+      violate(
+          "invariant 3: transaction "
+              + t.id
+              + " verified under term "
+              + t.lease.term()
+              + " committed after the claim of term "
+              + row.term()
+              + " by "
+              + row.instance()
+              + " had committed");
+    }
+    commitsOfTerm.merge(t.lease.term(), 1L, Long::sum);
+    stats.committed++;
+  }
+
+  private void end(BusinessTxn t, Outcome outcome, SQLException error) {
+    SimProcess p = t.process;
+    if (t.connection != null) {
+      try {
+        t.connection.close(); // try-with-resources: no rollback by the application
+      } catch (SQLException e) {
+        // the connection is gone
+      }
+    }
+    if (p.openTxn == t) {
+      p.openTxn = null;
+    }
+    if (t.pausedWhileOpen) {
+      stats.transactionsOpenAcrossAPause++;
+    }
+    lastOutcome = outcome;
+    note(
+        p
+            + " transaction "
+            + t.id
+            + " "
+            + outcome
+            + (error != null ? ": " + firstLine(error.getMessage()) : ""));
+    // invariant 4 for this transaction, as the database has it now
     try {
-      long rows = db.businessRows(txn);
-      if ((outcome == Outcome.OK && rows != 2) || (outcome != Outcome.OK && rows != 0)) {
+      long rows = db.businessRows(t.id);
+      if ((outcome == Outcome.OK && rows != ROWS) || (outcome != Outcome.OK && rows != 0)) {
         violate(
             "invariant 4: transaction "
-                + txn
+                + t.id
                 + " ended "
                 + outcome
                 + " with "
                 + rows
-                + " of its 2 rows applied");
+                + " of its "
+                + ROWS
+                + " rows in the database");
       }
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }
-    return outcome;
+  }
+
+  private static String firstLine(String s) {
+    return s == null ? "" : s.lines().findFirst().orElse("");
   }
 
   private static void insert(Connection c, long txn, int part, long term) throws SQLException {
@@ -285,25 +503,150 @@ public final class SimWorld implements AutoCloseable {
     }
   }
 
-  /** A broken participant writes to the lease table (negative controls only). */
-  void intrude() {
-    if (options.intruder == null) {
+  // ---- statements in virtual time ---------------------------------------------------------------
+
+  /**
+   * Runs one statement of a process's connection: the request may be late (a delay, a stalled
+   * database) or time out, it waits for SQLite's locks up to the connection's busy timeout, its
+   * reply may be late; during every wait the rest of the world runs, and a cancel from lease-jdbc
+   * (after the loss of the lease it runs under) interrupts it.
+   */
+  Object execute(SimConnection.Stmt s, String sql, Call call) throws Throwable {
+    SimConnection c = s.connection();
+    SimProcess p = c.process;
+    Lease bound = LeaseInternals.currentOrNull();
+    boolean lostBefore = bound == null || bound.isLost();
+    BooleanSupplier cancel = () -> s.isCancelled() || (c.verified && !lostBefore && bound.isLost());
+    // lease statements (autocommit on SQLite) give up after the attempt timeout; an application's
+    // statement inside its transaction waits as long as the delay lasts
+    long timeout =
+        c.physical.getAutoCommit() ? timings.attemptTimeout().toNanos() : Long.MAX_VALUE / 4;
+    long wait = 0;
+    if (p.delayNext > 0) {
+      p.delayNext--;
+      wait = p.delayNanos;
+    }
+    wait = Math.max(wait, stallUntil - loop.now);
+    if (wait > 0) {
+      await(p, Math.min(wait, timeout), cancel);
+      interruptIfCancelled(s, c, bound, lostBefore, sql);
+      if (wait > timeout) {
+        throw new SQLTimeoutException(
+            "request timed out after " + timeout / 1_000_000 + " ms (simulated)");
+      }
+    }
+    Object result;
+    long busyUntil = loop.now + c.busyTimeoutMs * 1_000_000L;
+    boolean counted = false;
+    while (true) {
+      if (p.crashed || c.broken) {
+        throw new SQLNonTransientConnectionException("the process crashed (simulated)", "08003");
+      }
+      try {
+        result = call.call();
+        break;
+      } catch (SQLiteException e) {
+        if (e.getResultCode() != SQLiteErrorCode.SQLITE_BUSY || loop.now >= busyUntil) {
+          throw e;
+        }
+        if (!counted && Mutation.isClaim(sql) && anotherVerifiedTransaction(p)) {
+          stats.claimsThatWaitedForAVerifiedTransaction++;
+          note(p + " claim waits for a verified transaction's write lock");
+        }
+        counted = true;
+        await(p, Math.min(SLICE_NANOS, busyUntil - loop.now), cancel);
+        interruptIfCancelled(s, c, bound, lostBefore, sql);
+      }
+    }
+    if (Mutation.isVerify(sql) && !c.physical.getAutoCommit()) {
+      c.verified = true;
+    }
+    if (p.slowReplyNext > 0) {
+      p.slowReplyNext--;
+      // the statement took effect; only its answer is late
+      await(p, Math.min(p.slowReplyNanos, timeout), () -> false);
+    }
+    return result;
+  }
+
+  private boolean anotherVerifiedTransaction(SimProcess self) {
+    return processes.stream().anyMatch(q -> q != self && q.hasVerifiedTransaction());
+  }
+
+  /**
+   * lease-jdbc cancels the statement running under a lease when the lease is lost, from another
+   * thread: wait for that cancel when the loss happened during this statement's wait, then fail as
+   * SQLite's interrupt does (rolling back a write's transaction).
+   */
+  private void interruptIfCancelled(
+      SimConnection.Stmt s, SimConnection c, Lease bound, boolean lostBefore, String sql)
+      throws SQLException {
+    boolean expected = c.verified && !lostBefore && bound.isLost();
+    if (!s.isCancelled() && !expected) {
       return;
     }
     try {
-      options.intruder.act(db.raw(), SimDatabase.TABLE, NAME, timings.leaseDuration().toMillis());
-      note("intruder wrote to the lease table");
-    } catch (SQLException e) {
-      note("intruder failed: " + e.getMessage());
+      if (!s.cancelled.await(10, TimeUnit.SECONDS)) {
+        violate(
+            "lease-jdbc: the loss of term "
+                + bound.term()
+                + " did not cancel the statement running under it within 10 s");
+        return;
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    stats.cancelledByLoss++;
+    note(c.process + " statement cancelled: " + sql);
+    String verb = sql.stripLeading().toUpperCase(java.util.Locale.ROOT);
+    if (verb.startsWith("INSERT") || verb.startsWith("UPDATE") || verb.startsWith("DELETE")) {
+      try {
+        c.physical.rollback();
+        c.verified = false;
+      } catch (SQLException e) {
+        // no transaction
+      }
+    }
+    throw new SQLException("[SQLITE_INTERRUPT] interrupted (the statement was cancelled)");
+  }
+
+  /**
+   * Lets {@code nanos} of the process's running time pass inside a statement while the rest of the
+   * world runs (one level deep: a statement waiting inside another's wait only lets time pass).
+   * Time the process spends paused does not count: its waiting stops with it.
+   */
+  void await(SimProcess owner, long nanos, BooleanSupplier stop) {
+    if (nanos <= 0) {
+      return;
+    }
+    if (depth > 0) {
+      loop.pass(nanos);
+      return;
+    }
+    depth++;
+    try {
+      long left = nanos;
+      long limit = scheduleEndNanos + 60_000_000_000L;
+      while (left > 0 && !stop.getAsBoolean() && !owner.crashed && loop.now < limit) {
+        long before = loop.now;
+        boolean paused = owner.paused;
+        loop.runUntil(loop.now + Math.min(left, SLICE_NANOS), this::check);
+        if (!paused) {
+          left -= loop.now - before;
+        }
+      }
+    } finally {
+      depth--;
     }
   }
 
-  // ---- the invariants
-  // ----------------------------------------------------------------------------
+  // ---- the invariants ---------------------------------------------------------------------------
 
   /**
    * Invariants 1 and 2 against the database as it is now: terms never go back, and every lease
-   * whose holder's local deadline has not passed is the database's current, unexpired holder.
+   * whose holder's local deadline has not passed is the database's current, unexpired holder,
+   * unless the database clock stepped forward, within the last lease duration, by more than the
+   * margin the timings leave (the README's promise about database clock steps).
    */
   void check() {
     if (violation != null) {
@@ -321,6 +664,9 @@ public final class SimWorld implements AutoCloseable {
           "invariant 1: the database's term went back from " + lastRowTerm + " to " + row.term());
     }
     lastRowTerm = row.term();
+    if (databaseStepsExcuse()) {
+      return;
+    }
     for (SimProcess p : processes) {
       for (Lease lease : p.leases) {
         Duration left = lease.remaining();
@@ -345,18 +691,53 @@ public final class SimWorld implements AutoCloseable {
     }
   }
 
+  /**
+   * A forward step of the database clock shortens every lease by the step; the local deadline still
+   * passes first while the steps of the last lease duration add up to less than {@code
+   * leaseDuration - localDeadline / (1 - maxClockRateError)}.
+   */
+  private boolean databaseStepsExcuse() {
+    if (databaseSteps.isEmpty()) {
+      return false;
+    }
+    long window = timings.leaseDuration().toNanos();
+    long marginNanos =
+        timings.leaseDuration().toNanos()
+            - (long) (timings.localDeadline().toNanos() / (1 - timings.maxClockRateError()));
+    long forward = 0;
+    for (long[] s : databaseSteps) {
+      if (s[1] > 0 && loop.now - s[0] < window) {
+        forward += s[1] * 1_000_000L;
+      }
+    }
+    return forward > marginNanos;
+  }
+
   /** Invariant 4 over the whole business table. */
   void checkBusinessTable() {
     if (violation != null) {
       return;
     }
     try {
-      String half = db.halfApplied();
+      String half = db.halfApplied(ROWS);
       if (half != null) {
         violate("invariant 4: " + half);
       }
     } catch (SQLException e) {
       throw new IllegalStateException(e);
+    }
+  }
+
+  /** Hand-overs with commits under the old term and under the new one. */
+  private void countHandOvers() {
+    Long previous = null;
+    for (long term : holderOfTerm.keySet().stream().sorted().toList()) {
+      if (previous != null
+          && commitsOfTerm.getOrDefault(previous, 0L) > 0
+          && commitsOfTerm.getOrDefault(term, 0L) > 0) {
+        stats.takeoversWithCommitsOnBothSides++;
+      }
+      previous = term;
     }
   }
 
@@ -374,10 +755,11 @@ public final class SimWorld implements AutoCloseable {
 
   @Override
   public void close() {
+    processes.forEach(SimProcess::closeAll);
     try {
       db.close();
     } catch (SQLException e) {
-      // in-memory database: nothing left behind
+      // a temporary file: removed with its directory
     }
   }
 }

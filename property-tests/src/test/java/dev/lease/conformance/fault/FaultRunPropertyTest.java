@@ -1,7 +1,6 @@
 package dev.lease.conformance.fault;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.conformance.ConformanceProperty;
@@ -12,11 +11,17 @@ import dev.lease.testing.TestDatabase;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
+/**
+ * The fault run on every database: STRICT fencing survives whole processes frozen inside their
+ * transactions past their lease, and the run counts as a test only if that happened often enough
+ * (takeovers across an open transaction on the servers, claims that waited for one on SQLite). Its
+ * negative controls are in {@link FaultRunNegativeControlTest}.
+ */
 class FaultRunPropertyTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
-  void strictFencingHoldsUnderRealThreadsAndInjectedFaults(TestDatabase db) {
+  void strictFencingHoldsWhenFrozenHoldersAreTakenOverOrWaitedFor(TestDatabase db) {
     PropertyResult r =
         new FaultRunProperty()
             .check(
@@ -25,8 +30,11 @@ class FaultRunPropertyTest {
                 7L,
                 ConformanceProperty.Progress.NONE);
     System.out.println(db + ": " + r);
-    assertNull(r.failure(), r.failure());
-    assertEquals(0, r.violations());
-    assertTrue(r.schedules() > 0 && r.faults() > 0, r.toString());
+    assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), r.failure() + " " + r.counts());
+    String event =
+        db.isSqlite()
+            ? "claims that waited for a verified transaction of a holder frozen past its lease"
+            : "takeovers while a verified transaction of the old term was open";
+    assertTrue(r.observed(event) >= 2, r.counts().toString());
   }
 }

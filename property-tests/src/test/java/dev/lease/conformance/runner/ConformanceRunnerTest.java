@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -53,15 +54,111 @@ class ConformanceRunnerTest {
     return r;
   }
 
+  /** The main job exactly as the README runs it: no arguments, every property, embedded SQLite. */
   @Test
-  void withoutArgumentsItRunsOnEmbeddedSqliteAndRemovesTheDatabase() {
-    Run r = run("--only", "paused-holder", "--seed", "5");
-    assertEquals(Main.HOLDS, r.exit, r.err);
-    assertTrue(r.out.contains("paused-holder    sqlite"), r.out);
-    assertTrue(r.out.contains("every property holds (seed 5)"), r.out);
+  @DisplayName("the default run (the main job) holds on embedded sqlite")
+  void theDefaultRunChecksEveryPropertyOnEmbeddedSqliteAndEveryOneHolds() {
+    Run r = run();
+    assertEquals(Main.HOLDS, r.exit, r.out + r.err);
+    for (String id : List.of("model", "simulation", "fault-run", "paused-holder")) {
+      Matcher row = Pattern.compile("(?m)^" + id + " +(\\S.*?) {2,}holds ").matcher(r.out);
+      assertTrue(row.find(), id + " must hold:\n" + r.out);
+    }
+    // the counts each property had to observe, printed under its row
+    assertTrue(
+        r.out.contains(
+            "claims that waited for a verified transaction of a holder frozen past its lease: "),
+        r.out);
+    assertTrue(
+        r.out.contains("rounds whose claim waited for the paused verified transaction past the"),
+        r.out);
+    assertTrue(r.out.contains("(needs "), r.out);
+    assertTrue(r.out.contains("transactions refused by the database: "), r.out);
+    assertTrue(r.out.contains("statements cancelled by a loss: "), r.out);
+    assertTrue(r.out.contains("database clock steps back: "), r.out);
+    assertFalse(r.out.contains("!!"), "every required count met:\n" + r.out);
+    assertTrue(r.out.contains("durations measured by this run: model "), r.out);
+    assertTrue(r.out.contains("every property holds (seed "), r.out);
     Matcher m = TEMP_DIR.matcher(r.out);
     assertTrue(m.find(), r.out);
     assertFalse(Files.exists(Path.of(m.group(1))), "the embedded database must be removed");
+  }
+
+  /**
+   * --controls on the embedded database, through the runner: a virtual-time control and a
+   * database-backed one caught, VERIFY's n/a on SQLite (every control on every database has its own
+   * test: FaultRunNegativeControlTest, PausedHolderPropertyTest, Model- and
+   * SimulationNegativeControlTest).
+   */
+  @Test
+  @DisplayName("--controls: caught on embedded sqlite, VERIFY's n/a there")
+  void theControlsAreCaughtOnEmbeddedSqlite() {
+    Run r =
+        run(
+            "--controls",
+            "--seed",
+            "3",
+            "--only",
+            "model/claim-ignores-expiry,paused-holder,fault-run/verify");
+    assertEquals(Main.HOLDS, r.exit, r.out + r.err);
+    assertTrue(r.out.contains("every control was caught (seed 3)"), r.out);
+    for (String id : List.of("model/claim-ignores-expiry", "paused-holder/unfenced")) {
+      assertTrue(
+          Pattern.compile("(?m)^" + Pattern.quote(id) + " +.* caught ").matcher(r.out).find(),
+          id + " must be caught:\n" + r.out);
+    }
+    assertTrue(Pattern.compile("(?m)^fault-run/verify +sqlite +n/a").matcher(r.out).find(), r.out);
+    assertTrue(
+        Pattern.compile("(?m)^paused-holder/verify +sqlite +n/a").matcher(r.out).find(), r.out);
+    assertTrue(r.out.contains("caught: invariant 3: transaction"), r.out);
+    assertFalse(r.out.contains("NOT CAUGHT"), r.out);
+  }
+
+  /** --controls against a server, where VERIFY's controls apply and are caught. */
+  @Test
+  @DisplayName("--controls: the VERIFY controls caught on postgresql")
+  void theVerifyControlsAreCaughtOnAServer() {
+    Run r =
+        run(
+            "--controls",
+            "--url",
+            TestDatabase.POSTGRESQL.url(),
+            "--only",
+            "fault-run/verify,paused-holder/verify");
+    assertEquals(Main.HOLDS, r.exit, r.out + r.err);
+    assertTrue(
+        Pattern.compile("(?m)^fault-run/verify +postgresql +caught").matcher(r.out).find(), r.out);
+    assertTrue(
+        Pattern.compile("(?m)^paused-holder/verify +postgresql +caught").matcher(r.out).find(),
+        r.out);
+  }
+
+  @Test
+  void anUnknownOrMisspelledIdIsBadInputNamingTheKnownIds() {
+    for (String only : List.of("fault_run", "model,fault_run", "nothing", ",")) {
+      Run r = run("--only", only);
+      assertEquals(Main.BAD_INPUT, r.exit, only + ": " + r.out + r.err);
+      assertTrue(
+          r.err.contains("the properties are model, simulation, fault-run, paused-holder"), r.err);
+      assertEquals("", r.out, "nothing runs on bad input");
+    }
+    Run typo = run("--only", "model,fault_run");
+    assertTrue(typo.err.contains("--only names an unknown id: 'fault_run'"), typo.err);
+    Run control = run("--only", "fault-run/verify");
+    assertEquals(Main.BAD_INPUT, control.exit);
+    assertTrue(control.err.contains("known with --controls"), control.err);
+    Run withControls = run("--controls", "--only", "fault-run/verfy");
+    assertEquals(Main.BAD_INPUT, withControls.exit);
+    assertTrue(
+        withControls.err.contains("and the controls model/claim-ignores-expiry"), withControls.err);
+  }
+
+  @Test
+  void theHelpNamesEveryExitStatus() {
+    Run r = run("--help");
+    assertEquals(Main.HOLDS, r.exit);
+    assertTrue(r.out.contains("3 a property was inconclusive"), r.out);
+    assertTrue(r.out.contains("--controls"), r.out);
   }
 
   @ParameterizedTest(name = "{0}")
@@ -69,8 +166,9 @@ class ConformanceRunnerTest {
   void againstADatabaseItLeavesNoTableBehind(TestDatabase db) throws Exception {
     String url = db.url();
     Run r = run("--url", url, "--only", "paused-holder");
-    assertEquals(Main.HOLDS, r.exit, r.err);
-    assertTrue(r.out.contains("paused-holder    " + db), r.out);
+    assertEquals(Main.HOLDS, r.exit, r.out + r.err);
+    assertTrue(
+        Pattern.compile("(?m)^paused-holder +" + db + " +holds").matcher(r.out).find(), r.out);
     Matcher m = PREFIX.matcher(r.out);
     assertTrue(m.find(), r.out);
     assertEquals(List.of(), tablesStartingWith(new UrlDataSource(url), m.group(1)));
@@ -82,6 +180,8 @@ class ConformanceRunnerTest {
     assertEquals(Main.BAD_INPUT, r.exit);
     assertTrue(r.err.contains("unsupported database") && r.err.contains("H2"), r.err);
     assertTrue(r.err.contains("PostgreSQL, MySQL, MariaDB or SQLite"), r.err);
+    // lease-core's own message names them with "or" too
+    assertTrue(r.err.contains("must live in PostgreSQL, MySQL, MariaDB or SQLite 3.42"), r.err);
     assertEquals("", r.out);
   }
 

@@ -1,85 +1,56 @@
 package dev.lease.conformance.sim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Size;
-import java.sql.PreparedStatement;
-import java.util.function.LongSupplier;
-import org.junit.jupiter.api.Test;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Negative controls of the simulation: each plugs in a deliberately broken participant and asserts
- * that the simulation reports the violation, with a seed and a shrunk schedule. Runs are
- * deterministic (fixed seeds, virtual time), so "caught" is not a matter of luck.
+ * Negative controls of the simulation, one per invariant at least: each breaks the real mechanism
+ * (lease-core's claim or verify statement, lease-jdbc's rollback, the clock the keeper relies on)
+ * and must be reported with the invariant it breaks, a seed and a shrunk schedule. Runs are
+ * deterministic (fixed seed, virtual time), so "caught" is not a matter of luck.
  */
 class SimulationNegativeControlTest {
 
   private static final long SEED = 4242L;
 
-  /** A claim without the expiry condition takes the lease from a live holder. */
-  @Test
-  void claimWithoutTheExpiryConditionIsCaught() {
-    SimOptions broken =
-        SimOptions.standard()
-            .intruder(
-                (c, table, name, leaseMs) -> {
-                  try (PreparedStatement ps =
-                      c.prepareStatement(
-                          "UPDATE "
-                              + table
-                              + " SET holder = 'intruder', instance = 'intruder', term = term + 1,"
-                              + " expires_at_ms = lease_test_now() + ?, revision = revision + 1 WHERE name = ?")) {
-                    ps.setLong(1, leaseMs);
-                    ps.setString(2, name);
-                    ps.executeUpdate();
-                  }
-                });
-    assertCaught(new SimulationProperty(broken), "invariant 2");
+  static Stream<Arguments> controls() {
+    List<NegativeControl> all = new SimulationProperty().controls();
+    return Stream.of(
+        Arguments.of("simulation/claim-keeps-term", "invariant 1", all),
+        Arguments.of("simulation/claim-ignores-expiry", "invariant 2", all),
+        Arguments.of("simulation/verify-ignores-holder", "invariant 3", all),
+        Arguments.of("simulation/rollback-lost", "invariant 4", all),
+        Arguments.of("simulation/slow-clock", "invariant 2", all),
+        Arguments.of("simulation/wall-clock", "invariant 2", all));
   }
 
-  /**
-   * A local deadline later than the lease: the holder's clock runs 40 % slow against a configured
-   * bound of 10 %, so its 890 ms deadline lasts 1483 ms of true time, past the 1000 ms lease.
-   */
-  @Test
-  void localDeadlineLaterThanTheLeaseIsCaught() {
-    assertCaught(
-        new SimulationProperty(SimOptions.standard().slowestClockRate(0.6)), "invariant 2");
-  }
-
-  /**
-   * A keeper timed with the wall clock: an NTP step backwards makes the holder believe in a lease
-   * the database already let expire.
-   */
-  @Test
-  void keeperOnTheWallClockUnderAClockJumpIsCaught() {
-    SimOptions broken = SimOptions.standard().clocks(WallClock::new);
-    assertCaught(new SimulationProperty(broken), "invariant 2");
-  }
-
-  private static void assertCaught(SimulationProperty property, String what) {
-    PropertyResult r = property.check(null, Size.QUICK, SEED, ConformanceProperty.Progress.NONE);
-    System.out.println(r.failure());
-    assertEquals(1, r.violations(), "the broken variant must be caught");
-    assertNotNull(r.failure());
-    assertTrue(r.failure().contains(what), r.failure());
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("controls")
+  void theBrokenMechanismIsCaught(String id, String invariant, List<NegativeControl> all) {
+    NegativeControl c = all.stream().filter(x -> x.id().equals(id)).findFirst().orElseThrow();
+    PropertyResult r = c.broken().check(null, Size.QUICK, SEED, ConformanceProperty.Progress.NONE);
+    System.out.println(id + ": " + r.failure());
+    assertTrue(NegativeControl.caught(r), id + " must be caught: " + r);
+    assertTrue(r.failure().contains("violation: " + invariant), r.failure());
     assertTrue(r.failure().contains("seed " + SEED), r.failure());
     assertTrue(r.failure().contains("shrunk schedule"), r.failure());
   }
 
-  /** A wall clock: NTP may step it backwards, which a monotonic clock never does. */
-  static final class WallClock extends ProcessClock {
-    WallClock(LongSupplier trueNanos, long origin, double rate) {
-      super(trueNanos, origin, rate);
-    }
-
-    @Override
-    public boolean allowsBackwardJumps() {
-      return true;
-    }
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("controls")
+  void everyControlIsListedForTheRunner(String id, String invariant, List<NegativeControl> all) {
+    assertEquals(1, all.stream().filter(c -> c.id().equals(id)).count());
+    assertTrue(
+        all.stream().filter(c -> c.id().equals(id)).findFirst().get().breaks().contains(invariant));
   }
 }

@@ -1,0 +1,84 @@
+package dev.lease.conformance;
+
+import java.util.regex.Pattern;
+
+/**
+ * A deliberate break of lease-core's or lease-jdbc's real mechanism, for the negative controls. It
+ * is applied where their SQL and calls reach the JDBC driver (the properties own that boundary: the
+ * connections of their simulated processes), so the code that runs is the real lease-core and
+ * lease-jdbc, and what the database receives is what a broken version of them would send. No hook
+ * in lease-core or lease-jdbc is needed, and a change to their SQL that a mutation no longer
+ * matches shows up as a control with no mutated statement (see {@link Mutations#hits()}), never
+ * silently.
+ */
+public enum Mutation {
+  /** Invariant 1 breaks: a claim hands the lease over without a new fencing token. */
+  CLAIM_KEEPS_TERM("lease-core's claim statement sets term = term instead of term + 1"),
+  /** Invariant 2 breaks: a claim takes the lease from a live holder. */
+  CLAIM_IGNORES_EXPIRY("lease-core's claim statement without its condition that the lease expired"),
+  /** Invariant 3 breaks: a stale holder's verify passes while another holder has the lease. */
+  VERIFY_IGNORES_HOLDER("lease-core's verify statement without its holder and term conditions"),
+  /**
+   * Invariant 4 breaks: a transaction abandoned by the application stays open on a pooled
+   * connection (the pool does not roll back on return) and the next borrower commits its half.
+   */
+  ROLLBACK_LOST(
+      "the rollback lease-jdbc sends when a fenced connection closes with its transaction open never"
+          + " reaches the database"),
+  /**
+   * Not a break of the library but of the application: its transaction is not one, every statement
+   * commits by itself (how the fault run's invariant 4 check is shown to catch a real run).
+   */
+  AUTOCOMMIT_STAYS_ON(
+      "the application's setAutoCommit(false) never reaches the driver: each statement commits"
+          + " alone");
+
+  /** A claim statement of every dialect (the scheduler's slot claims included). */
+  private static final Pattern CLAIM = Pattern.compile("SET holder = \\?, instance = \\?, term = ");
+
+  private static final Pattern TERM_INCREMENT = Pattern.compile("term = (t\\.)?term \\+ 1");
+  private static final String VERIFY_CONDITION = "name = ? AND holder = ? AND term = ?";
+
+  private final String breaks;
+
+  Mutation(String breaks) {
+    this.breaks = breaks;
+  }
+
+  /** What is broken, in one phrase. */
+  public String breaks() {
+    return breaks;
+  }
+
+  /** {@code sql} as the broken version sends it; the same string when this mutation leaves it. */
+  String rewrite(String sql) {
+    switch (this) {
+      case CLAIM_KEEPS_TERM:
+        if (CLAIM.matcher(sql).find()) {
+          return TERM_INCREMENT.matcher(sql).replaceAll("term = $1term");
+        }
+        return sql;
+      case CLAIM_IGNORES_EXPIRY:
+        // "expires_at_ms <= <clock>" becomes "-1 <= <clock>": always true
+        return CLAIM.matcher(sql).find() ? sql.replace("expires_at_ms <= ", "-1 <= ") : sql;
+      case VERIFY_IGNORES_HOLDER:
+        if (sql.contains(VERIFY_CONDITION) && !sql.contains("SET expires_at_ms")) {
+          return sql.replace(
+              VERIFY_CONDITION, "name = ? AND (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)");
+        }
+        return sql;
+      default:
+        return sql;
+    }
+  }
+
+  /** True for the statements lease-core's verify sends (strict or plain, every dialect). */
+  public static boolean isVerify(String sql) {
+    return sql.contains(VERIFY_CONDITION) && !sql.contains("SET expires_at_ms");
+  }
+
+  /** True for lease-core's claim statements. */
+  public static boolean isClaim(String sql) {
+    return CLAIM.matcher(sql).find();
+  }
+}

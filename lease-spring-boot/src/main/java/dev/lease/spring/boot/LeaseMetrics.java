@@ -79,7 +79,7 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
             }
           });
 
-  public LeaseMetrics(boolean leaseTag) {
+  LeaseMetrics(boolean leaseTag) {
     this.leaseTag = leaseTag;
   }
 

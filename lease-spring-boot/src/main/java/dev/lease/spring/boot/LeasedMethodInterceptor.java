@@ -38,7 +38,7 @@ import org.springframework.util.ClassUtils;
  * shutdown) interrupts it and waits up to the grace period for it to end before the row is given
  * back. Nothing of that is done here.
  */
-public final class LeasedMethodInterceptor implements MethodInterceptor {
+final class LeasedMethodInterceptor implements MethodInterceptor {
 
   private static final Logger log = LoggerFactory.getLogger(LeasedMethodInterceptor.class);
 

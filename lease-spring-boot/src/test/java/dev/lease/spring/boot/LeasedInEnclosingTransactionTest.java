@@ -2,16 +2,20 @@ package dev.lease.spring.boot;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
+import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.TestDatabase;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -43,9 +47,11 @@ import org.springframework.transaction.support.TransactionTemplate;
  * the caller's own verify lock on MySQL, MariaDB and SQLite until the attempt timeout); the lease
  * is still held when the transaction commits, so the commit is fenced; the caller's own statement
  * after the call, in the same transaction, runs under the lease; the lease is given back once the
- * transaction completed (committed or rolled back). <b>Negative control</b>: the interceptor that
- * releases at the method's return (what the starter did before) fails these checks, on every
- * database (run with an attempt timeout of 5 s, still above the deadline, so its stalls cost less).
+ * transaction completed (committed or rolled back); a loss after the method returned refuses the
+ * commit (<b>negative control</b>: without fencing that commit goes through). <b>Negative
+ * control</b>: the interceptor that releases at the method's return (what the starter did before)
+ * fails these checks, on every database (run with an attempt timeout of 5 s, still above the
+ * deadline, so its stalls cost less).
  */
 class LeasedInEnclosingTransactionTest {
 
@@ -76,6 +82,35 @@ class LeasedInEnclosingTransactionTest {
           inUse,
           List::of,
           false);
+    }
+  }
+
+  /** Like {@link App}, with a lease keeping that can be paused (renewals stop). */
+  @SpringBootConfiguration
+  @EnableAutoConfiguration
+  @Import(Beans.class)
+  static class PausableApp {
+    @Bean
+    PausedProcess pausedProcess() {
+      return new PausedProcess();
+    }
+
+    @Bean
+    Poisoned poisoned() {
+      return new Poisoned();
+    }
+  }
+
+  /**
+   * Told when the fence poisoned a transaction: lease-core calls loss listeners in no set order, so
+   * the test's own one may run before the fence's.
+   */
+  static class Poisoned implements LeaseListener {
+    final CountDownLatch latch = new CountDownLatch(1);
+
+    @Override
+    public void transactionPoisoned(Lease lease) {
+      latch.countDown();
     }
   }
 
@@ -203,6 +238,91 @@ class LeasedInEnclosingTransactionTest {
         assertFalse(o.withinDeadline, o.toString());
       }
     }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void leaseLostAfterTheMethodReturnedRefusesTheEnclosingCommit(TestDatabase db) throws Exception {
+    LostBeforeCommit r = lostBeforeCommit(db, true);
+    assertNotNull(
+        find(r.completion, LeaseLostSQLException.class),
+        "the commit after the loss was refused: " + r.completion);
+    assertEquals(List.of(), r.committed, "nothing of the transaction committed");
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void negativeControlWithoutFencingTheCommitAfterTheLossGoesThrough(TestDatabase db)
+      throws Exception {
+    LostBeforeCommit r = lostBeforeCommit(db, false);
+    assertNull(r.completion, () -> "committed: " + r.completion);
+    assertEquals(List.of("in the @Leased method"), r.committed);
+  }
+
+  record LostBeforeCommit(Throwable completion, List<String> committed) {}
+
+  /**
+   * The {@code @Leased} method returns inside its caller's transaction; then the replica's renewals
+   * stop until its local deadline passes and the lease is lost; then the caller commits.
+   */
+  private static LostBeforeCommit lostBeforeCommit(TestDatabase db, boolean fencing)
+      throws Exception {
+    try (Replicas replicas = new Replicas(db)) {
+      String table = replicas.table("sb_in_tx");
+      ConfigurableApplicationContext a =
+          replicas.start(
+              PausableApp.class,
+              "A",
+              Map.of(
+                  "lease.fencing.enabled",
+                  fencing,
+                  "lease.duration",
+                  "1500ms",
+                  "lease.renew-interval",
+                  "100ms",
+                  "app.table",
+                  table));
+      JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
+      jdbc.execute("CREATE TABLE " + table + " (what VARCHAR(64))");
+      Work work = a.getBean(Work.class);
+      TransactionTemplate tx = a.getBean(TransactionTemplate.class);
+      PausedProcess pause = a.getBean(PausedProcess.class);
+      Poisoned poisoned = a.getBean(Poisoned.class);
+      Throwable completion = null;
+      try {
+        tx.executeWithoutResult(
+            status -> {
+              Lease lease = work.write();
+              CountDownLatch lost = new CountDownLatch(1);
+              lease.onLoss(l -> lost.countDown());
+              pause.pause(false); // renewals stop, time goes on: the local deadline passes
+              try {
+                assertTrue(lost.await(20, TimeUnit.SECONDS), "the lease was lost");
+                if (fencing) {
+                  assertTrue(
+                      poisoned.latch.await(20, TimeUnit.SECONDS), "the transaction was poisoned");
+                }
+              } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+              }
+            });
+      } catch (RuntimeException e) {
+        completion = e;
+      } finally {
+        pause.resume();
+      }
+      return new LostBeforeCommit(
+          completion, jdbc.queryForList("SELECT what FROM " + table, String.class));
+    }
+  }
+
+  private static <T extends Throwable> T find(Throwable t, Class<T> type) {
+    for (Throwable c = t; c != null && c.getCause() != c; c = c.getCause()) {
+      if (type.isInstance(c)) {
+        return type.cast(c);
+      }
+    }
+    return null;
   }
 
   /**

@@ -37,6 +37,11 @@ import org.springframework.util.ClassUtils;
  * method has not returned after the grace period; a release ({@code LeaseManager.close()} at
  * shutdown) interrupts it and waits up to the grace period for it to end before the row is given
  * back. Nothing of that is done here.
+ *
+ * <p>A call inside a Spring-managed transaction of its caller keeps its lease held, renewed and
+ * bound to the thread until that transaction completes ({@link EnclosingTransaction}): what the
+ * method wrote commits then. The work binding (interrupt, failure policy) still ends at the
+ * method's return; a loss after it poisons the transaction, so its commit is refused.
  */
 final class LeasedMethodInterceptor implements MethodInterceptor {
 

@@ -981,7 +981,7 @@ final class TransactionFence {
   }
 
   private void verify(Lease lease) throws SQLException {
-    if (options.readOnly() == ReadOnlyPolicy.SKIP && delegate.isReadOnly()) {
+    if (options.readOnly() == ReadOnlyPolicy.SKIP && readOnlyWithoutLocks(lease)) {
       markVerified(lease); // nothing to verify; later statements still check the bound lease
       return;
     }
@@ -1056,16 +1056,31 @@ final class TransactionFence {
   }
 
   /**
-   * PostgreSQL refuses {@code FOR KEY SHARE} in a read-only transaction (SQLState 25006, found by
-   * SpringTransactionTest with {@code readOnly=true}) and SQLite's strict verify is a write; a
-   * read-only transaction cannot write, so there is nothing for the lock to order and the plain
-   * verify suffices. pgjdbc and sqlite-jdbc answer {@code isReadOnly()} from memory; MySQL
-   * Connector/J may ask the server, and InnoDB allows the share lock anyway, so it is not asked
-   * there.
+   * Whether the server will refuse every write of this transaction: then there is nothing for
+   * STRICT's lock to order (PostgreSQL refuses {@code FOR KEY SHARE} there, SQLState 25006, found
+   * by SpringTransactionTest with {@code readOnly=true}; SQLite's strict verify is a write) and
+   * {@link ReadOnlyPolicy#SKIP} may skip the verify. The server is asked, not {@code isReadOnly()}:
+   * pgjdbc answers the flag from memory and makes the server transaction read-only only when it
+   * sends the BEGIN itself, so a BEGIN or {@code SET TRANSACTION READ WRITE} sent as SQL leaves a
+   * flagged connection's transaction writable (review S1). The extra round trip runs only when the
+   * flag is set. SQLite: sqlite-jdbc's flag is the open mode ({@code SQLITE_OPEN_READONLY},
+   * enforced by SQLite; it refuses to set it on an open connection). MySQL/MariaDB: no server
+   * variable tells the open transaction's access mode ({@code START TRANSACTION READ WRITE} leaves
+   * {@code @@tx_read_only} at 1 on MariaDB 10.11), so the answer there is always no; InnoDB allows
+   * the share lock in a read-only transaction anyway.
    */
   private boolean readOnlyWithoutLocks(Lease lease) throws SQLException {
     String product = lease.manager().databaseProduct();
-    return ("PostgreSQL".equals(product) || "SQLite".equals(product)) && delegate.isReadOnly();
+    if ("SQLite".equals(product) || options.weakened(Weakening.TRUST_READ_ONLY_FLAG)) {
+      return delegate.isReadOnly();
+    }
+    if (!"PostgreSQL".equals(product) || !delegate.isReadOnly()) {
+      return false;
+    }
+    try (Statement s = delegate.createStatement();
+        ResultSet rs = s.executeQuery("SELECT current_setting('transaction_read_only')")) {
+      return rs.next() && "on".equals(rs.getString(1));
+    }
   }
 
   /**

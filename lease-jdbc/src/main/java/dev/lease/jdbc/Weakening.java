@@ -35,7 +35,12 @@ enum Weakening {
    * Run commits written as SQL (COMMIT, END, MySQL implicit commits, SET autocommit = 1) and {@code
    * setAutoCommit(true)} without the checks of {@code commit()}.
    */
-  NO_COMMIT_CHECKS;
+  NO_COMMIT_CHECKS,
+  /**
+   * Take {@code isReadOnly()} for the server's answer: a flagged connection whose transaction can
+   * write gets no lock, and SKIP no verify.
+   */
+  TRUST_READ_ONLY_FLAG;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

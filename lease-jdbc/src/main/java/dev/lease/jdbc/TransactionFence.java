@@ -235,6 +235,8 @@ final class TransactionFence {
           } finally {
             if (kind == SqlKind.ROLLBACK) {
               endTransaction();
+            } else if (kind == SqlKind.ROLLBACK_TO) {
+              rolledBackToSavepoint(); // the verify's lock may be gone (review S3)
             }
           }
         }

@@ -481,6 +481,45 @@ final class TransactionFence {
     }
   }
 
+  /**
+   * Before {@code unwrap} hands out a driver object, whose calls bypass the wrapper (review S4).
+   * Under a bound lease: never the driver's own {@code Connection} or {@code Statement} (its
+   * statements and commits are unfenced once this transaction ends); inside a transaction, after
+   * its verify ({@link #verifyIfInTransaction}); in autocommit mode, where what the object runs
+   * commits on its own (pgjdbc's COPY), after a verify run as a statement of its own, as for
+   * statements that cannot run in a transaction (not atomic), or refused with {@link
+   * AutoCommitPolicy#REFUSE}. A lease no longer held is refused either way.
+   */
+  void beforeUnwrap(Class<?> iface) throws SQLException {
+    verifyIfInTransaction();
+    Lease lease = LeaseInternals.currentOrNull();
+    if (lease == null || options.weakened(Weakening.NO_UNWRAP_CHECKS)) {
+      return;
+    }
+    if (Connection.class.isAssignableFrom(iface) || Statement.class.isAssignableFrom(iface)) {
+      throw new SQLException(
+          "refused to unwrap "
+              + iface.getName()
+              + " under "
+              + lease
+              + ": it is the driver's own "
+              + (Connection.class.isAssignableFrom(iface) ? "Connection" : "Statement")
+              + ", whose statements and commits bypass the fence; unwrap a vendor interface that"
+              + " is not a java.sql type (PGConnection, MysqlConnection), or unwrap with no lease"
+              + " bound and run nothing under a lease through it");
+    }
+    if (mode() == Mode.AUTOCOMMIT) {
+      if (options.autoCommit() == AutoCommitPolicy.REFUSE) {
+        throw autoCommitRefused(lease);
+      }
+      try {
+        verify(lease); // refuses a lease no longer held
+      } finally {
+        endTransaction();
+      }
+    }
+  }
+
   private void verifyIfNeeded(Lease lease, Mode mode) throws SQLException {
     if (verified() == lease) {
       if (reverify) {

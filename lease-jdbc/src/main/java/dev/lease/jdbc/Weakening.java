@@ -40,7 +40,9 @@ enum Weakening {
    * Take {@code isReadOnly()} for the server's answer: a flagged connection whose transaction can
    * write gets no lock, and SKIP no verify.
    */
-  TRUST_READ_ONLY_FLAG;
+  TRUST_READ_ONLY_FLAG,
+  /** Hand out driver objects through {@code unwrap} after the transaction's verify only. */
+  NO_UNWRAP_CHECKS;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

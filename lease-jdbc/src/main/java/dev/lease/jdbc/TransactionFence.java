@@ -119,6 +119,9 @@ final class TransactionFence {
   private SqlLexer lexer;
   private DriverSession session;
 
+  /** A lost lease's statement being cancelled on another thread (review L1); null when none. */
+  private volatile Statement cancelling;
+
   /** A statement failed before {@link #session} was looked up: its flags start out stale. */
   private boolean failedBeforeSession;
 
@@ -148,7 +151,7 @@ final class TransactionFence {
    * allocation: a thread-local read and a field read.
    */
   boolean idle() {
-    return flags == 0 && LeaseInternals.currentOrNull() == null;
+    return flags == 0 && cancelling == null && LeaseInternals.currentOrNull() == null;
   }
 
   /** A statement that passed through failed: the driver's view of the session may be stale. */
@@ -179,6 +182,9 @@ final class TransactionFence {
    * @param sql the text of {@code execute(String)} and friends; null otherwise
    */
   <T> T execute(FencingStatement st, int source, String sql, SqlCall<T> call) throws SQLException {
+    if (cancelling != null) {
+      awaitCancel();
+    }
     if (pending != null) {
       finishPending();
     }
@@ -1275,9 +1281,10 @@ final class TransactionFence {
     poisoned(lease, "its lease was lost while it was open");
     if (s != null) {
       // off the reporting thread: pgjdbc and Connector/J open a new connection to cancel, and the
-      // thread that noticed the loss may be a keeper timer other leases depend on. Under the
-      // monitor, after checking the transaction again: a cancel must never reach a statement of
-      // the next transaction.
+      // thread that noticed the loss may be a keeper timer other leases depend on. The monitor
+      // only for checking the transaction again; the cancel outside it, so the owner's rollback
+      // and close never wait for a driver's cancel (review L1). A cancel must never reach a
+      // statement of the next transaction: the owner's next statement waits for it (awaitCancel).
       options
           .cancelExecutor()
           .execute(
@@ -1287,12 +1294,40 @@ final class TransactionFence {
                     if (txn != mine || mine.running != s) {
                       return;
                     }
+                    cancelling = s;
+                  }
+                  try {
                     cancel(s, lease);
+                  } finally {
+                    synchronized (this) {
+                      cancelling = null;
+                      notifyAll();
+                    }
                   }
                 } else {
                   cancel(s, lease); // weakened: the first release's unconditional cancel
                 }
               });
+    }
+  }
+
+  /**
+   * A statement about to run waits for a lost lease's cancel still in flight: the driver cancels
+   * whatever the connection runs when the cancel arrives.
+   */
+  private void awaitCancel() {
+    boolean interrupted = false;
+    synchronized (this) {
+      while (cancelling != null) {
+        try {
+          wait();
+        } catch (InterruptedException e) {
+          interrupted = true; // the loss interrupts the worker: wait on, bounded by the cancel
+        }
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 

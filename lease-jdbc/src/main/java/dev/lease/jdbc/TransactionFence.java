@@ -265,7 +265,9 @@ final class TransactionFence {
   private <T> T ordinary(Lease lease, FencingStatement st, SqlCall<T> call) throws SQLException {
     if (verified() == lease) {
       if (reverify) {
-        if (delegate.getAutoCommit() && mode() == Mode.AUTOCOMMIT) {
+        // MySQL family: a CALL/EXECUTE may have run SET autocommit = 1 behind Connector/J's cached
+        // flag (review S7): mode() asks the server before the cached flag is trusted
+        if ((isMySql() || delegate.getAutoCommit()) && mode() == Mode.AUTOCOMMIT) {
           // the error ended the transaction begun as SQL (a deadlock, SQLite's ON CONFLICT
           // ROLLBACK): the statement is an autocommit statement now
           endTransaction();

@@ -91,6 +91,12 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     }
   }
 
+  @Override
+  public void releaseSavepoint(Savepoint savepoint) throws SQLException {
+    fence.beforeReleaseSavepoint();
+    delegate.releaseSavepoint(savepoint);
+  }
+
   /**
    * Verifies first: pgjdbc sends SAVEPOINT (and the BEGIN before it) through its own internal
    * statement and MySQL Connector/J through a metadata-safe one, both bypassing this wrapper

@@ -672,15 +672,38 @@ final class TransactionFence {
   }
 
   /**
-   * A pool's request boundary: the next borrower starts clean, except that poison stays until
-   * rollback.
+   * A pool's request boundary (JDBC 4.3 {@code endRequest}: what happens to an open transaction is
+   * left to the implementation): a verified or poisoned transaction still open is rolled back, as
+   * at {@link #closing}, so the next borrower cannot commit it (review S8). If it cannot be rolled
+   * back, its poison stays until a rollback.
    */
   void endRequest() {
     if (pending != null) {
       finishPendingQuietly();
     }
+    if ((poisoned() || verified() != null) && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
+      try {
+        if (!delegate.isClosed()) {
+          rollbackOpenTransaction();
+          endTransaction();
+        }
+      } catch (SQLException | RuntimeException e) {
+        log.debug("could not roll back a fenced transaction at the end of a request", e);
+      }
+      return;
+    }
     if (!poisoned()) {
       endTransaction();
+    }
+  }
+
+  /**
+   * Before {@code releaseSavepoint}: a poisoned transaction is refused (SQLite commits when the
+   * outermost savepoint is released; review S8).
+   */
+  void beforeReleaseSavepoint() throws SQLException {
+    if (!options.weakened(Weakening.NO_COMMIT_CHECKS)) {
+      checkNotPoisoned();
     }
   }
 

@@ -491,40 +491,40 @@ final class TransactionFence {
 
   /**
    * Before {@code unwrap} hands out a driver object, whose calls bypass the wrapper (review S4).
-   * Under a bound lease: never the driver's own {@code Connection} or {@code Statement} (its
-   * statements and commits are unfenced once this transaction ends); inside a transaction, after
-   * its verify ({@link #verifyIfInTransaction}); in autocommit mode, where what the object runs
-   * commits on its own (pgjdbc's COPY), after a verify run as a statement of its own, as for
-   * statements that cannot run in a transaction (not atomic), or refused with {@link
-   * AutoCommitPolicy#REFUSE}. A lease no longer held is refused either way.
+   * Under a bound lease, inside a transaction: after its verify ({@link #verifyIfInTransaction}).
+   * In autocommit mode, where what the object runs commits on its own (pgjdbc's COPY): never the
+   * driver's own {@code Connection} or {@code Statement} (every statement through it would commit
+   * unfenced), and other vendor objects only after a verify run as a statement of its own, as for
+   * statements that cannot run in a transaction (not atomic; refused with {@link
+   * AutoCommitPolicy#REFUSE}), which refuses a lease no longer held.
    */
   void beforeUnwrap(Class<?> iface) throws SQLException {
     verifyIfInTransaction();
     Lease lease = LeaseInternals.currentOrNull();
-    if (lease == null || options.weakened(Weakening.NO_UNWRAP_CHECKS)) {
+    if (lease == null
+        || options.weakened(Weakening.NO_UNWRAP_CHECKS)
+        || mode() != Mode.AUTOCOMMIT) {
       return;
     }
     if (Connection.class.isAssignableFrom(iface) || Statement.class.isAssignableFrom(iface)) {
       throw new SQLException(
           "refused to unwrap "
               + iface.getName()
-              + " under "
+              + " in autocommit mode under "
               + lease
               + ": it is the driver's own "
               + (Connection.class.isAssignableFrom(iface) ? "Connection" : "Statement")
-              + ", whose statements and commits bypass the fence; unwrap a vendor interface that"
-              + " is not a java.sql type (PGConnection, MysqlConnection), or unwrap with no lease"
-              + " bound and run nothing under a lease through it");
+              + ", whose statements would each commit past the fence; unwrap it inside a"
+              + " transaction (setAutoCommit(false)) and use it only there, or unwrap a vendor"
+              + " interface that is not a java.sql type (PGConnection, MysqlConnection)");
     }
-    if (mode() == Mode.AUTOCOMMIT) {
-      if (options.autoCommit() == AutoCommitPolicy.REFUSE) {
-        throw autoCommitRefused(lease);
-      }
-      try {
-        verify(lease); // refuses a lease no longer held
-      } finally {
-        endTransaction();
-      }
+    if (options.autoCommit() == AutoCommitPolicy.REFUSE) {
+      throw autoCommitRefused(lease);
+    }
+    try {
+      verify(lease); // refuses a lease no longer held
+    } finally {
+      endTransaction();
     }
   }
 

@@ -62,6 +62,13 @@ public final class ConnectionFencing {
     String scope;
 
     boolean configured;
+
+    /**
+     * Nesting depth of configured ({@code pool-internals}) scopes, and the outermost one's name.
+     */
+    int configuredScopes;
+
+    String configuredScope;
   }
 
   private static final ThreadLocal<Frame> FRAME = ThreadLocal.withInitial(Frame::new);
@@ -73,6 +80,18 @@ public final class ConnectionFencing {
   /** Scopes already reported as hiding a hand-out (report once each). */
   private static final Map<String, Boolean> REPORTED =
       Collections.synchronizedMap(new java.util.HashMap<>());
+
+  /**
+   * Connections that the first advised call inside a configured scope returned (a {@code
+   * pool-internals} entry's physical connections, or the application's own if the entry encloses
+   * its code), by identity, with the entry's name: checked at their first statement outside any
+   * scope ({@link #statementOn}).
+   */
+  private static final IdentityMarks MARKS = new IdentityMarks();
+
+  /** Deliberately broken for the negative control: connections of configured scopes unmarked. */
+  private static final boolean TESTING_NO_MARKS =
+      Instrumenter.TESTING_DISABLED.contains("scope-marks");
 
   private static volatile UnaryOperator<Connection> fencer;
   private static volatile boolean haltOnUnfenced = true;
@@ -142,6 +161,9 @@ public final class ConnectionFencing {
         && f.physicalMade == (int) (token >>> 2)
         && !PHYSICAL_CLASSES.contains(c.getClass())) {
       return handOutInsideScope(f, self, c);
+    }
+    if ((token & 2) != 0 && f.configuredScopes > 0 && !TESTING_NO_MARKS) {
+      MARKS.put(c, f.configuredScope);
     }
     if ((token & 1) == 0) {
       return c;
@@ -228,15 +250,85 @@ public final class ConnectionFencing {
       f.scope = scope;
       f.configured = configured;
     }
+    if (configured && f.configuredScopes++ == 0) {
+      f.configuredScope = scope;
+    }
   }
 
   /** Exit advice of a physical scope. */
-  public static void exitScope() {
+  public static void exitScope(boolean configured) {
     Frame f = FRAME.get();
-    if (--f.scopes == 0) {
+    if (configured && f.configuredScopes > 0 && --f.configuredScopes == 0) {
+      f.configuredScope = null;
+    }
+    // never below zero: an unmatched exit must not leave the thread inside a scope for ever
+    if (f.scopes > 0 && --f.scopes == 0) {
       f.scope = null;
       f.configured = false;
     }
+  }
+
+  /**
+   * Enter advice of every JDBC connection class's {@code createStatement}, {@code prepareStatement}
+   * and {@code prepareCall}: a connection that a configured scope made ({@link #MARKS}) must not
+   * run statements unfenced under a lease. Its first statement outside any scope (and outside any
+   * advised connection call, where pools validate on borrow) must come through a fenced connection
+   * (a lease-jdbc frame on the stack): then it is the pool's physical connection under the
+   * application's fenced one, and is no longer checked. Otherwise the entry let the application (or
+   * a pool test that no entry names) use it unfenced: the JVM stops (status 78), or with {@code
+   * on-unfenced=log} an error is logged once per entry.
+   */
+  public static void statementOn(Object connection) {
+    if (MARKS.isEmpty()) {
+      return; // the common case: no configured scope ever returned a connection
+    }
+    Frame f = FRAME.get();
+    if (f.scopes > 0 || f.depth > 0) {
+      return; // the pool's own work: inside its scopes, or inside a hand-out (test on borrow)
+    }
+    String scope = MARKS.get(connection);
+    if (scope == null) {
+      return;
+    }
+    if (dev.lease.core.LeaseContext.current().isEmpty()) {
+      return; // no lease: a fenced connection would run it as it is; checked under a lease
+    }
+    MARKS.remove(connection);
+    if (throughFence()) {
+      return; // the pool's physical connection, under a fenced connection of the application
+    }
+    String message =
+        "pool-internals entry "
+            + scope
+            + " returned a "
+            + connection.getClass().getName()
+            + " that then ran a statement on thread "
+            + Thread.currentThread().getName()
+            + " outside every pool-internals method and not through a fenced connection: the"
+            + " application's connection, UNFENCED, or a pool test that no entry names."
+            + " pool-internals must name only the methods where the pool opens and tests its"
+            + " physical connections (all of them); remove "
+            + scope
+            + " from pool-internals if the application gets its connections inside it";
+    if (haltOnUnfenced) {
+      LeaseAgent.stop(LeaseAgent.EXIT_CONFIGURATION, message);
+    }
+    if (REPORTED.putIfAbsent("statement " + scope, Boolean.TRUE) == null) {
+      log.error("{} (on-unfenced=log: running on, UNFENCED)", message);
+    }
+  }
+
+  /** Is a fenced connection (lease-jdbc, or the agent's vendor face over one) on the stack? */
+  private static boolean throughFence() {
+    return StackWalker.getInstance()
+        .walk(
+            frames ->
+                frames.anyMatch(
+                    fr -> {
+                      String n = fr.getClassName();
+                      return n.startsWith("dev.lease.jdbc.")
+                          || n.equals(VendorFace.class.getName());
+                    }));
   }
 
   /** Runs {@code work} with connections unfenced: the agent's own lease connections. */
@@ -245,7 +337,7 @@ public final class ConnectionFencing {
     try {
       return work.get();
     } finally {
-      exitScope();
+      exitScope(false);
     }
   }
 

@@ -3,6 +3,7 @@ package dev.lease.agent;
 import static net.bytebuddy.matcher.ElementMatchers.hasSuperType;
 import static net.bytebuddy.matcher.ElementMatchers.isAbstract;
 import static net.bytebuddy.matcher.ElementMatchers.isMethod;
+import static net.bytebuddy.matcher.ElementMatchers.isStatic;
 import static net.bytebuddy.matcher.ElementMatchers.isSynthetic;
 import static net.bytebuddy.matcher.ElementMatchers.nameStartsWith;
 import static net.bytebuddy.matcher.ElementMatchers.named;
@@ -245,6 +246,11 @@ final class Instrumenter {
             .transform(this::weave)
             .type(jdbcTypes, not(seesAgent))
             .transform(new Unfenceable());
+    if (!config.poolInternals.isEmpty()) {
+      // only connections of configured scopes are ever checked (ConnectionFencing.statementOn):
+      // without pool-internals nothing is woven for them
+      builder = builder.type(new ConnectionTypes(), seesAgent).transform(this::weaveConnection);
+    }
     for (MethodSpec m : config.methods) {
       builder =
           builder
@@ -281,6 +287,31 @@ final class Instrumenter {
           || type.isAssignableTo(javax.sql.XADataSource.class)
           || type.isAssignableTo(javax.transaction.xa.XAResource.class);
     }
+  }
+
+  /** Concrete JDBC connection classes (drivers' and pools'), for {@link StatementAdvice}. */
+  private static final class ConnectionTypes implements ElementMatcher<TypeDescription> {
+    @Override
+    public boolean matches(TypeDescription type) {
+      return !type.isInterface()
+          && !type.getName().startsWith("dev.lease.")
+          && type.isAssignableTo(java.sql.Connection.class);
+    }
+  }
+
+  private static final ElementMatcher.Junction<MethodDescription> STATEMENT_FACTORIES =
+      isMethod()
+          .and(not(isAbstract()))
+          .and(not(isStatic()))
+          .and(named("createStatement").or(named("prepareStatement")).or(named("prepareCall")));
+
+  private DynamicType.Builder<?> weaveConnection(
+      DynamicType.Builder<?> b,
+      TypeDescription type,
+      ClassLoader loader,
+      JavaModule module,
+      java.security.ProtectionDomain domain) {
+    return b.visit(new EveryDeclaredMethod(STATEMENT_FACTORIES, Advice.to(StatementAdvice.class)));
   }
 
   /** Applies every rule that holds for {@code type}. */

@@ -31,7 +31,7 @@ final class PoolInternalAdvice {
   }
 
   @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
-  static void exit() {
-    ConnectionFencing.exitScope();
+  static void exit(@Configured boolean configured) {
+    ConnectionFencing.exitScope(configured);
   }
 }

@@ -11,8 +11,10 @@ import net.bytebuddy.asm.Advice;
  * Inlined into every method that hands out a connection: {@code DataSource.getConnection} (also
  * where a DataSource inherits it from a class that is not one), {@code Driver.connect} and {@code
  * PooledConnection.getConnection}. Bodies only call {@link ConnectionFencing}; exceptions are
- * suppressed so that the advice can never break the method it is woven into (failing closed is the
- * helper's job).
+ * suppressed so that the advice can never break the method it is woven into. Failing closed is the
+ * helper's job: {@link ConnectionFencing#exit} never throws, it turns any failure (its own, or a
+ * failed {@code enter}, whose suppressed token says so) into a connection that refuses every
+ * statement, never the original.
  */
 final class ConnectionAdvice {
 

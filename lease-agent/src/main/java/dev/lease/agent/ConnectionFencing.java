@@ -111,16 +111,20 @@ public final class ConnectionFencing {
     haltOnUnfenced = haltWhenUnfenced;
   }
 
+  /** Set in every token {@link #enter} returns: a token without it is the advice's default. */
+  private static final long ENTERED = 1L << 62;
+
   /**
    * Enter advice of an advised connection method.
    *
    * @return a token for {@link #exit}: bit 0 outermost (to be fenced), bit 1 the first advised call
-   *     inside a physical scope, bits 2+ the thread's count of physical connections made so far
+   *     inside a physical scope, bits 2+ the thread's count of physical connections made so far,
+   *     bit 62 set (a token without it means this method threw: the advice suppressed it)
    */
   public static long enter() {
     Frame f = FRAME.get();
     int depth = f.depth++;
-    long token = ((long) f.physicalMade) << 2;
+    long token = ENTERED | (((long) f.physicalMade & 0xffff_ffffL) << 2);
     if (f.scopes == 0) {
       if (depth == 0 || WRAP_EVERY_CALL) {
         token |= 1;
@@ -133,12 +137,27 @@ public final class ConnectionFencing {
 
   /**
    * Exit advice, also when the method threw ({@code c} is then null): the outermost call's
-   * connection comes back fenced.
+   * connection comes back fenced. Fails closed: whatever throws here (the advice would suppress it
+   * and hand out {@code c} unfenced), or a failed {@link #enter}, gives a connection that refuses
+   * every statement, and {@code c} is closed.
    *
    * @param kind {@link #DATA_SOURCE}, {@link #DRIVER} or {@link #POOLED}
    * @param self the instrumented object (for messages)
    */
   public static Connection exit(int kind, long token, Object self, Connection c) {
+    try {
+      return exitUnguarded(kind, token, self, c);
+    } catch (Throwable t) {
+      return refuse(c, "its hand-out failed in the agent", t);
+    }
+  }
+
+  /** {@link #exit} without its guard (the negative control of the fail-closed test calls it). */
+  static Connection exitUnguarded(int kind, long token, Object self, Connection c) {
+    if ((token & ENTERED) == 0) {
+      // enter threw (so the depth was not counted): nothing says whether c is the application's
+      return refuse(c, "the agent's enter advice failed", null);
+    }
     Frame f = FRAME.get();
     f.depth--;
     if (c == null) {
@@ -175,6 +194,21 @@ public final class ConnectionFencing {
       return fenced;
     }
     return fence(c);
+  }
+
+  /** Fail closed: {@code c} (if any) closed, a connection that refuses every statement instead. */
+  private static Connection refuse(Connection c, String why, Throwable t) {
+    if (c == null) {
+      return null;
+    }
+    log.error(
+        "{} for a connection of {}; handing out a connection that refuses every statement",
+        why,
+        c.getClass().getName(),
+        t);
+    closeQuietly(c);
+    return RefusingConnection.create(
+        "lease-agent could not fence this connection: " + why + (t == null ? "" : ": " + t));
   }
 
   private static Connection fence(Connection c) {

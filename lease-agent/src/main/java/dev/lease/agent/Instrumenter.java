@@ -387,7 +387,7 @@ final class Instrumenter {
     return b;
   }
 
-  private static Advice advice(int kind) {
+  static Advice advice(int kind) {
     return Advice.withCustomMapping()
         .bind(ConnectionAdvice.Kind.class, kind)
         .to(ConnectionAdvice.class);

@@ -87,6 +87,10 @@ public final class LegacyApp {
         }
         System.exit(0);
         break;
+      case "vendor-copy":
+        XaAndVendor.vendorCopy(args[1], args[2], args[3]);
+        System.exit(0);
+        break;
       case "isolated":
         isolated();
         System.exit(0);

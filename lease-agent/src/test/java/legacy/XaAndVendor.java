@@ -26,9 +26,11 @@ import org.postgresql.xa.PGXADataSource;
  *   commit), each on a new XAConnection that is closed after it; prints XA-COMMITTED i, or
  *   XA-REFUSED i exception (then rolled back), and XA-DONE; then waits for the end of its input
  * ... legacy.LegacyApp vendor URL
- *   casts DriverManager's connection to PGConnection, calls it as a transaction's first act,
+ *   casts DriverManager's connection to PGConnection, calls it in autocommit as the connection's
+ *   first act and as a transaction's first act,
  *   directly and reflectively; the same through c3p0's raw-connection operation on a pooled
  *   handle; prints VENDOR-OK what or VENDOR-FAILED what exception, then VENDOR-DONE
+ * ... legacy.LegacyApp vendor-copy URL TABLE WRITER   (see vendorCopy)
  * </pre>
  */
 final class XaAndVendor {
@@ -93,6 +95,13 @@ final class XaAndVendor {
         System.out.println("VENDOR-DONE");
         return;
       }
+      try {
+        pg.getNotifications(); // in autocommit, the connection's first act: checked before
+        System.out.println("VENDOR-OK autocommit-call");
+      } catch (SQLException e) {
+        System.out.println(
+            "VENDOR-FAILED autocommit-call " + e.getClass().getName() + ": " + e.getMessage());
+      }
       c.setAutoCommit(false);
       try {
         pg.getNotifications(); // the transaction's first act: verified before the driver's
@@ -131,6 +140,31 @@ final class XaAndVendor {
       System.out.println("VENDOR-FAILED pooled-cast " + e);
     } finally {
       pool.close();
+    }
+    System.out.println("VENDOR-DONE");
+  }
+
+  /**
+   * COPY through {@code (PGConnection) c}, in autocommit mode: a write with no statement. Prints
+   * VENDOR-READY, waits for a line on stdin, then copies one row (WRITER, 1) into TABLE and prints
+   * VENDOR-OK copy or VENDOR-FAILED copy exception, then VENDOR-DONE.
+   */
+  static void vendorCopy(String url, String table, String writer) throws Exception {
+    try (Connection c = DriverManager.getConnection(url)) {
+      PGConnection pg = (PGConnection) c;
+      System.out.println("VENDOR-READY");
+      new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
+          .readLine();
+      try {
+        long rows =
+            pg.getCopyAPI()
+                .copyIn(
+                    "COPY " + table + " (writer, seq) FROM STDIN WITH (FORMAT csv)",
+                    new java.io.StringReader(writer + ",1\n"));
+        System.out.println("VENDOR-OK copy " + rows);
+      } catch (SQLException e) {
+        System.out.println("VENDOR-FAILED copy " + e.getClass().getName() + ": " + e.getMessage());
+      }
     }
     System.out.println("VENDOR-DONE");
   }

@@ -1,5 +1,8 @@
 package dev.lease.agent;
 
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.jdbc.LeaseLostSQLException;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -24,9 +27,11 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <ul>
  *   <li>{@code java.sql.Connection} methods go to the fenced connection (the fencing rules);
- *   <li>vendor methods go to the object {@code fenced.unwrap(vendorInterface)} returns: the same
- *       rule as {@code unwrap}, the open transaction is verified first (a refused or poisoned one
- *       fails the call), and SQL the vendor object runs later is past the fence;
+ *   <li>vendor methods are refused ({@code LeaseLostSQLException}) when the lease bound to the
+ *       thread (or the process's) is not held, in autocommit mode too; then they go to the object
+ *       {@code fenced.unwrap(vendorInterface)} returns: the same rule as {@code unwrap}, the open
+ *       transaction is verified first (a refused or poisoned one fails the call), and SQL the
+ *       vendor object runs later is past the fence;
  *   <li>{@code unwrap}/{@code isWrapperFor} answer the face itself for the interfaces it has;
  *       equality is identity.
  * </ul>
@@ -50,6 +55,10 @@ final class VendorFace implements InvocationHandler {
   private static final Map<Method, Method> ROUTES = new ConcurrentHashMap<>();
 
   private static final boolean DISABLED = Instrumenter.TESTING_DISABLED.contains("vendor-faces");
+
+  /** Deliberately broken for the negative control: vendor calls not checked against the lease. */
+  private static final boolean NO_HELD_CHECK =
+      Instrumenter.TESTING_DISABLED.contains("vendor-held-check");
 
   private final Connection fenced;
 
@@ -160,9 +169,12 @@ final class VendorFace implements InvocationHandler {
       if (route.getDeclaringClass().isInstance(fenced)) {
         return route.invoke(fenced, args);
       }
-      // a vendor method: the unwrap rule (verify the open transaction), then the vendor object
+      // a vendor method: refused at once when the bound lease is not held (in autocommit mode too,
+      // where unwrap verifies nothing: COPY, large objects and the like would write unfenced),
+      // then the unwrap rule (verify the open transaction), then the vendor object
       Object target;
       try {
+        refuseIfNotHeld(declaring, name);
         target = fenced.unwrap(declaring);
       } catch (SQLException e) {
         if (declares(method, SQLException.class)) {
@@ -175,6 +187,34 @@ final class VendorFace implements InvocationHandler {
     } catch (InvocationTargetException e) {
       throw e.getCause();
     }
+  }
+
+  /** The lease bound to this thread (or the process's) is not held: the vendor call is refused. */
+  private static void refuseIfNotHeld(Class<?> vendor, String method) throws SQLException {
+    Lease lease = LeaseContext.current().orElse(null);
+    if (lease == null || lease.isHeld() || NO_HELD_CHECK) {
+      return;
+    }
+    throw new LeaseLostSQLException(
+        "vendor call "
+            + vendor.getName()
+            + "."
+            + method
+            + " refused before the driver ran it: lease "
+            + lease.name()
+            + (lease.term() == 0 ? "" : " term " + lease.term())
+            + " (instance "
+            + lease.instance()
+            + "): "
+            + (lease.term() == 0
+                ? "this process does not hold it (another process holds it, or it has not been"
+                    + " claimed yet)"
+                : "it is no longer held by this process ("
+                    + lease.lossReason().map(Enum::name).orElse("released")
+                    + ")"),
+        LeaseLostSQLException.REFUSED,
+        lease,
+        null);
   }
 
   private static boolean declares(Method m, Class<?> exception) {

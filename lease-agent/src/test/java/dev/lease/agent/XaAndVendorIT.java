@@ -133,7 +133,7 @@ class XaAndVendorIT {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL);
         AppProcess app = vendor(d, "L", null)) {
       assertEquals(
-          List.of("cast", "call", "reflective", "pooled-reflective"),
+          List.of("cast", "autocommit-call", "call", "reflective", "pooled-reflective"),
           lines(app, "VENDOR-OK").stream().map(l -> l.split(" ")[1]).toList(),
           app.describe());
       assertTrue(lines(app, "VENDOR-FAILED").isEmpty(), app.describe());
@@ -148,12 +148,71 @@ class XaAndVendorIT {
         assertEquals(1, lines(app, "VENDOR-OK cast").size(), app.describe());
         List<String> failed = lines(app, "VENDOR-FAILED");
         assertEquals(
-            List.of("call", "reflective", "pooled-reflective"),
+            List.of("autocommit-call", "call", "reflective", "pooled-reflective"),
             failed.stream().map(l -> l.split(" ")[1]).toList(),
             app.describe());
         assertTrue(
             failed.stream().allMatch(l -> l.contains("LeaseLostSQLException")), app.describe());
       }
+    }
+  }
+
+  /**
+   * A leader whose lease was lost (taken over in the database; on-loss=refuse keeps it running)
+   * writes with COPY through {@code (PGConnection) c} in autocommit mode, where no transaction is
+   * verified: refused before the driver runs, and no row.
+   */
+  @Test
+  void vendorCopyInAutocommitUnderALostLeaseIsRefused_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      try (AppProcess app = copyAfterLoss(d, null)) {
+        List<String> failed = lines(app, "VENDOR-FAILED copy");
+        assertEquals(1, failed.size(), app.describe());
+        assertTrue(failed.get(0).contains("LeaseLostSQLException"), app.describe());
+        assertTrue(failed.get(0).contains("no longer held by this process"), app.describe());
+        assertTrue(d.committed("L").isEmpty(), app.describe());
+      }
+    }
+  }
+
+  /** Negative control: without the held check the COPY commits its row under the lost lease. */
+  @Test
+  void withoutTheHeldCheckTheCopyCommitsUnderALostLease_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      try (AppProcess app = copyAfterLoss(d, "vendor-held-check")) {
+        assertEquals(1, lines(app, "VENDOR-OK copy").size(), app.describe());
+        assertEquals(Set.of(1), d.committed("L"), app.describe());
+      }
+    }
+  }
+
+  private static AppProcess copyAfterLoss(LegacyDatabase d, String disable) throws Exception {
+    List<String> jvm =
+        disable == null ? List.of() : List.of("-Dlease.agent.testing.disable=" + disable);
+    AppProcess app =
+        AppProcess.start(
+            "L",
+            AppProcess.JAVA_17,
+            d.agentArgs(
+                "mode=leader,lease=" + LEASE + ",lease-duration=2s,on-loss=refuse,instance=L"),
+            Map.of(),
+            jvm,
+            false,
+            LegacyApp.class.getName(),
+            "vendor-copy",
+            d.url,
+            d.events,
+            "L");
+    try {
+      app.awaitLine(l -> l.equals("VENDOR-READY"), "the connection");
+      d.releaseAndHoldElsewhere(LEASE);
+      app.awaitStderr(0, "this process no longer leads", "the loss of the lease");
+      app.send("go");
+      app.awaitLine(l -> l.equals("VENDOR-DONE"), "the end of the COPY");
+      return app;
+    } catch (Throwable t) {
+      app.close();
+      throw t;
     }
   }
 

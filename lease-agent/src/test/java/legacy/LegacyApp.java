@@ -87,6 +87,10 @@ public final class LegacyApp {
         }
         System.exit(0);
         break;
+      case "xa-loss":
+        XaAndVendor.xaAcrossALoss(args[1], args[2], args[3], args[4]);
+        System.exit(0);
+        break;
       case "vendor-copy":
         XaAndVendor.vendorCopy(args[1], args[2], args[3]);
         System.exit(0);

@@ -31,6 +31,7 @@ import org.postgresql.xa.PGXADataSource;
  *   directly and reflectively; the same through c3p0's raw-connection operation on a pooled
  *   handle; prints VENDOR-OK what or VENDOR-FAILED what exception, then VENDOR-DONE
  * ... legacy.LegacyApp vendor-copy URL TABLE WRITER   (see vendorCopy)
+ * ... legacy.LegacyApp xa-loss URL TABLE WRITER APPNAME   (see xaAcrossALoss)
  * </pre>
  */
 final class XaAndVendor {
@@ -80,6 +81,46 @@ final class XaAndVendor {
       } finally {
         xac.close();
       }
+    }
+    System.out.println("XA-DONE");
+  }
+
+  /**
+   * One two-phase transaction whose lease may be lost between its INSERT and its end: start, INSERT
+   * (WRITER, 1) through the handle, print XA-OPEN, wait for a line on stdin, then end, prepare and
+   * commit as a transaction manager does; prints XA-COMMITTED 1, or XA-REFUSED 1 errorCode message
+   * (prepare or commit failed), then XA-DONE.
+   */
+  static void xaAcrossALoss(String url, String table, String writer, String appName)
+      throws Exception {
+    PGXADataSource xads = new PGXADataSource();
+    xads.setURL(url);
+    xads.setApplicationName(appName);
+    XAConnection xac = xads.getXAConnection();
+    try {
+      XAResource res = xac.getXAResource();
+      Xid xid = new SimpleXid(writer + "-1-" + System.nanoTime());
+      res.start(xid, XAResource.TMNOFLAGS);
+      try (Connection c = xac.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement("INSERT INTO " + table + " (writer, seq) VALUES (?, 1)")) {
+        ps.setString(1, writer);
+        ps.executeUpdate();
+      }
+      System.out.println("XA-OPEN 1");
+      new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
+          .readLine();
+      res.end(xid, XAResource.TMSUCCESS);
+      try {
+        if (res.prepare(xid) == XAResource.XA_OK) {
+          res.commit(xid, false);
+        }
+        System.out.println("XA-COMMITTED 1");
+      } catch (XAException e) {
+        System.out.println("XA-REFUSED 1 " + e.errorCode + " " + e.getMessage());
+      }
+    } finally {
+      xac.close();
     }
     System.out.println("XA-DONE");
   }

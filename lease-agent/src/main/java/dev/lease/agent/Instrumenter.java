@@ -346,19 +346,30 @@ final class Instrumenter {
               new EveryDeclaredMethod(
                   isMethod().and(not(isAbstract())).and(named("start")).and(takesArguments(2)),
                   Advice.to(XaAdvice.Start.class)));
+      ElementMatcher.Junction<MethodDescription> xidMethod =
+          isMethod()
+              .and(not(isAbstract()))
+              .and(takesArgument(0, named("javax.transaction.xa.Xid")));
       b =
           b.visit(
               new EveryDeclaredMethod(
-                  isMethod()
-                      .and(not(isAbstract()))
-                      .and(
-                          named("end")
-                              .or(named("prepare"))
-                              .or(named("commit"))
-                              .or(named("rollback"))
-                              .or(named("forget")))
-                      .and(takesArgument(0, named("javax.transaction.xa.Xid"))),
+                  xidMethod.and(named("end")).and(takesArguments(2)),
                   Advice.to(XaAdvice.End.class)));
+      b =
+          b.visit(
+              new EveryDeclaredMethod(
+                  xidMethod.and(named("prepare")).and(takesArguments(1)),
+                  Advice.to(XaAdvice.Prepare.class)));
+      b =
+          b.visit(
+              new EveryDeclaredMethod(
+                  xidMethod.and(named("commit")).and(takesArguments(2)),
+                  Advice.to(XaAdvice.Commit.class)));
+      b =
+          b.visit(
+              new EveryDeclaredMethod(
+                  xidMethod.and(named("rollback").or(named("forget"))).and(takesArguments(1)),
+                  Advice.to(XaAdvice.Finish.class)));
     }
     if (!TESTING_DISABLED.contains("pooled-scopes")) {
       if (type.isAssignableTo(javax.sql.ConnectionPoolDataSource.class)) {

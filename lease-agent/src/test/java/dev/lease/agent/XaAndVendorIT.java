@@ -128,6 +128,75 @@ class XaAndVendorIT {
     }
   }
 
+  /**
+   * Real 2PC across a loss (fencing=verify, whose verify takes no lock, so the takeover in the
+   * database does not wait for the branch): the branch's INSERT is verified under the held lease,
+   * the lease is taken over, then the transaction manager ends and prepares it. The prepare fails
+   * with XA_RBROLLBACK, the branch is rolled back: no row, no prepared transaction, no session.
+   */
+  @Test
+  void aBranchWhoseLeaseWasLostCannotBePreparedOrCommitted_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      String appName = "xa-" + d.events;
+      try (AppProcess app = xaAcrossALoss(d, appName, null)) {
+        List<String> refused = lines(app, "XA-REFUSED 1");
+        assertEquals(1, refused.size(), app.describe());
+        assertTrue(
+            refused
+                .get(0)
+                .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK),
+            app.describe());
+        assertTrue(d.committed("L").isEmpty(), app.describe());
+        assertNull(leftBehind(appName), app.describe());
+      }
+    }
+  }
+
+  /** Negative control: without the check at prepare the branch commits after the takeover. */
+  @Test
+  void withoutThePoisonCheckTheBranchCommitsAfterTheTakeover_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      try (AppProcess app = xaAcrossALoss(d, "xa-" + d.events, "xa-poison")) {
+        assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
+        assertEquals(Set.of(1), d.committed("L"), app.describe());
+      }
+    }
+  }
+
+  private static AppProcess xaAcrossALoss(LegacyDatabase d, String appName, String disable)
+      throws Exception {
+    List<String> jvm =
+        disable == null ? List.of() : List.of("-Dlease.agent.testing.disable=" + disable);
+    AppProcess app =
+        AppProcess.start(
+            "L",
+            AppProcess.JAVA_17,
+            d.agentArgs(
+                "mode=leader,lease="
+                    + LEASE
+                    + ",lease-duration=2s,fencing=verify,on-loss=refuse,instance=L"),
+            Map.of(),
+            jvm,
+            false,
+            LegacyApp.class.getName(),
+            "xa-loss",
+            d.url,
+            d.events,
+            "L",
+            appName);
+    try {
+      app.awaitLine(l -> l.equals("XA-OPEN 1"), "the open branch");
+      d.releaseAndHoldElsewhere(LEASE);
+      app.awaitStderr(0, "this process no longer leads", "the loss of the lease");
+      app.send("go");
+      app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");
+      return app;
+    } catch (Throwable t) {
+      app.close();
+      throw t;
+    }
+  }
+
   @Test
   void vendorInterfacesWorkOnTheLeader_postgresql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL);

@@ -101,7 +101,7 @@ public final class ConnectionFencing {
    * negative control of the wrap-once test (WrapOnceIT), which must see the difference.
    */
   private static final boolean WRAP_EVERY_CALL =
-      Boolean.getBoolean("lease.agent.testing.wrapEveryCall");
+      Boolean.parseBoolean(TestingSwitches.get("wrapEveryCall"));
 
   private ConnectionFencing() {}
 

@@ -166,17 +166,17 @@ final class Instrumenter {
 
   /**
    * Broken on purpose, one mechanism at a time, for the negative controls of the child-JVM tests (a
-   * comma list of builtin-pools, inherited-getconnection, pooled-scopes, vendor-faces).
+   * comma list of builtin-pools, inherited-getconnection, pooled-scopes, vendor-faces, ...); only
+   * in a test JVM ({@link TestingSwitches}).
    */
   static final Set<String> TESTING_DISABLED =
-      Arrays.stream(System.getProperty("lease.agent.testing.disable", "").split(","))
+      Arrays.stream(TestingSwitches.get("disable").split(","))
           .map(String::trim)
           .filter(s -> !s.isEmpty())
           .collect(Collectors.toUnmodifiableSet());
 
   /** Broken on purpose: instrumenting this class throws (the fail-closed test). */
-  private static final String TESTING_FAIL_CLASS =
-      System.getProperty("lease.agent.testing.failInstrumentationOf");
+  private static final String TESTING_FAIL_CLASS = TestingSwitches.get("failInstrumentationOf");
 
   private final AgentConfig config;
   private final boolean haltOnUnfenced;

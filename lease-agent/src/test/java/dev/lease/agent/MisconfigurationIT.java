@@ -310,6 +310,61 @@ class MisconfigurationIT {
   }
 
   /**
+   * The negative-control switches weaken the fence on purpose: outside the project's test JVMs (no
+   * {@code -Dlease.agent.testJvm=true}) a leftover one stops the JVM before the application runs,
+   * naming it, lease-jdbc's as well as the agent's.
+   */
+  @Test
+  void testingSwitchesOutsideATestJvmStopTheJvm() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app =
+              runApp(
+                  leader(table, ""),
+                  List.of(
+                      "-Dlease.agent.testing.disable=vendor-faces",
+                      "-Dlease.jdbc.testing.weaken=x",
+                      "-Dlease.agent.testJvm=false"),
+                  "connections",
+                  PG,
+                  "plain",
+                  "1");
+          assertStopped(
+              app,
+              78,
+              "configuration error: test-only switches are set (lease.agent.testing.disable="
+                  + "vendor-faces, lease.jdbc.testing.weaken=x): they weaken the fence on"
+                  + " purpose and are honoured only in this project's test JVMs");
+        });
+  }
+
+  /**
+   * Negative control: in a test JVM (the marker the tests set) the same switch is honoured, and an
+   * ERROR at start says what is weakened; the same check does not see a stop.
+   */
+  @Test
+  void testingSwitchesInATestJvmAreHonouredAndLogged() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app =
+              runApp(
+                  leader(table, ""),
+                  List.of("-Dlease.agent.testing.disable=vendor-faces"),
+                  "connections",
+                  PG,
+                  "plain",
+                  "1");
+          assertEquals(0, app.awaitExit(), app.describe());
+          assertTrue(
+              app.stderr()
+                  .contains(
+                      "ERROR LeaseAgent - TEST JVM: the fence is weakened on purpose by"
+                          + " lease.agent.testing.disable=vendor-faces"),
+              app.describe());
+        });
+  }
+
+  /**
    * No false alarm: a pool-internals entry set that names where DBCP2 opens and tests its
    * connections (its built-in rule switched off) runs, its connections fenced.
    */

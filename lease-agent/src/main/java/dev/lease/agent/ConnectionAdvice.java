@@ -25,9 +25,14 @@ final class ConnectionAdvice {
   @Target(ElementType.PARAMETER)
   @interface Kind {}
 
+  /** Bound at instrumentation time: this JVM's key ({@link ConnectionFencing#key()}). */
+  @Retention(RetentionPolicy.RUNTIME)
+  @Target(ElementType.PARAMETER)
+  @interface Key {}
+
   @Advice.OnMethodEnter(suppress = Throwable.class)
-  static long enter() {
-    return ConnectionFencing.enter();
+  static long enter(@Key long key) {
+    return ConnectionFencing.enter(key);
   }
 
   @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)

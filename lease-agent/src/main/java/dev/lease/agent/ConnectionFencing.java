@@ -111,6 +111,20 @@ public final class ConnectionFencing {
     haltOnUnfenced = haltWhenUnfenced;
   }
 
+  /**
+   * This JVM's key, bound into the woven advice at instrumentation time: the public entry points
+   * that change what is fenced ({@link #enter}, {@link #enterPhysicalScope}) do nothing for a
+   * caller without it, so that code other than the agent's advice cannot switch fencing off for its
+   * thread by calling them (they must be public: the advice is inlined into classes of other
+   * packages and class loaders).
+   */
+  private static final long KEY = new java.security.SecureRandom().nextLong();
+
+  /** For the instrumentation only. */
+  static long key() {
+    return KEY;
+  }
+
   /** Set in every token {@link #enter} returns: a token without it is the advice's default. */
   private static final long ENTERED = 1L << 62;
 
@@ -121,7 +135,11 @@ public final class ConnectionFencing {
    *     inside a physical scope, bits 2+ the thread's count of physical connections made so far,
    *     bit 62 set (a token without it means this method threw: the advice suppressed it)
    */
-  public static long enter() {
+  public static long enter(long key) {
+    if (key != KEY) {
+      forged("enter");
+      return 0; // not ENTERED, depth not counted
+    }
     Frame f = FRAME.get();
     int depth = f.depth++;
     long token = ENTERED | (((long) f.physicalMade & 0xffff_ffffL) << 2);
@@ -159,7 +177,9 @@ public final class ConnectionFencing {
       return refuse(c, "the agent's enter advice failed", null);
     }
     Frame f = FRAME.get();
-    f.depth--;
+    if (f.depth > 0) {
+      f.depth--;
+    }
     if (c == null) {
       return null;
     }
@@ -277,8 +297,16 @@ public final class ConnectionFencing {
     }
   }
 
-  /** Enter advice of a physical scope: connections made inside are the pool's own. */
-  public static void enterScope(String scope, boolean configured) {
+  /**
+   * Agent-internal: the enter advice of a physical scope (connections made inside are the pool's
+   * own, never fenced). Public only because the advice is inlined into pool classes; without this
+   * JVM's key, bound into the advice, it does nothing.
+   */
+  public static void enterPhysicalScope(String scope, boolean configured, long key) {
+    if (key != KEY) {
+      forged("enterPhysicalScope(" + scope + ")");
+      return;
+    }
     Frame f = FRAME.get();
     if (f.scopes++ == 0) {
       f.scope = scope;
@@ -289,8 +317,12 @@ public final class ConnectionFencing {
     }
   }
 
-  /** Exit advice of a physical scope. */
-  public static void exitScope(boolean configured) {
+  /** Agent-internal: the exit advice of a physical scope; without this JVM's key, nothing. */
+  public static void exitPhysicalScope(boolean configured, long key) {
+    if (key != KEY) {
+      forged("exitPhysicalScope");
+      return;
+    }
     Frame f = FRAME.get();
     if (configured && f.configuredScopes > 0 && --f.configuredScopes == 0) {
       f.configuredScope = null;
@@ -299,6 +331,17 @@ public final class ConnectionFencing {
     if (f.scopes > 0 && --f.scopes == 0) {
       f.scope = null;
       f.configured = false;
+    }
+  }
+
+  /** A call of an agent-internal entry point without the key: ignored, reported once. */
+  private static void forged(String what) {
+    if (REPORTED.putIfAbsent("forged " + what, Boolean.TRUE) == null) {
+      log.error(
+          "ConnectionFencing.{} called without the agent's key (not by the agent's advice):"
+              + " ignored; it is agent-internal and cannot switch fencing off",
+          what,
+          new Throwable("the caller"));
     }
   }
 
@@ -367,11 +410,11 @@ public final class ConnectionFencing {
 
   /** Runs {@code work} with connections unfenced: the agent's own lease connections. */
   static <T, E extends Exception> T unfenced(ThrowingSupplier<T, E> work) throws E {
-    enterScope("lease-agent#leaseDatabase", false);
+    enterPhysicalScope("lease-agent#leaseDatabase", false, KEY);
     try {
       return work.get();
     } finally {
-      exitScope(false);
+      exitPhysicalScope(false, KEY);
     }
   }
 

@@ -401,6 +401,7 @@ final class Instrumenter {
   static Advice advice(int kind) {
     return Advice.withCustomMapping()
         .bind(ConnectionAdvice.Kind.class, kind)
+        .bind(ConnectionAdvice.Key.class, ConnectionFencing.key())
         .to(ConnectionAdvice.class);
   }
 
@@ -414,6 +415,7 @@ final class Instrumenter {
         Advice.withCustomMapping()
             .bind(PoolInternalAdvice.Scope.class, key)
             .bind(PoolInternalAdvice.Configured.class, configured)
+            .bind(ConnectionAdvice.Key.class, ConnectionFencing.key())
             .to(PoolInternalAdvice.class);
     return b.visit(new EveryDeclaredMethod(methods, advice));
   }

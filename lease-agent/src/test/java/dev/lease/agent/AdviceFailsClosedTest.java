@@ -82,8 +82,8 @@ class AdviceFailsClosedTest {
   /** The advice as the agent had it before: its exit body's throwable suppressed, fail open. */
   static final class FailOpenAdvice {
     @Advice.OnMethodEnter(suppress = Throwable.class)
-    static long enter() {
-      return ConnectionFencing.enter();
+    static long enter(@ConnectionAdvice.Key long key) {
+      return ConnectionFencing.enter(key);
     }
 
     @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
@@ -151,6 +151,7 @@ class AdviceFailsClosedTest {
         woven(
             Advice.withCustomMapping()
                 .bind(ConnectionAdvice.Kind.class, ConnectionFencing.POOLED)
+                .bind(ConnectionAdvice.Key.class, ConnectionFencing.key())
                 .to(FailOpenAdvice.class));
     assertSame(rawOf(xa).handle, xa.getConnection());
   }

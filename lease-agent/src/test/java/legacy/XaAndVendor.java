@@ -222,6 +222,15 @@ final class XaAndVendor {
         System.out.println("VENDOR-DONE");
         return;
       }
+      try {
+        // the driver's own statement, past the fence: refused
+        java.sql.PreparedStatement raw = j.clientPrepareStatement("SELECT 1");
+        System.out.println("VENDOR-OK mysql-raw-statement " + raw.getClass().getName());
+        raw.close();
+      } catch (SQLException e) {
+        System.out.println(
+            "VENDOR-FAILED mysql-raw-statement " + e.getClass().getName() + ": " + e.getMessage());
+      }
       c.setAutoCommit(false);
       try {
         j.ping(); // the transaction's first act: verified before the driver's

@@ -57,6 +57,9 @@ final class VendorFace implements InvocationHandler {
   private static final boolean DISABLED = Instrumenter.TESTING_DISABLED.contains("vendor-faces");
 
   /** Deliberately broken for the negative control: vendor calls not checked against the lease. */
+  private static final boolean NO_RAW_CHECK =
+      Instrumenter.TESTING_DISABLED.contains("vendor-raw-check");
+
   private static final boolean NO_HELD_CHECK =
       Instrumenter.TESTING_DISABLED.contains("vendor-held-check");
 
@@ -175,6 +178,7 @@ final class VendorFace implements InvocationHandler {
       Object target;
       try {
         refuseIfNotHeld(declaring, name);
+        refuseRawJdbc(method.getReturnType(), declaring, name);
         target = fenced.unwrap(declaring);
       } catch (SQLException e) {
         if (declares(method, SQLException.class)) {
@@ -183,10 +187,48 @@ final class VendorFace implements InvocationHandler {
         // PGConnection.getBackendPID() and the like cannot throw it: unchecked, cause kept
         throw new IllegalStateException(e.toString(), e);
       }
-      return method.invoke(target, args);
+      Object result = method.invoke(target, args);
+      if (result instanceof java.sql.Statement) {
+        // a method typed Object (c3p0's rawConnectionOperation) made one: not handed out
+        try {
+          ((java.sql.Statement) result).close();
+        } finally {
+          refuseRawJdbc(result.getClass(), declaring, name);
+        }
+      }
+      if (result instanceof Connection || result instanceof java.sql.ResultSet) {
+        refuseRawJdbc(result.getClass(), declaring, name);
+      }
+      return result;
     } catch (InvocationTargetException e) {
       throw e.getCause();
     }
+  }
+
+  /**
+   * A vendor method whose result is itself a JDBC connection, statement or result set (MySQL's
+   * {@code clientPrepareStatement}, {@code getMultiHostSafeProxy}) would hand out the driver's own
+   * object, whose statements bypass the fence: refused before the driver runs (after it, for a
+   * method typed {@code Object}).
+   */
+  private static void refuseRawJdbc(Class<?> type, Class<?> vendor, String method)
+      throws SQLException {
+    if (NO_RAW_CHECK
+        || !(Connection.class.isAssignableFrom(type)
+            || java.sql.Statement.class.isAssignableFrom(type)
+            || java.sql.ResultSet.class.isAssignableFrom(type))) {
+      return;
+    }
+    throw new SQLException(
+        "vendor call "
+            + vendor.getName()
+            + "."
+            + method
+            + " refused: it gives the driver's own "
+            + type.getName()
+            + ", whose statements would run past the fence; use the fenced connection's JDBC"
+            + " methods instead",
+        "55000");
   }
 
   /** The lease bound to this thread (or the process's) is not held: the vendor call is refused. */

@@ -285,7 +285,10 @@ class XaAndVendorIT {
     }
   }
 
-  /** MySQL Connector/J's JdbcConnection (against MariaDB): cast and call, leader and replica. */
+  /**
+   * MySQL Connector/J's JdbcConnection (against MariaDB): cast and call, leader and replica; its
+   * clientPrepareStatement, which gives the driver's own statement (past the fence), is refused.
+   */
   @Test
   void mysqlJdbcConnectionCastWorksAndItsCallsAreVerified_mysql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL)) {
@@ -294,6 +297,10 @@ class XaAndVendorIT {
             List.of("mysql-cast", "mysql-call"),
             lines(app, "VENDOR-OK").stream().map(l -> l.split(" ")[1]).toList(),
             app.describe());
+        List<String> raw = lines(app, "VENDOR-FAILED mysql-raw-statement");
+        assertEquals(1, raw.size(), app.describe());
+        assertTrue(
+            raw.get(0).contains("whose statements would run past the fence"), app.describe());
       }
       d.releaseAndHoldElsewhere(LEASE);
       try (AppProcess app = vendor(d, "R", null)) {
@@ -302,6 +309,17 @@ class XaAndVendorIT {
         assertEquals(1, failed.size(), app.describe());
         assertTrue(failed.get(0).contains("LeaseLostSQLException"), app.describe());
       }
+    }
+  }
+
+  /** Negative control: without the check the driver's own statement is handed out. */
+  @Test
+  void withoutTheRawCheckTheDriversOwnStatementIsHandedOut_mysql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL);
+        AppProcess app = vendor(d, "L", "vendor-raw-check")) {
+      List<String> raw = lines(app, "VENDOR-OK mysql-raw-statement");
+      assertEquals(1, raw.size(), app.describe());
+      assertTrue(raw.get(0).contains("com.mysql.cj.jdbc."), app.describe());
     }
   }
 

@@ -118,7 +118,7 @@ public final class ConnectionFencing {
    * thread by calling them (they must be public: the advice is inlined into classes of other
    * packages and class loaders).
    */
-  private static final long KEY = new java.security.SecureRandom().nextLong();
+  private static final long KEY = new java.util.SplittableRandom().nextLong();
 
   /** For the instrumentation only. */
   static long key() {

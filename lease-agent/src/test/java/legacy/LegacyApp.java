@@ -87,6 +87,14 @@ public final class LegacyApp {
         }
         System.exit(0);
         break;
+      case "xa-loss":
+        XaAndVendor.xaAcrossALoss(args[1], args[2], args[3], args[4]);
+        System.exit(0);
+        break;
+      case "vendor-copy":
+        XaAndVendor.vendorCopy(args[1], args[2], args[3]);
+        System.exit(0);
+        break;
       case "isolated":
         isolated();
         System.exit(0);
@@ -250,13 +258,21 @@ public final class LegacyApp {
    */
   public static void connections(DataSource ds, String url, int n) throws SQLException {
     for (int i = 1; i <= n; i++) {
-      try (Connection c = ds != null ? ds.getConnection() : plain(url);
+      try (Connection c = open(ds, url);
           Statement s = c.createStatement();
           ResultSet rs = s.executeQuery("SELECT 1")) {
         rs.next();
         System.out.println("CONNECTION " + i + " " + c.getClass().getName());
       }
     }
+  }
+
+  /**
+   * The application's own helper that gets a connection (from {@code ds}, or DriverManager when
+   * null): what a misconfigured {@code pool-internals=legacy.LegacyApp#open} names.
+   */
+  static Connection open(DataSource ds, String url) throws SQLException {
+    return ds != null ? ds.getConnection() : plain(url);
   }
 
   /**

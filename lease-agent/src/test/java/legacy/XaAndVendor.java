@@ -26,9 +26,12 @@ import org.postgresql.xa.PGXADataSource;
  *   commit), each on a new XAConnection that is closed after it; prints XA-COMMITTED i, or
  *   XA-REFUSED i exception (then rolled back), and XA-DONE; then waits for the end of its input
  * ... legacy.LegacyApp vendor URL
- *   casts DriverManager's connection to PGConnection, calls it as a transaction's first act,
+ *   casts DriverManager's connection to PGConnection, calls it in autocommit as the connection's
+ *   first act and as a transaction's first act,
  *   directly and reflectively; the same through c3p0's raw-connection operation on a pooled
  *   handle; prints VENDOR-OK what or VENDOR-FAILED what exception, then VENDOR-DONE
+ * ... legacy.LegacyApp vendor-copy URL TABLE WRITER   (see vendorCopy)
+ * ... legacy.LegacyApp xa-loss URL TABLE WRITER APPNAME   (see xaAcrossALoss)
  * </pre>
  */
 final class XaAndVendor {
@@ -82,6 +85,46 @@ final class XaAndVendor {
     System.out.println("XA-DONE");
   }
 
+  /**
+   * One two-phase transaction whose lease may be lost between its INSERT and its end: start, INSERT
+   * (WRITER, 1) through the handle, print XA-OPEN, wait for a line on stdin, then end, prepare and
+   * commit as a transaction manager does; prints XA-COMMITTED 1, or XA-REFUSED 1 errorCode message
+   * (prepare or commit failed), then XA-DONE.
+   */
+  static void xaAcrossALoss(String url, String table, String writer, String appName)
+      throws Exception {
+    PGXADataSource xads = new PGXADataSource();
+    xads.setURL(url);
+    xads.setApplicationName(appName);
+    XAConnection xac = xads.getXAConnection();
+    try {
+      XAResource res = xac.getXAResource();
+      Xid xid = new SimpleXid(writer + "-1-" + System.nanoTime());
+      res.start(xid, XAResource.TMNOFLAGS);
+      try (Connection c = xac.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement("INSERT INTO " + table + " (writer, seq) VALUES (?, 1)")) {
+        ps.setString(1, writer);
+        ps.executeUpdate();
+      }
+      System.out.println("XA-OPEN 1");
+      new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
+          .readLine();
+      res.end(xid, XAResource.TMSUCCESS);
+      try {
+        if (res.prepare(xid) == XAResource.XA_OK) {
+          res.commit(xid, false);
+        }
+        System.out.println("XA-COMMITTED 1");
+      } catch (XAException e) {
+        System.out.println("XA-REFUSED 1 " + e.errorCode + " " + e.getMessage());
+      }
+    } finally {
+      xac.close();
+    }
+    System.out.println("XA-DONE");
+  }
+
   static void vendor(String url) throws Exception {
     try (Connection c = DriverManager.getConnection(url)) {
       PGConnection pg;
@@ -92,6 +135,13 @@ final class XaAndVendor {
         System.out.println("VENDOR-FAILED cast " + e);
         System.out.println("VENDOR-DONE");
         return;
+      }
+      try {
+        pg.getNotifications(); // in autocommit, the connection's first act: checked before
+        System.out.println("VENDOR-OK autocommit-call");
+      } catch (SQLException e) {
+        System.out.println(
+            "VENDOR-FAILED autocommit-call " + e.getClass().getName() + ": " + e.getMessage());
       }
       c.setAutoCommit(false);
       try {
@@ -135,6 +185,31 @@ final class XaAndVendor {
     System.out.println("VENDOR-DONE");
   }
 
+  /**
+   * COPY through {@code (PGConnection) c}, in autocommit mode: a write with no statement. Prints
+   * VENDOR-READY, waits for a line on stdin, then copies one row (WRITER, 1) into TABLE and prints
+   * VENDOR-OK copy or VENDOR-FAILED copy exception, then VENDOR-DONE.
+   */
+  static void vendorCopy(String url, String table, String writer) throws Exception {
+    try (Connection c = DriverManager.getConnection(url)) {
+      PGConnection pg = (PGConnection) c;
+      System.out.println("VENDOR-READY");
+      new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
+          .readLine();
+      try {
+        long rows =
+            pg.getCopyAPI()
+                .copyIn(
+                    "COPY " + table + " (writer, seq) FROM STDIN WITH (FORMAT csv)",
+                    new java.io.StringReader(writer + ",1\n"));
+        System.out.println("VENDOR-OK copy " + rows);
+      } catch (SQLException e) {
+        System.out.println("VENDOR-FAILED copy " + e.getClass().getName() + ": " + e.getMessage());
+      }
+    }
+    System.out.println("VENDOR-DONE");
+  }
+
   /** MySQL Connector/J's public connection interface, as legacy code casts to it. */
   static void vendorMysql(String url) throws Exception {
     try (Connection c = DriverManager.getConnection(url)) {
@@ -146,6 +221,15 @@ final class XaAndVendor {
         System.out.println("VENDOR-FAILED mysql-cast " + e);
         System.out.println("VENDOR-DONE");
         return;
+      }
+      try {
+        // the driver's own statement, past the fence: refused
+        java.sql.PreparedStatement raw = j.clientPrepareStatement("SELECT 1");
+        System.out.println("VENDOR-OK mysql-raw-statement " + raw.getClass().getName());
+        raw.close();
+      } catch (SQLException e) {
+        System.out.println(
+            "VENDOR-FAILED mysql-raw-statement " + e.getClass().getName() + ": " + e.getMessage());
       }
       c.setAutoCommit(false);
       try {

@@ -11,8 +11,10 @@ import net.bytebuddy.asm.Advice;
  * Inlined into every method that hands out a connection: {@code DataSource.getConnection} (also
  * where a DataSource inherits it from a class that is not one), {@code Driver.connect} and {@code
  * PooledConnection.getConnection}. Bodies only call {@link ConnectionFencing}; exceptions are
- * suppressed so that the advice can never break the method it is woven into (failing closed is the
- * helper's job).
+ * suppressed so that the advice can never break the method it is woven into. Failing closed is the
+ * helper's job: {@link ConnectionFencing#exit} never throws, it turns any failure (its own, or a
+ * failed {@code enter}, whose suppressed token says so) into a connection that refuses every
+ * statement, never the original.
  */
 final class ConnectionAdvice {
 
@@ -23,9 +25,14 @@ final class ConnectionAdvice {
   @Target(ElementType.PARAMETER)
   @interface Kind {}
 
+  /** Bound at instrumentation time: this JVM's key ({@link ConnectionFencing#key()}). */
+  @Retention(RetentionPolicy.RUNTIME)
+  @Target(ElementType.PARAMETER)
+  @interface Key {}
+
   @Advice.OnMethodEnter(suppress = Throwable.class)
-  static long enter() {
-    return ConnectionFencing.enter();
+  static long enter(@Key long key) {
+    return ConnectionFencing.enter(key);
   }
 
   @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)

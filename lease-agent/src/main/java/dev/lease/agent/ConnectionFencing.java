@@ -62,6 +62,13 @@ public final class ConnectionFencing {
     String scope;
 
     boolean configured;
+
+    /**
+     * Nesting depth of configured ({@code pool-internals}) scopes, and the outermost one's name.
+     */
+    int configuredScopes;
+
+    String configuredScope;
   }
 
   private static final ThreadLocal<Frame> FRAME = ThreadLocal.withInitial(Frame::new);
@@ -74,6 +81,18 @@ public final class ConnectionFencing {
   private static final Map<String, Boolean> REPORTED =
       Collections.synchronizedMap(new java.util.HashMap<>());
 
+  /**
+   * Connections that the first advised call inside a configured scope returned (a {@code
+   * pool-internals} entry's physical connections, or the application's own if the entry encloses
+   * its code), by identity, with the entry's name: checked at their first statement outside any
+   * scope ({@link #statementOn}).
+   */
+  private static final IdentityMarks MARKS = new IdentityMarks();
+
+  /** Deliberately broken for the negative control: connections of configured scopes unmarked. */
+  private static final boolean TESTING_NO_MARKS =
+      Instrumenter.TESTING_DISABLED.contains("scope-marks");
+
   private static volatile UnaryOperator<Connection> fencer;
   private static volatile boolean haltOnUnfenced = true;
 
@@ -82,7 +101,7 @@ public final class ConnectionFencing {
    * negative control of the wrap-once test (WrapOnceIT), which must see the difference.
    */
   private static final boolean WRAP_EVERY_CALL =
-      Boolean.getBoolean("lease.agent.testing.wrapEveryCall");
+      Boolean.parseBoolean(TestingSwitches.get("wrapEveryCall"));
 
   private ConnectionFencing() {}
 
@@ -93,15 +112,37 @@ public final class ConnectionFencing {
   }
 
   /**
+   * This JVM's key, bound into the woven advice at instrumentation time: the public entry points
+   * that change what is fenced ({@link #enter}, {@link #enterPhysicalScope}) do nothing for a
+   * caller without it, so that code other than the agent's advice cannot switch fencing off for its
+   * thread by calling them (they must be public: the advice is inlined into classes of other
+   * packages and class loaders).
+   */
+  private static final long KEY = new java.util.SplittableRandom().nextLong();
+
+  /** For the instrumentation only. */
+  static long key() {
+    return KEY;
+  }
+
+  /** Set in every token {@link #enter} returns: a token without it is the advice's default. */
+  private static final long ENTERED = 1L << 62;
+
+  /**
    * Enter advice of an advised connection method.
    *
    * @return a token for {@link #exit}: bit 0 outermost (to be fenced), bit 1 the first advised call
-   *     inside a physical scope, bits 2+ the thread's count of physical connections made so far
+   *     inside a physical scope, bits 2+ the thread's count of physical connections made so far,
+   *     bit 62 set (a token without it means this method threw: the advice suppressed it)
    */
-  public static long enter() {
+  public static long enter(long key) {
+    if (key != KEY) {
+      forged("enter");
+      return 0; // not ENTERED, depth not counted
+    }
     Frame f = FRAME.get();
     int depth = f.depth++;
-    long token = ((long) f.physicalMade) << 2;
+    long token = ENTERED | (((long) f.physicalMade & 0xffff_ffffL) << 2);
     if (f.scopes == 0) {
       if (depth == 0 || WRAP_EVERY_CALL) {
         token |= 1;
@@ -114,14 +155,31 @@ public final class ConnectionFencing {
 
   /**
    * Exit advice, also when the method threw ({@code c} is then null): the outermost call's
-   * connection comes back fenced.
+   * connection comes back fenced. Fails closed: whatever throws here (the advice would suppress it
+   * and hand out {@code c} unfenced), or a failed {@link #enter}, gives a connection that refuses
+   * every statement, and {@code c} is closed.
    *
    * @param kind {@link #DATA_SOURCE}, {@link #DRIVER} or {@link #POOLED}
    * @param self the instrumented object (for messages)
    */
   public static Connection exit(int kind, long token, Object self, Connection c) {
+    try {
+      return exitUnguarded(kind, token, self, c);
+    } catch (Throwable t) {
+      return refuse(c, "its hand-out failed in the agent", t);
+    }
+  }
+
+  /** {@link #exit} without its guard (the negative control of the fail-closed test calls it). */
+  static Connection exitUnguarded(int kind, long token, Object self, Connection c) {
+    if ((token & ENTERED) == 0) {
+      // enter threw (so the depth was not counted): nothing says whether c is the application's
+      return refuse(c, "the agent's enter advice failed", null);
+    }
     Frame f = FRAME.get();
-    f.depth--;
+    if (f.depth > 0) {
+      f.depth--;
+    }
     if (c == null) {
       return null;
     }
@@ -143,6 +201,9 @@ public final class ConnectionFencing {
         && !PHYSICAL_CLASSES.contains(c.getClass())) {
       return handOutInsideScope(f, self, c);
     }
+    if ((token & 2) != 0 && f.configuredScopes > 0 && !TESTING_NO_MARKS) {
+      MARKS.put(c, f.configuredScope);
+    }
     if ((token & 1) == 0) {
       return c;
     }
@@ -153,6 +214,21 @@ public final class ConnectionFencing {
       return fenced;
     }
     return fence(c);
+  }
+
+  /** Fail closed: {@code c} (if any) closed, a connection that refuses every statement instead. */
+  private static Connection refuse(Connection c, String why, Throwable t) {
+    if (c == null) {
+      return null;
+    }
+    log.error(
+        "{} for a connection of {}; handing out a connection that refuses every statement",
+        why,
+        c.getClass().getName(),
+        t);
+    closeQuietly(c);
+    return RefusingConnection.create(
+        "lease-agent could not fence this connection: " + why + (t == null ? "" : ": " + t));
   }
 
   private static Connection fence(Connection c) {
@@ -221,31 +297,124 @@ public final class ConnectionFencing {
     }
   }
 
-  /** Enter advice of a physical scope: connections made inside are the pool's own. */
-  public static void enterScope(String scope, boolean configured) {
+  /**
+   * Agent-internal: the enter advice of a physical scope (connections made inside are the pool's
+   * own, never fenced). Public only because the advice is inlined into pool classes; without this
+   * JVM's key, bound into the advice, it does nothing.
+   */
+  public static void enterPhysicalScope(String scope, boolean configured, long key) {
+    if (key != KEY) {
+      forged("enterPhysicalScope(" + scope + ")");
+      return;
+    }
     Frame f = FRAME.get();
     if (f.scopes++ == 0) {
       f.scope = scope;
       f.configured = configured;
     }
+    if (configured && f.configuredScopes++ == 0) {
+      f.configuredScope = scope;
+    }
   }
 
-  /** Exit advice of a physical scope. */
-  public static void exitScope() {
+  /** Agent-internal: the exit advice of a physical scope; without this JVM's key, nothing. */
+  public static void exitPhysicalScope(boolean configured, long key) {
+    if (key != KEY) {
+      forged("exitPhysicalScope");
+      return;
+    }
     Frame f = FRAME.get();
-    if (--f.scopes == 0) {
+    if (configured && f.configuredScopes > 0 && --f.configuredScopes == 0) {
+      f.configuredScope = null;
+    }
+    // never below zero: an unmatched exit must not leave the thread inside a scope for ever
+    if (f.scopes > 0 && --f.scopes == 0) {
       f.scope = null;
       f.configured = false;
     }
   }
 
+  /** A call of an agent-internal entry point without the key: ignored, reported once. */
+  private static void forged(String what) {
+    if (REPORTED.putIfAbsent("forged " + what, Boolean.TRUE) == null) {
+      log.error(
+          "ConnectionFencing.{} called without the agent's key (not by the agent's advice):"
+              + " ignored; it is agent-internal and cannot switch fencing off",
+          what,
+          new Throwable("the caller"));
+    }
+  }
+
+  /**
+   * Enter advice of every JDBC connection class's {@code createStatement}, {@code prepareStatement}
+   * and {@code prepareCall}: a connection that a configured scope made ({@link #MARKS}) must not
+   * run statements unfenced under a lease. Its first statement outside any scope (and outside any
+   * advised connection call, where pools validate on borrow) must come through a fenced connection
+   * (a lease-jdbc frame on the stack): then it is the pool's physical connection under the
+   * application's fenced one, and is no longer checked. Otherwise the entry let the application (or
+   * a pool test that no entry names) use it unfenced: the JVM stops (status 78), or with {@code
+   * on-unfenced=log} an error is logged once per entry.
+   */
+  public static void statementOn(Object connection) {
+    if (MARKS.isEmpty()) {
+      return; // the common case: no configured scope ever returned a connection
+    }
+    Frame f = FRAME.get();
+    if (f.scopes > 0 || f.depth > 0) {
+      return; // the pool's own work: inside its scopes, or inside a hand-out (test on borrow)
+    }
+    String scope = MARKS.get(connection);
+    if (scope == null) {
+      return;
+    }
+    if (dev.lease.core.LeaseContext.current().isEmpty()) {
+      return; // no lease: a fenced connection would run it as it is; checked under a lease
+    }
+    MARKS.remove(connection);
+    if (throughFence()) {
+      return; // the pool's physical connection, under a fenced connection of the application
+    }
+    String message =
+        "pool-internals entry "
+            + scope
+            + " returned a "
+            + connection.getClass().getName()
+            + " that then ran a statement on thread "
+            + Thread.currentThread().getName()
+            + " outside every pool-internals method and not through a fenced connection: the"
+            + " application's connection, UNFENCED, or a pool test that no entry names."
+            + " pool-internals must name only the methods where the pool opens and tests its"
+            + " physical connections (all of them); remove "
+            + scope
+            + " from pool-internals if the application gets its connections inside it";
+    if (haltOnUnfenced) {
+      LeaseAgent.stop(LeaseAgent.EXIT_CONFIGURATION, message);
+    }
+    if (REPORTED.putIfAbsent("statement " + scope, Boolean.TRUE) == null) {
+      log.error("{} (on-unfenced=log: running on, UNFENCED)", message);
+    }
+  }
+
+  /** Is a fenced connection (lease-jdbc, or the agent's vendor face over one) on the stack? */
+  private static boolean throughFence() {
+    return StackWalker.getInstance()
+        .walk(
+            frames ->
+                frames.anyMatch(
+                    fr -> {
+                      String n = fr.getClassName();
+                      return n.startsWith("dev.lease.jdbc.")
+                          || n.equals(VendorFace.class.getName());
+                    }));
+  }
+
   /** Runs {@code work} with connections unfenced: the agent's own lease connections. */
   static <T, E extends Exception> T unfenced(ThrowingSupplier<T, E> work) throws E {
-    enterScope("lease-agent#leaseDatabase", false);
+    enterPhysicalScope("lease-agent#leaseDatabase", false, KEY);
     try {
       return work.get();
     } finally {
-      exitScope();
+      exitPhysicalScope(false, KEY);
     }
   }
 

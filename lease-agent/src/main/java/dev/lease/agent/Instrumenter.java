@@ -3,6 +3,7 @@ package dev.lease.agent;
 import static net.bytebuddy.matcher.ElementMatchers.hasSuperType;
 import static net.bytebuddy.matcher.ElementMatchers.isAbstract;
 import static net.bytebuddy.matcher.ElementMatchers.isMethod;
+import static net.bytebuddy.matcher.ElementMatchers.isStatic;
 import static net.bytebuddy.matcher.ElementMatchers.isSynthetic;
 import static net.bytebuddy.matcher.ElementMatchers.nameStartsWith;
 import static net.bytebuddy.matcher.ElementMatchers.named;
@@ -165,17 +166,17 @@ final class Instrumenter {
 
   /**
    * Broken on purpose, one mechanism at a time, for the negative controls of the child-JVM tests (a
-   * comma list of builtin-pools, inherited-getconnection, pooled-scopes, vendor-faces).
+   * comma list of builtin-pools, inherited-getconnection, pooled-scopes, vendor-faces, ...); only
+   * in a test JVM ({@link TestingSwitches}).
    */
   static final Set<String> TESTING_DISABLED =
-      Arrays.stream(System.getProperty("lease.agent.testing.disable", "").split(","))
+      Arrays.stream(TestingSwitches.get("disable").split(","))
           .map(String::trim)
           .filter(s -> !s.isEmpty())
           .collect(Collectors.toUnmodifiableSet());
 
   /** Broken on purpose: instrumenting this class throws (the fail-closed test). */
-  private static final String TESTING_FAIL_CLASS =
-      System.getProperty("lease.agent.testing.failInstrumentationOf");
+  private static final String TESTING_FAIL_CLASS = TestingSwitches.get("failInstrumentationOf");
 
   private final AgentConfig config;
   private final boolean haltOnUnfenced;
@@ -245,6 +246,11 @@ final class Instrumenter {
             .transform(this::weave)
             .type(jdbcTypes, not(seesAgent))
             .transform(new Unfenceable());
+    if (!config.poolInternals.isEmpty()) {
+      // only connections of configured scopes are ever checked (ConnectionFencing.statementOn):
+      // without pool-internals nothing is woven for them
+      builder = builder.type(new ConnectionTypes(), seesAgent).transform(this::weaveConnection);
+    }
     for (MethodSpec m : config.methods) {
       builder =
           builder
@@ -283,6 +289,31 @@ final class Instrumenter {
     }
   }
 
+  /** Concrete JDBC connection classes (drivers' and pools'), for {@link StatementAdvice}. */
+  private static final class ConnectionTypes implements ElementMatcher<TypeDescription> {
+    @Override
+    public boolean matches(TypeDescription type) {
+      return !type.isInterface()
+          && !type.getName().startsWith("dev.lease.")
+          && type.isAssignableTo(java.sql.Connection.class);
+    }
+  }
+
+  private static final ElementMatcher.Junction<MethodDescription> STATEMENT_FACTORIES =
+      isMethod()
+          .and(not(isAbstract()))
+          .and(not(isStatic()))
+          .and(named("createStatement").or(named("prepareStatement")).or(named("prepareCall")));
+
+  private DynamicType.Builder<?> weaveConnection(
+      DynamicType.Builder<?> b,
+      TypeDescription type,
+      ClassLoader loader,
+      JavaModule module,
+      java.security.ProtectionDomain domain) {
+    return b.visit(new EveryDeclaredMethod(STATEMENT_FACTORIES, Advice.to(StatementAdvice.class)));
+  }
+
   /** Applies every rule that holds for {@code type}. */
   private DynamicType.Builder<?> weave(
       DynamicType.Builder<?> b,
@@ -315,19 +346,30 @@ final class Instrumenter {
               new EveryDeclaredMethod(
                   isMethod().and(not(isAbstract())).and(named("start")).and(takesArguments(2)),
                   Advice.to(XaAdvice.Start.class)));
+      ElementMatcher.Junction<MethodDescription> xidMethod =
+          isMethod()
+              .and(not(isAbstract()))
+              .and(takesArgument(0, named("javax.transaction.xa.Xid")));
       b =
           b.visit(
               new EveryDeclaredMethod(
-                  isMethod()
-                      .and(not(isAbstract()))
-                      .and(
-                          named("end")
-                              .or(named("prepare"))
-                              .or(named("commit"))
-                              .or(named("rollback"))
-                              .or(named("forget")))
-                      .and(takesArgument(0, named("javax.transaction.xa.Xid"))),
+                  xidMethod.and(named("end")).and(takesArguments(2)),
                   Advice.to(XaAdvice.End.class)));
+      b =
+          b.visit(
+              new EveryDeclaredMethod(
+                  xidMethod.and(named("prepare")).and(takesArguments(1)),
+                  Advice.to(XaAdvice.Prepare.class)));
+      b =
+          b.visit(
+              new EveryDeclaredMethod(
+                  xidMethod.and(named("commit")).and(takesArguments(2)),
+                  Advice.to(XaAdvice.Commit.class)));
+      b =
+          b.visit(
+              new EveryDeclaredMethod(
+                  xidMethod.and(named("rollback").or(named("forget"))).and(takesArguments(1)),
+                  Advice.to(XaAdvice.Finish.class)));
     }
     if (!TESTING_DISABLED.contains("pooled-scopes")) {
       if (type.isAssignableTo(javax.sql.ConnectionPoolDataSource.class)) {
@@ -356,9 +398,10 @@ final class Instrumenter {
     return b;
   }
 
-  private static Advice advice(int kind) {
+  static Advice advice(int kind) {
     return Advice.withCustomMapping()
         .bind(ConnectionAdvice.Kind.class, kind)
+        .bind(ConnectionAdvice.Key.class, ConnectionFencing.key())
         .to(ConnectionAdvice.class);
   }
 
@@ -372,6 +415,7 @@ final class Instrumenter {
         Advice.withCustomMapping()
             .bind(PoolInternalAdvice.Scope.class, key)
             .bind(PoolInternalAdvice.Configured.class, configured)
+            .bind(ConnectionAdvice.Key.class, ConnectionFencing.key())
             .to(PoolInternalAdvice.class);
     return b.visit(new EveryDeclaredMethod(methods, advice));
   }

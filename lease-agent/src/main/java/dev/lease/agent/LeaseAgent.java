@@ -30,10 +30,11 @@ public final class LeaseAgent {
 
   /**
    * Broken on purpose, for the negative controls of the child-JVM tests: lease-core faults (a comma
-   * list of {@link TestFault} names) built into the agent's lease manager. Never in production.
+   * list of {@link TestFault} names) built into the agent's lease manager. Only in a test JVM
+   * ({@link TestingSwitches}).
    */
   private static final java.util.List<TestFault> TESTING_FAULTS =
-      java.util.Arrays.stream(System.getProperty("lease.agent.testing.faults", "").split(","))
+      java.util.Arrays.stream(TestingSwitches.get("faults").split(","))
           .map(String::trim)
           .filter(s -> !s.isEmpty())
           .map(TestFault::valueOf)
@@ -46,6 +47,18 @@ public final class LeaseAgent {
     // stderr at the first use, JEP 498); the agent only inlines advice, which needs none of what
     // Unsafe enables. The shade plugin relocates this name with ByteBuddy's package.
     setIfAbsent("net.bytebuddy.safe", "true");
+    java.util.Map<String, String> switches = TestingSwitches.set();
+    if (!switches.isEmpty() && !TestingSwitches.isTestJvm()) {
+      stop(
+          EXIT_CONFIGURATION,
+          "configuration error: test-only switches are set ("
+              + TestingSwitches.describe(switches)
+              + "): they weaken the fence on purpose and are honoured only in this project's test"
+              + " JVMs (-D"
+              + TestingSwitches.TEST_JVM
+              + "=true); remove them");
+      return;
+    }
     AgentConfig config;
     try {
       config = AgentConfig.parse(agentArgs, System::getenv);
@@ -56,6 +69,12 @@ public final class LeaseAgent {
     configureLogging(config.logLevel);
     Logger log = LoggerFactory.getLogger(LeaseAgent.class);
     log.info("starting: {}", config);
+    if (!switches.isEmpty()) {
+      log.error(
+          "TEST JVM: the fence is weakened on purpose by {} (-D{}=true); never in production",
+          TestingSwitches.describe(switches),
+          TestingSwitches.TEST_JVM);
+    }
     try {
       long t0 = System.nanoTime();
       ConnectionFencing.install(

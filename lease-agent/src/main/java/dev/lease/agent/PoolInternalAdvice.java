@@ -26,12 +26,13 @@ final class PoolInternalAdvice {
   @interface Configured {}
 
   @Advice.OnMethodEnter(suppress = Throwable.class)
-  static void enter(@Scope String scope, @Configured boolean configured) {
-    ConnectionFencing.enterScope(scope, configured);
+  static void enter(
+      @Scope String scope, @Configured boolean configured, @ConnectionAdvice.Key long key) {
+    ConnectionFencing.enterPhysicalScope(scope, configured, key);
   }
 
   @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
-  static void exit() {
-    ConnectionFencing.exitScope();
+  static void exit(@Configured boolean configured, @ConnectionAdvice.Key long key) {
+    ConnectionFencing.exitPhysicalScope(configured, key);
   }
 }

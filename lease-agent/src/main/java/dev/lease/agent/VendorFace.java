@@ -1,5 +1,8 @@
 package dev.lease.agent;
 
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.jdbc.LeaseLostSQLException;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -24,9 +27,11 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <ul>
  *   <li>{@code java.sql.Connection} methods go to the fenced connection (the fencing rules);
- *   <li>vendor methods go to the object {@code fenced.unwrap(vendorInterface)} returns: the same
- *       rule as {@code unwrap}, the open transaction is verified first (a refused or poisoned one
- *       fails the call), and SQL the vendor object runs later is past the fence;
+ *   <li>vendor methods are refused ({@code LeaseLostSQLException}) when the lease bound to the
+ *       thread (or the process's) is not held, in autocommit mode too; then they go to the object
+ *       {@code fenced.unwrap(vendorInterface)} returns: the same rule as {@code unwrap}, the open
+ *       transaction is verified first (a refused or poisoned one fails the call), and SQL the
+ *       vendor object runs later is past the fence;
  *   <li>{@code unwrap}/{@code isWrapperFor} answer the face itself for the interfaces it has;
  *       equality is identity.
  * </ul>
@@ -50,6 +55,13 @@ final class VendorFace implements InvocationHandler {
   private static final Map<Method, Method> ROUTES = new ConcurrentHashMap<>();
 
   private static final boolean DISABLED = Instrumenter.TESTING_DISABLED.contains("vendor-faces");
+
+  /** Deliberately broken for the negative control: vendor calls not checked against the lease. */
+  private static final boolean NO_RAW_CHECK =
+      Instrumenter.TESTING_DISABLED.contains("vendor-raw-check");
+
+  private static final boolean NO_HELD_CHECK =
+      Instrumenter.TESTING_DISABLED.contains("vendor-held-check");
 
   private final Connection fenced;
 
@@ -160,9 +172,13 @@ final class VendorFace implements InvocationHandler {
       if (route.getDeclaringClass().isInstance(fenced)) {
         return route.invoke(fenced, args);
       }
-      // a vendor method: the unwrap rule (verify the open transaction), then the vendor object
+      // a vendor method: refused at once when the bound lease is not held (in autocommit mode too,
+      // where unwrap verifies nothing: COPY, large objects and the like would write unfenced),
+      // then the unwrap rule (verify the open transaction), then the vendor object
       Object target;
       try {
+        refuseIfNotHeld(declaring, name);
+        refuseRawJdbc(method.getReturnType(), declaring, name);
         target = fenced.unwrap(declaring);
       } catch (SQLException e) {
         if (declares(method, SQLException.class)) {
@@ -171,10 +187,76 @@ final class VendorFace implements InvocationHandler {
         // PGConnection.getBackendPID() and the like cannot throw it: unchecked, cause kept
         throw new IllegalStateException(e.toString(), e);
       }
-      return method.invoke(target, args);
+      Object result = method.invoke(target, args);
+      if (result instanceof java.sql.Statement) {
+        // a method typed Object (c3p0's rawConnectionOperation) made one: not handed out
+        try {
+          ((java.sql.Statement) result).close();
+        } finally {
+          refuseRawJdbc(result.getClass(), declaring, name);
+        }
+      }
+      if (result instanceof Connection || result instanceof java.sql.ResultSet) {
+        refuseRawJdbc(result.getClass(), declaring, name);
+      }
+      return result;
     } catch (InvocationTargetException e) {
       throw e.getCause();
     }
+  }
+
+  /**
+   * A vendor method whose result is itself a JDBC connection, statement or result set (MySQL's
+   * {@code clientPrepareStatement}, {@code getMultiHostSafeProxy}) would hand out the driver's own
+   * object, whose statements bypass the fence: refused before the driver runs (after it, for a
+   * method typed {@code Object}).
+   */
+  private static void refuseRawJdbc(Class<?> type, Class<?> vendor, String method)
+      throws SQLException {
+    if (NO_RAW_CHECK
+        || !(Connection.class.isAssignableFrom(type)
+            || java.sql.Statement.class.isAssignableFrom(type)
+            || java.sql.ResultSet.class.isAssignableFrom(type))) {
+      return;
+    }
+    throw new SQLException(
+        "vendor call "
+            + vendor.getName()
+            + "."
+            + method
+            + " refused: it gives the driver's own "
+            + type.getName()
+            + ", whose statements would run past the fence; use the fenced connection's JDBC"
+            + " methods instead",
+        "55000");
+  }
+
+  /** The lease bound to this thread (or the process's) is not held: the vendor call is refused. */
+  private static void refuseIfNotHeld(Class<?> vendor, String method) throws SQLException {
+    Lease lease = LeaseContext.current().orElse(null);
+    if (lease == null || lease.isHeld() || NO_HELD_CHECK) {
+      return;
+    }
+    throw new LeaseLostSQLException(
+        "vendor call "
+            + vendor.getName()
+            + "."
+            + method
+            + " refused before the driver ran it: lease "
+            + lease.name()
+            + (lease.term() == 0 ? "" : " term " + lease.term())
+            + " (instance "
+            + lease.instance()
+            + "): "
+            + (lease.term() == 0
+                ? "this process does not hold it (another process holds it, or it has not been"
+                    + " claimed yet)"
+                : "it is no longer held by this process ("
+                    + lease.lossReason().map(Enum::name).orElse("released")
+                    + ")"),
+        LeaseLostSQLException.REFUSED,
+        lease,
+        null);
   }
 
   private static boolean declares(Method m, Class<?> exception) {

@@ -2,7 +2,12 @@ package dev.lease.agent;
 
 import net.bytebuddy.asm.Advice;
 
-/** Inlined into {@code XAResource.start}: the resource's handles are in a global transaction. */
+/**
+ * Inlined into {@code XAResource} methods: the resource's handles are in a global transaction
+ * between {@code start} and {@code end}; {@code prepare} and a one-phase {@code commit} of a branch
+ * whose lease is not held fail ({@link XaTracking#beforePrepare}: not suppressed, the transaction
+ * manager gets its {@code XAException}).
+ */
 final class XaAdvice {
 
   private XaAdvice() {}
@@ -17,15 +22,60 @@ final class XaAdvice {
     }
   }
 
-  /**
-   * Inlined into {@code end}, {@code prepare}, {@code commit}, {@code rollback}, {@code forget}.
-   */
+  /** Inlined into {@code end}. */
   static final class End {
     private End() {}
 
     @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
-    static void exit(@Advice.This Object resource) {
-      XaTracking.ended(resource);
+    static void exit(@Advice.This Object resource, @Advice.Argument(0) Object xid) {
+      XaTracking.ended(resource, xid);
+    }
+  }
+
+  /** Inlined into {@code prepare}. */
+  static final class Prepare {
+    private Prepare() {}
+
+    @Advice.OnMethodEnter
+    static void enter(@Advice.This Object resource, @Advice.Argument(0) Object xid)
+        throws javax.transaction.xa.XAException {
+      XaTracking.beforePrepare(resource, xid);
+    }
+
+    @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
+    static void exit(@Advice.This Object resource, @Advice.Argument(0) Object xid) {
+      XaTracking.finished(resource, xid, false);
+    }
+  }
+
+  /** Inlined into {@code commit(xid, onePhase)}. */
+  static final class Commit {
+    private Commit() {}
+
+    @Advice.OnMethodEnter
+    static void enter(
+        @Advice.This Object resource,
+        @Advice.Argument(0) Object xid,
+        @Advice.Argument(1) boolean onePhase)
+        throws javax.transaction.xa.XAException {
+      if (onePhase) {
+        XaTracking.beforePrepare(resource, xid);
+      }
+    }
+
+    @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
+    static void exit(@Advice.This Object resource, @Advice.Argument(0) Object xid) {
+      XaTracking.finished(resource, xid, true);
+    }
+  }
+
+  /** Inlined into {@code rollback} and {@code forget}. */
+  static final class Finish {
+    private Finish() {}
+
+    @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
+    static void exit(@Advice.This Object resource, @Advice.Argument(0) Object xid) {
+      XaTracking.finished(resource, xid, true);
     }
   }
 }

@@ -1,5 +1,7 @@
 package dev.lease.agent;
 
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
 import dev.lease.jdbc.FencedConnection;
 import dev.lease.jdbc.FencedConnections;
 import java.lang.ref.WeakReference;
@@ -10,12 +12,16 @@ import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
 import javax.sql.XAConnection;
+import javax.transaction.xa.XAException;
 import javax.transaction.xa.XAResource;
+import javax.transaction.xa.Xid;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -35,6 +41,9 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code XAResource.start}, {@code end}, {@code prepare}, {@code commit}, {@code rollback}
  *       and {@code forget} (advised, {@link XaAdvice}) reset the fence of every handle of the
  *       resource, so the next global transaction verifies again.
+ *   <li>The reset at {@code end} would forget a branch poisoned by a loss: the lease the branch's
+ *       statements ran under is kept by Xid, and {@code prepare} (or a one-phase {@code commit}) of
+ *       a branch whose lease is not held rolls it back and fails with {@code XA_RBROLLBACK}.
  * </ul>
  *
  * Public for the instrumented code only; not an API.
@@ -46,10 +55,48 @@ public final class XaTracking {
   /** Per XAResource: is a branch active, and the fenced handles to reset. */
   private static final class Link {
     volatile boolean active;
+
+    /** The lease the active branch's statements (the fence's verify first) ran under. */
+    volatile Lease lease;
+
     final List<WeakReference<Connection>> fenced = new ArrayList<>();
   }
 
   private static final Map<Object, Link> LINKS = Collections.synchronizedMap(new WeakHashMap<>());
+
+  /**
+   * Ended branches (by Xid, whichever resource the transaction manager prepares or commits them on)
+   * with the lease their statements ran under, until commit, rollback or forget. Bounded: the
+   * oldest is dropped past {@link #MAX_BRANCHES} (a transaction manager that never finishes them).
+   */
+  private static final int MAX_BRANCHES = 10_000;
+
+  private static final Map<XidKey, Lease> BRANCHES =
+      Collections.synchronizedMap(
+          new LinkedHashMap<>() {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<XidKey, Lease> eldest) {
+              return size() > MAX_BRANCHES;
+            }
+          });
+
+  /** Deliberately broken for the negative control: poisoned branches prepare and commit. */
+  private static final boolean TESTING_NO_POISON =
+      Instrumenter.TESTING_DISABLED.contains("xa-poison");
+
+  /** An Xid's identity by value (transaction managers pass equal Xids, not always the same). */
+  private record XidKey(int format, String gtrid, String bqual) {
+    static XidKey of(Object xid) {
+      if (!(xid instanceof Xid)) {
+        return null;
+      }
+      Xid x = (Xid) xid;
+      return new XidKey(
+          x.getFormatId(),
+          Base64.getEncoder().encodeToString(x.getGlobalTransactionId()),
+          Base64.getEncoder().encodeToString(x.getBranchQualifier()));
+    }
+  }
 
   private XaTracking() {}
 
@@ -91,18 +138,83 @@ public final class XaTracking {
     // a handle may be taken before or after start: the link exists from whichever comes first
     Link link = LINKS.computeIfAbsent(resource, r -> new Link());
     reset(link);
+    link.lease = null;
     link.active = true;
   }
 
   /**
-   * Exit advice of {@code end}, {@code prepare}, {@code commit}, {@code rollback}, {@code forget}.
+   * Exit advice of {@code XAResource.end}: the branch's transaction is over for its handles (their
+   * fences are reset); the lease its statements ran under is kept for {@link #beforePrepare}.
    */
-  public static void ended(Object resource) {
+  public static void ended(Object resource, Object xid) {
+    Link link = LINKS.get(resource);
+    if (link == null) {
+      return;
+    }
+    Lease lease = link.lease;
+    XidKey key = XidKey.of(xid);
+    if (lease != null && key != null) {
+      BRANCHES.put(key, lease);
+    }
+    link.active = false;
+    reset(link);
+  }
+
+  /**
+   * Exit advice of {@code prepare}, {@code commit}, {@code rollback} and {@code forget}: the branch
+   * is finished (or prepared) and the resource's handles are reset.
+   */
+  public static void finished(Object resource, Object xid, boolean done) {
+    if (done) {
+      XidKey key = XidKey.of(xid);
+      if (key != null) {
+        BRANCHES.remove(key);
+      }
+    }
     Link link = LINKS.get(resource);
     if (link != null) {
       link.active = false;
       reset(link);
     }
+  }
+
+  /**
+   * Enter advice of {@code XAResource.prepare}, and of {@code commit} with {@code onePhase}: a
+   * branch whose statements ran under a lease that is no longer held (lost, released, or never
+   * held: a replica) must not commit. It is rolled back here, before the driver prepares or commits
+   * it, and the transaction manager gets {@code XA_RBROLLBACK}, as from a resource that rolled the
+   * branch back itself. A branch prepared while its lease was held is committed as the transaction
+   * manager decides (under STRICT the verify's lock orders it before a successor's claim).
+   */
+  public static void beforePrepare(Object resource, Object xid) throws XAException {
+    XidKey key = XidKey.of(xid);
+    Lease lease = key == null ? null : BRANCHES.get(key);
+    if (lease == null || lease.isHeld() || TESTING_NO_POISON) {
+      return;
+    }
+    String why =
+        "XA branch "
+            + xid
+            + " ran under lease "
+            + lease.name()
+            + (lease.term() == 0 ? "" : " term " + lease.term())
+            + " (instance "
+            + lease.instance()
+            + "), which this process "
+            + (lease.term() == 0
+                ? "does not hold"
+                : "no longer holds (" + lease.lossReason().map(Enum::name).orElse("released") + ")")
+            + ": rolled back instead of prepared or committed";
+    log.warn("{}", why);
+    try {
+      ((XAResource) resource).rollback((Xid) xid);
+    } catch (XAException | RuntimeException e) {
+      log.warn("could not roll back the poisoned XA branch {}", xid, e);
+    }
+    BRANCHES.remove(key);
+    XAException refused = new XAException(why);
+    refused.errorCode = XAException.XA_RBROLLBACK;
+    throw refused;
   }
 
   private static void reset(Link link) {
@@ -118,8 +230,15 @@ public final class XaTracking {
     for (Connection c : handles) {
       try {
         FencedConnections.transactionEndedElsewhere(c.unwrap(FencedConnection.class));
-      } catch (SQLException | RuntimeException e) {
-        log.debug("could not reset the fence of an XA handle", e);
+      } catch (Throwable e) {
+        // a fence that keeps the ended branch's state would let the next branch skip its verify:
+        // the handle is closed instead (fail closed)
+        log.error("could not reset the fence of an XA handle; closing it", e);
+        try {
+          c.close();
+        } catch (Throwable ignored) {
+          // best effort
+        }
       }
     }
   }
@@ -165,6 +284,10 @@ public final class XaTracking {
         }
       }
       if (link.active) {
+        if (link.lease == null) {
+          // the lease the branch's statements run under (the fence's verify comes through here)
+          link.lease = LeaseContext.current().orElse(null);
+        }
         if (name.equals("getAutoCommit") && (args == null || args.length == 0)) {
           return false;
         }

@@ -127,6 +127,9 @@ final class AppProcess implements AutoCloseable {
       cmd.add("-javaagent:" + agentJar() + "=" + agentArgs);
     }
     cmd.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+    // a test JVM: the agent honours the negative controls' switches (lease.agent.testing.*) only
+    // with this marker (a later -Dlease.agent.testJvm=false in jvmOptions wins)
+    cmd.add("-Dlease.agent.testJvm=true");
     cmd.addAll(jvmOptions);
     cmd.add("-cp");
     cmd.add(classPath(withLeaseJdbc));

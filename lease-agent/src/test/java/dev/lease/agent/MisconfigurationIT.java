@@ -243,6 +243,160 @@ class MisconfigurationIT {
         });
   }
 
+  /**
+   * A pool-internals entry naming the application's own helper that gets a connection: from
+   * DriverManager (a driver's connection) or from a cold DBCP2 pool (whose borrow opens its
+   * physical connections on the caller's thread), neither of which the hand-out check sees. The
+   * connection the entry returned runs its first statement outside every entry and not through a
+   * fenced connection: the JVM stops there, before the statement.
+   */
+  @Test
+  void poolInternalsReturningTheApplicationsDriverManagerConnectionStopsTheJvm() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app = openInsideEntry(table, "plain", List.of());
+          assertTrue(
+              stoppedForUnfencedUse(app, "org.postgresql.jdbc.PgConnection"), app.describe());
+        });
+  }
+
+  @Test
+  void poolInternalsReturningAColdDbcp2PoolsConnectionStopsTheJvm() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app = openInsideEntry(table, "dbcp2", List.of());
+          assertTrue(
+              stoppedForUnfencedUse(
+                  app, "org.apache.commons.dbcp2.PoolingDataSource$PoolGuardConnectionWrapper"),
+              app.describe());
+        });
+  }
+
+  /**
+   * Negative control: without the marks of connections that configured scopes return, the same
+   * application runs with the driver's own connection, unfenced; the same check sees it.
+   */
+  @Test
+  void withoutScopeMarksTheDriverManagerConnectionRunsUnfenced() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app =
+              openInsideEntry(table, "plain", List.of("-Dlease.agent.testing.disable=scope-marks"));
+          assertTrue(
+              app.lines().contains("CONNECTION 1 org.postgresql.jdbc.PgConnection"),
+              app.describe());
+          assertFalse(
+              stoppedForUnfencedUse(app, "org.postgresql.jdbc.PgConnection"), app.describe());
+        });
+  }
+
+  /** The legacy application getting 2 connections through its helper named in pool-internals. */
+  private static AppProcess openInsideEntry(String table, String pool, List<String> jvm)
+      throws Exception {
+    return runApp(
+        leader(table, ",pool-internals=legacy.LegacyApp#open"), jvm, "connections", PG, pool, "2");
+  }
+
+  /** Stopped with 78 at the first statement, before the application printed any connection. */
+  private static boolean stoppedForUnfencedUse(AppProcess app, String handedOut) throws Exception {
+    return app.awaitExit() == 78
+        && app.stderr()
+            .contains(
+                "lease-agent: pool-internals entry legacy.LegacyApp#open returned a "
+                    + handedOut
+                    + " that then ran a statement on thread main outside every pool-internals"
+                    + " method and not through a fenced connection")
+        && app.lines().stream().noneMatch(l -> l.startsWith("CONNECTION"));
+  }
+
+  /**
+   * The negative-control switches weaken the fence on purpose: outside the project's test JVMs (no
+   * {@code -Dlease.agent.testJvm=true}) a leftover one stops the JVM before the application runs,
+   * naming it, lease-jdbc's as well as the agent's.
+   */
+  @Test
+  void testingSwitchesOutsideATestJvmStopTheJvm() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app =
+              runApp(
+                  leader(table, ""),
+                  List.of(
+                      "-Dlease.agent.testing.disable=vendor-faces",
+                      "-Dlease.jdbc.testing.weaken=x",
+                      "-Dlease.agent.testJvm=false"),
+                  "connections",
+                  PG,
+                  "plain",
+                  "1");
+          assertStopped(
+              app,
+              78,
+              "configuration error: test-only switches are set (lease.agent.testing.disable="
+                  + "vendor-faces, lease.jdbc.testing.weaken=x): they weaken the fence on"
+                  + " purpose and are honoured only in this project's test JVMs");
+        });
+  }
+
+  /**
+   * Negative control: in a test JVM (the marker the tests set) the same switch is honoured, and an
+   * ERROR at start says what is weakened; the same check does not see a stop.
+   */
+  @Test
+  void testingSwitchesInATestJvmAreHonouredAndLogged() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app =
+              runApp(
+                  leader(table, ""),
+                  List.of("-Dlease.agent.testing.disable=vendor-faces"),
+                  "connections",
+                  PG,
+                  "plain",
+                  "1");
+          assertEquals(0, app.awaitExit(), app.describe());
+          assertTrue(
+              app.stderr()
+                  .contains(
+                      "ERROR LeaseAgent - TEST JVM: the fence is weakened on purpose by"
+                          + " lease.agent.testing.disable=vendor-faces"),
+              app.describe());
+        });
+  }
+
+  /**
+   * No false alarm: a pool-internals entry set that names where DBCP2 opens and tests its
+   * connections (its built-in rule switched off) runs, its connections fenced.
+   */
+  @Test
+  void poolInternalsNamingThePoolsFactoryAndTestRun() throws Exception {
+    withTable(
+        table -> {
+          String f = "org.apache.commons.dbcp2.PoolableConnectionFactory";
+          AppProcess app =
+              runApp(
+                  leader(table, ",pool-internals=" + f + "#makeObject;" + f + "#validateObject"),
+                  List.of("-Dlease.agent.testing.disable=builtin-pools"),
+                  "connections",
+                  PG,
+                  "dbcp2",
+                  "3");
+          assertEquals(0, app.awaitExit(), app.describe());
+          assertEquals(
+              3,
+              app.lines().stream()
+                  // fenced: lease-jdbc's connection behind the vendor face (a proxy), never
+                  // DBCP2's or the driver's own
+                  .filter(
+                      l ->
+                          l.startsWith("CONNECTION ")
+                              && !l.contains("dbcp2")
+                              && !l.contains("PgConnection"))
+                  .count(),
+              app.describe());
+        });
+  }
+
   @Test
   void configuredMethodThatTheClassDoesNotDeclareStopsTheJvmWhenTheClassLoads() throws Exception {
     String table = TestDatabase.uniqueTable("agent_leases");

@@ -128,12 +128,81 @@ class XaAndVendorIT {
     }
   }
 
+  /**
+   * Real 2PC across a loss (fencing=verify, whose verify takes no lock, so the takeover in the
+   * database does not wait for the branch): the branch's INSERT is verified under the held lease,
+   * the lease is taken over, then the transaction manager ends and prepares it. The prepare fails
+   * with XA_RBROLLBACK, the branch is rolled back: no row, no prepared transaction, no session.
+   */
+  @Test
+  void aBranchWhoseLeaseWasLostCannotBePreparedOrCommitted_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      String appName = "xa-" + d.events;
+      try (AppProcess app = xaAcrossALoss(d, appName, null)) {
+        List<String> refused = lines(app, "XA-REFUSED 1");
+        assertEquals(1, refused.size(), app.describe());
+        assertTrue(
+            refused
+                .get(0)
+                .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK),
+            app.describe());
+        assertTrue(d.committed("L").isEmpty(), app.describe());
+        assertNull(leftBehind(appName), app.describe());
+      }
+    }
+  }
+
+  /** Negative control: without the check at prepare the branch commits after the takeover. */
+  @Test
+  void withoutThePoisonCheckTheBranchCommitsAfterTheTakeover_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      try (AppProcess app = xaAcrossALoss(d, "xa-" + d.events, "xa-poison")) {
+        assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
+        assertEquals(Set.of(1), d.committed("L"), app.describe());
+      }
+    }
+  }
+
+  private static AppProcess xaAcrossALoss(LegacyDatabase d, String appName, String disable)
+      throws Exception {
+    List<String> jvm =
+        disable == null ? List.of() : List.of("-Dlease.agent.testing.disable=" + disable);
+    AppProcess app =
+        AppProcess.start(
+            "L",
+            AppProcess.JAVA_17,
+            d.agentArgs(
+                "mode=leader,lease="
+                    + LEASE
+                    + ",lease-duration=2s,fencing=verify,on-loss=refuse,instance=L"),
+            Map.of(),
+            jvm,
+            false,
+            LegacyApp.class.getName(),
+            "xa-loss",
+            d.url,
+            d.events,
+            "L",
+            appName);
+    try {
+      app.awaitLine(l -> l.equals("XA-OPEN 1"), "the open branch");
+      d.releaseAndHoldElsewhere(LEASE);
+      app.awaitStderr(0, "this process no longer leads", "the loss of the lease");
+      app.send("go");
+      app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");
+      return app;
+    } catch (Throwable t) {
+      app.close();
+      throw t;
+    }
+  }
+
   @Test
   void vendorInterfacesWorkOnTheLeader_postgresql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL);
         AppProcess app = vendor(d, "L", null)) {
       assertEquals(
-          List.of("cast", "call", "reflective", "pooled-reflective"),
+          List.of("cast", "autocommit-call", "call", "reflective", "pooled-reflective"),
           lines(app, "VENDOR-OK").stream().map(l -> l.split(" ")[1]).toList(),
           app.describe());
       assertTrue(lines(app, "VENDOR-FAILED").isEmpty(), app.describe());
@@ -148,7 +217,7 @@ class XaAndVendorIT {
         assertEquals(1, lines(app, "VENDOR-OK cast").size(), app.describe());
         List<String> failed = lines(app, "VENDOR-FAILED");
         assertEquals(
-            List.of("call", "reflective", "pooled-reflective"),
+            List.of("autocommit-call", "call", "reflective", "pooled-reflective"),
             failed.stream().map(l -> l.split(" ")[1]).toList(),
             app.describe());
         assertTrue(
@@ -157,7 +226,69 @@ class XaAndVendorIT {
     }
   }
 
-  /** MySQL Connector/J's JdbcConnection (against MariaDB): cast and call, leader and replica. */
+  /**
+   * A leader whose lease was lost (taken over in the database; on-loss=refuse keeps it running)
+   * writes with COPY through {@code (PGConnection) c} in autocommit mode, where no transaction is
+   * verified: refused before the driver runs, and no row.
+   */
+  @Test
+  void vendorCopyInAutocommitUnderALostLeaseIsRefused_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      try (AppProcess app = copyAfterLoss(d, null)) {
+        List<String> failed = lines(app, "VENDOR-FAILED copy");
+        assertEquals(1, failed.size(), app.describe());
+        assertTrue(failed.get(0).contains("LeaseLostSQLException"), app.describe());
+        assertTrue(failed.get(0).contains("no longer held by this process"), app.describe());
+        assertTrue(d.committed("L").isEmpty(), app.describe());
+      }
+    }
+  }
+
+  /** Negative control: without the held check the COPY commits its row under the lost lease. */
+  @Test
+  void withoutTheHeldCheckTheCopyCommitsUnderALostLease_postgresql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
+      try (AppProcess app = copyAfterLoss(d, "vendor-held-check")) {
+        assertEquals(1, lines(app, "VENDOR-OK copy").size(), app.describe());
+        assertEquals(Set.of(1), d.committed("L"), app.describe());
+      }
+    }
+  }
+
+  private static AppProcess copyAfterLoss(LegacyDatabase d, String disable) throws Exception {
+    List<String> jvm =
+        disable == null ? List.of() : List.of("-Dlease.agent.testing.disable=" + disable);
+    AppProcess app =
+        AppProcess.start(
+            "L",
+            AppProcess.JAVA_17,
+            d.agentArgs(
+                "mode=leader,lease=" + LEASE + ",lease-duration=2s,on-loss=refuse,instance=L"),
+            Map.of(),
+            jvm,
+            false,
+            LegacyApp.class.getName(),
+            "vendor-copy",
+            d.url,
+            d.events,
+            "L");
+    try {
+      app.awaitLine(l -> l.equals("VENDOR-READY"), "the connection");
+      d.releaseAndHoldElsewhere(LEASE);
+      app.awaitStderr(0, "this process no longer leads", "the loss of the lease");
+      app.send("go");
+      app.awaitLine(l -> l.equals("VENDOR-DONE"), "the end of the COPY");
+      return app;
+    } catch (Throwable t) {
+      app.close();
+      throw t;
+    }
+  }
+
+  /**
+   * MySQL Connector/J's JdbcConnection (against MariaDB): cast and call, leader and replica; its
+   * clientPrepareStatement, which gives the driver's own statement (past the fence), is refused.
+   */
   @Test
   void mysqlJdbcConnectionCastWorksAndItsCallsAreVerified_mysql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL)) {
@@ -166,6 +297,10 @@ class XaAndVendorIT {
             List.of("mysql-cast", "mysql-call"),
             lines(app, "VENDOR-OK").stream().map(l -> l.split(" ")[1]).toList(),
             app.describe());
+        List<String> raw = lines(app, "VENDOR-FAILED mysql-raw-statement");
+        assertEquals(1, raw.size(), app.describe());
+        assertTrue(
+            raw.get(0).contains("whose statements would run past the fence"), app.describe());
       }
       d.releaseAndHoldElsewhere(LEASE);
       try (AppProcess app = vendor(d, "R", null)) {
@@ -174,6 +309,17 @@ class XaAndVendorIT {
         assertEquals(1, failed.size(), app.describe());
         assertTrue(failed.get(0).contains("LeaseLostSQLException"), app.describe());
       }
+    }
+  }
+
+  /** Negative control: without the check the driver's own statement is handed out. */
+  @Test
+  void withoutTheRawCheckTheDriversOwnStatementIsHandedOut_mysql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL);
+        AppProcess app = vendor(d, "L", "vendor-raw-check")) {
+      List<String> raw = lines(app, "VENDOR-OK mysql-raw-statement");
+      assertEquals(1, raw.size(), app.describe());
+      assertTrue(raw.get(0).contains("com.mysql.cj.jdbc."), app.describe());
     }
   }
 

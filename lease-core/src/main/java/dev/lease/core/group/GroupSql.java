@@ -37,17 +37,21 @@ abstract class GroupSql {
   /** The database clock, UTC epoch ms (the dialect's expression). */
   final String clock;
 
-  GroupSql(Dialect dialect, String members) {
+  /** The lock clause of the claim's read; empty only in the negative control of the tests. */
+  final String rowLock;
+
+  GroupSql(Dialect dialect, String members, boolean unlocked) {
     this.table = dialect.table();
     this.members = members;
     this.clock = dialect.clock();
+    this.rowLock = unlocked ? "" : " FOR UPDATE SKIP LOCKED";
   }
 
-  static GroupSql of(Dialect dialect, String members) {
+  static GroupSql of(Dialect dialect, String members, boolean unlocked) {
     return switch (dialect.product()) {
-      case "PostgreSQL" -> new PostgresGroupSql(dialect, members);
-      case "MySQL", "MariaDB" -> new MySqlGroupSql(dialect, members);
-      case "SQLite" -> new SqliteGroupSql(dialect, members);
+      case "PostgreSQL" -> new PostgresGroupSql(dialect, members, unlocked);
+      case "MySQL", "MariaDB" -> new MySqlGroupSql(dialect, members, unlocked);
+      case "SQLite" -> new SqliteGroupSql(dialect, members, unlocked);
       default -> throw new IllegalStateException("no LeaseGroup SQL for " + dialect.product());
     };
   }

@@ -81,7 +81,9 @@ public final class LeaseGroup implements AutoCloseable {
     /** Claims every free key, whatever the fair share, and never sheds. */
     IGNORE_SHARE,
     /** Runs the release statement before {@link GroupCallbacks#onReleasing}. */
-    RELEASE_BEFORE_CALLBACK
+    RELEASE_BEFORE_CALLBACK,
+    /** Claims without locking the rows first (PostgreSQL: does not wait for strict verifies). */
+    CLAIM_WITHOUT_ROW_LOCK
   }
 
   /** What one pass did: for tests and for the listener. */
@@ -807,7 +809,8 @@ public final class LeaseGroup implements AutoCloseable {
         membersTable = t;
       }
       Dialect dialect = LeaseInternals.dialect(manager);
-      GroupSql sql = GroupSql.of(dialect, membersTable);
+      GroupSql sql =
+          GroupSql.of(dialect, membersTable, faults.contains(Fault.CLAIM_WITHOUT_ROW_LOCK));
       try {
         LeaseInternals.execute(
             manager,

@@ -13,8 +13,8 @@ import java.util.Map;
 /** MySQL 8 and MariaDB 10.6 or later (InnoDB): both have {@code SKIP LOCKED}. */
 final class MySqlGroupSql extends GroupSql {
 
-  MySqlGroupSql(Dialect dialect, String members) {
-    super(dialect, members);
+  MySqlGroupSql(Dialect dialect, String members, boolean unlocked) {
+    super(dialect, members, unlocked);
   }
 
   /** utf8mb4_bin: group names compare exactly, as lease names do. */
@@ -117,7 +117,8 @@ final class MySqlGroupSql extends GroupSql {
                 + marks(keys)
                 + ") AND expires_at_ms <= "
                 + clock
-                + " ORDER BY name LIMIT ? FOR UPDATE SKIP LOCKED")) {
+                + " ORDER BY name LIMIT ?"
+                + rowLock)) {
       int i = bind(ps, 1, keys);
       ps.setInt(i, limit);
       try (ResultSet rs = ps.executeQuery()) {

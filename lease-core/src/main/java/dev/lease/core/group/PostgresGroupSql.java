@@ -11,8 +11,8 @@ import java.util.Map;
 /** PostgreSQL. */
 final class PostgresGroupSql extends GroupSql {
 
-  PostgresGroupSql(Dialect dialect, String members) {
-    super(dialect, members);
+  PostgresGroupSql(Dialect dialect, String members, boolean unlocked) {
+    super(dialect, members, unlocked);
   }
 
   static List<String> membersDdl(String members) {
@@ -89,7 +89,9 @@ final class PostgresGroupSql extends GroupSql {
             + marks(keys)
             + ") AND expires_at_ms <= "
             + clock
-            + " ORDER BY name LIMIT ? FOR UPDATE SKIP LOCKED)"
+            + " ORDER BY name LIMIT ?"
+            + rowLock
+            + ")"
             + " UPDATE "
             + table
             + " t SET holder = ?, instance = ?, term = t.term + 1, expires_at_ms = "

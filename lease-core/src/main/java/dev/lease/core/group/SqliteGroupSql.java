@@ -11,8 +11,8 @@ import java.util.Map;
 /** SQLite 3.42 or later. */
 final class SqliteGroupSql extends GroupSql {
 
-  SqliteGroupSql(Dialect dialect, String members) {
-    super(dialect, members);
+  SqliteGroupSql(Dialect dialect, String members, boolean unlocked) {
+    super(dialect, members, unlocked);
   }
 
   static List<String> membersDdl(String members) {

@@ -2,6 +2,7 @@ package dev.lease.conformance;
 
 import dev.lease.conformance.fault.FaultRunProperty;
 import dev.lease.conformance.fault.PausedHolderProperty;
+import dev.lease.conformance.sim.GroupSimulationProperty;
 import dev.lease.conformance.sim.ModelProperty;
 import dev.lease.conformance.sim.SimulationProperty;
 import java.util.List;
@@ -19,7 +20,8 @@ public final class Properties {
         new ModelProperty(),
         new SimulationProperty(),
         new FaultRunProperty(),
-        new PausedHolderProperty());
+        new PausedHolderProperty(),
+        new GroupSimulationProperty());
   }
 
   /** Every negative control of every property, in the same order. */

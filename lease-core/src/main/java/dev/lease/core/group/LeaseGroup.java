@@ -6,6 +6,7 @@ import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseNames;
 import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.GroupInternals;
 import dev.lease.core.internal.LeaseInternals;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -66,6 +67,11 @@ import org.slf4j.LoggerFactory;
 public final class LeaseGroup implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseGroup.class);
+
+  static {
+    // the property tests' simulations drive passes in virtual time through it
+    GroupInternals.register(new GroupAccess());
+  }
 
   /** The members table's name is written into SQL, so only a plain identifier is accepted. */
   private static final Pattern TABLE =
@@ -171,7 +177,15 @@ public final class LeaseGroup implements AutoCloseable {
 
   /** The keys this process holds now (a sorted snapshot). */
   public SortedSet<String> held() {
-    return Collections.unmodifiableSortedSet(new TreeSet<>(held.keySet()));
+    return Collections.unmodifiableSortedSet(snapshot());
+  }
+
+  /**
+   * A sorted copy of the held keys. Not {@code new TreeSet<>(held.keySet())}: that constructor
+   * trusts a sorted set's size while it iterates, which fails while a pass changes the map.
+   */
+  private TreeSet<String> snapshot() {
+    return new TreeSet<>(new ArrayList<>(held.keySet()));
   }
 
   /** The lease of {@code key} if this process holds it (bind it to fence the key's work). */
@@ -446,7 +460,7 @@ public final class LeaseGroup implements AutoCloseable {
   }
 
   private String chooseShed() {
-    SortedSet<String> now = Collections.unmodifiableSortedSet(new TreeSet<>(held.keySet()));
+    SortedSet<String> now = Collections.unmodifiableSortedSet(snapshot());
     String chosen = null;
     try {
       chosen = shedChoice.choose(now);

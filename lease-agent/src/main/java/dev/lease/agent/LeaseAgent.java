@@ -97,6 +97,7 @@ public final class LeaseAgent {
                       election.stop();
                     }
                     manager.close();
+                    log.info("shutting down: leases released; closing the lease connections");
                     database.close();
                   },
                   "lease-agent-shutdown"));

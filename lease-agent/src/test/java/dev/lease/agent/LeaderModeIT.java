@@ -205,11 +205,12 @@ class LeaderModeIT {
    */
   @Test
   void withoutTheOrderedShutdownTheElectionMeetsAClosedManager_postgresql() throws Exception {
-    String trouble =
-        shutDownWithAClaimInFlight(List.of("-Dlease.agent.testing.disable=ordered-shutdown"));
+    String trouble = shutDownWithAClaimInFlight(List.of(UNORDERED));
     assertNotNull(trouble, "the check missed the unordered shutdown");
     System.out.println("unordered shutdown: " + trouble);
   }
+
+  private static final String UNORDERED = "-Dlease.agent.testing.disable=ordered-shutdown";
 
   /** What went wrong at the shutdown of a replica whose claim was in flight, or null. */
   private static String shutDownWithAClaimInFlight(List<String> jvmOptions) throws Exception {
@@ -255,6 +256,11 @@ class LeaderModeIT {
         b.terminate();
         b.awaitStderr(from, "shutting down", "the agent's shutdown hook");
         b.awaitLine(l -> l.equals("SHUTDOWN-HOOK"), "the application's shutdown hook");
+        if (jvmOptions.contains(UNORDERED)) {
+          // the negative control: let the claim complete only once the manager closed under it
+          // (without this wait the claim may still win the race and the control see nothing)
+          b.awaitStderr(from, "leases released", "the manager closed while the claim waited");
+        }
         locker.commit(); // the claim completes now, while both hooks run
         // B's claim, released by whoever ended it (the election, or the closed manager)
         long deadline = System.nanoTime() + AppProcess.TIMEOUT.toNanos();

@@ -5,6 +5,8 @@ import dev.lease.conformance.fault.PausedHolderProperty;
 import dev.lease.conformance.sim.GroupSimulationProperty;
 import dev.lease.conformance.sim.ModelProperty;
 import dev.lease.conformance.sim.SimulationProperty;
+import dev.lease.conformance.text.StaleScriptProperty;
+import dev.lease.conformance.text.TakeoverScriptProperty;
 import java.util.List;
 
 /**
@@ -21,6 +23,8 @@ public final class Properties {
         new SimulationProperty(),
         new FaultRunProperty(),
         new PausedHolderProperty(),
+        new StaleScriptProperty(),
+        new TakeoverScriptProperty(),
         new GroupSimulationProperty());
   }
 

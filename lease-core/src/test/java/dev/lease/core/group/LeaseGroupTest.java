@@ -139,10 +139,12 @@ class LeaseGroupTest {
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void aReleaseBeforeTheCallbackIsCaught(TestDatabase db) {
     try (GroupWorld w = new GroupWorld(db, 40)) {
+      // the same steps as onReleasingReturnsBeforeTheReleaseStatementRuns, a broken
       w.join("a", LeaseGroup.Fault.RELEASE_BEFORE_CALLBACK);
       w.converge("one member started", START_PASSES);
-      w.join("b");
-      w.round();
+      GroupWorld.Member b = w.join("b");
+      w.converge("a second member joined", 20 + START_PASSES); // a sheds 20, one per pass
+      b.group.drain();
       w.round();
       assertTrue(
           w.violations.stream().anyMatch(v -> v.contains("before onReleasing returned")),

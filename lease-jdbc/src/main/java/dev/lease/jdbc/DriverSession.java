@@ -88,11 +88,8 @@ final class DriverSession {
       Object maria = unwrap(delegate, "org.mariadb.jdbc.Connection");
       if (maria != null) {
         Object context = method(maria, "org.mariadb.jdbc.Connection", "getContext").invoke(maria);
-        return new DriverSession(
-            Driver.MARIADB,
-            context,
-            method(context, "org.mariadb.jdbc.client.Context", "getServerStatus"),
-            null);
+        Method status = method(context, "org.mariadb.jdbc.client.Context", "getServerStatus");
+        return new DriverSession(Driver.MARIADB, context, status, status);
       }
       Object sqlite = unwrap(delegate, "org.sqlite.SQLiteConnection");
       if (sqlite != null) {
@@ -129,16 +126,21 @@ final class DriverSession {
   }
 
   /**
-   * MySQL Connector/J: the server's autocommit flag, which differs from {@code getAutoCommit()}
-   * after {@code SET autocommit} ran as SQL; null for other drivers or stale flags. (MariaDB
-   * Connector/J answers {@code getAutoCommit()} from the flag itself.)
+   * MySQL Connector/J, MariaDB Connector/J: the server's autocommit flag, which differs from {@code
+   * getAutoCommit()} after {@code SET autocommit} ran as SQL (or in a procedure's body); null for
+   * other drivers or stale flags. MariaDB Connector/J answers {@code getAutoCommit()} from the flag
+   * itself, but a pool's proxy (HikariCP) answers from what was last set through it.
    */
   Boolean serverAutoCommit() {
     if (serverAutoCommit == null || stale) {
       return null;
     }
     try {
-      return (Boolean) serverAutoCommit.invoke(stateTarget());
+      Object v = serverAutoCommit.invoke(stateTarget());
+      if (driver == Driver.MARIADB) {
+        return (((Number) v).intValue() & 2) != 0; // ServerStatus.AUTOCOMMIT
+      }
+      return (Boolean) v;
     } catch (ReflectiveOperationException | RuntimeException e) {
       return null;
     }

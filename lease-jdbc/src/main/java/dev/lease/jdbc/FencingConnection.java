@@ -91,6 +91,12 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     }
   }
 
+  @Override
+  public void releaseSavepoint(Savepoint savepoint) throws SQLException {
+    fence.beforeReleaseSavepoint();
+    delegate.releaseSavepoint(savepoint);
+  }
+
   /**
    * Verifies first: pgjdbc sends SAVEPOINT (and the BEGIN before it) through its own internal
    * statement and MySQL Connector/J through a metadata-safe one, both bypassing this wrapper
@@ -154,14 +160,16 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
    * {@code this} for the wrapper's own types, including {@code Connection} itself: handing out the
    * driver's connection for {@code unwrap(Connection.class)} would bypass the fence (checklist 2).
    * Vendor types ({@code PGConnection}, ...) reach the driver, which can run SQL past the wrapper,
-   * so the open transaction is verified first (checklist 3).
+   * so the open transaction is verified first (checklist 3), and under a lease the driver's own
+   * connection types and autocommit hand-outs are checked too ({@link
+   * TransactionFence#beforeUnwrap}).
    */
   @Override
   public <T> T unwrap(Class<T> iface) throws SQLException {
     if (iface.isInstance(this)) {
       return iface.cast(this);
     }
-    fence.verifyIfInTransaction();
+    fence.beforeUnwrap(iface);
     return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
   }
 

@@ -32,6 +32,7 @@ final class FencingDatabaseMetaData extends DatabaseMetaDataDelegate {
     if (iface.isInstance(this)) {
       return iface.cast(this);
     }
+    connection.fence.beforeUnwrap(iface); // driver metadata leads to the driver's connection
     return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
   }
 

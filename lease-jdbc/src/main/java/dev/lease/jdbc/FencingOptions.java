@@ -6,7 +6,6 @@ import java.util.EnumSet;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ForkJoinPool;
 
 /**
  * How fenced connections verify transactions; immutable. {@link #defaults()}: {@link
@@ -137,7 +136,7 @@ public final class FencingOptions {
     private Duration idleInTransactionTimeout;
     private Duration lockWaitTimeout;
     private final Set<Weakening> weakenings = EnumSet.noneOf(Weakening.class);
-    private Executor cancelExecutor = ForkJoinPool.commonPool();
+    private Executor cancelExecutor = CancelThreads.SHARED;
 
     private Builder() {}
 
@@ -195,7 +194,7 @@ public final class FencingOptions {
       return this;
     }
 
-    /** Tests: runs the cancels of lost leases' statements (default: the common pool). */
+    /** Tests: runs the cancels of lost leases' statements (default: {@link CancelThreads}). */
     Builder cancelExecutor(Executor executor) {
       this.cancelExecutor = Objects.requireNonNull(executor, "executor");
       return this;

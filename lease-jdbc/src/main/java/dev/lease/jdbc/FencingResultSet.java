@@ -74,6 +74,7 @@ final class FencingResultSet extends ResultSetDelegate {
     if (iface.isInstance(this)) {
       return iface.cast(this);
     }
+    connection.fence.beforeUnwrap(iface); // a driver result set leads to the driver's statement
     return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
   }
 

@@ -157,7 +157,7 @@ class FencingStatement extends StatementDelegate {
     if (iface.isInstance(this)) {
       return iface.cast(this);
     }
-    connection.fence.verifyIfInTransaction();
+    connection.fence.beforeUnwrap(iface);
     return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
   }
 

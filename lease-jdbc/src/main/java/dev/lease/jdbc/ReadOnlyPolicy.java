@@ -7,8 +7,10 @@ public enum ReadOnlyPolicy {
    */
   VERIFY,
   /**
-   * Skip the verify: a read-only transaction cannot write stale data, but it may read data a
-   * successor already changed. Costs one {@code isReadOnly()} call per transaction.
+   * Skip the verify where the server says the transaction is read-only (it cannot write stale data,
+   * but it may read data a successor already changed): PostgreSQL's {@code transaction_read_only}
+   * is asked when {@code isReadOnly()} is set (one round trip); SQLite connections opened
+   * read-only; never on MySQL/MariaDB, whose server cannot tell.
    */
   SKIP
 }

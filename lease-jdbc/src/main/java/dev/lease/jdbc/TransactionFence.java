@@ -119,6 +119,9 @@ final class TransactionFence {
   private SqlLexer lexer;
   private DriverSession session;
 
+  /** A lost lease's statement being cancelled on another thread (review L1); null when none. */
+  private volatile Statement cancelling;
+
   /** A statement failed before {@link #session} was looked up: its flags start out stale. */
   private boolean failedBeforeSession;
 
@@ -148,7 +151,7 @@ final class TransactionFence {
    * allocation: a thread-local read and a field read.
    */
   boolean idle() {
-    return flags == 0 && LeaseInternals.currentOrNull() == null;
+    return flags == 0 && cancelling == null && LeaseInternals.currentOrNull() == null;
   }
 
   /** A statement that passed through failed: the driver's view of the session may be stale. */
@@ -179,6 +182,9 @@ final class TransactionFence {
    * @param sql the text of {@code execute(String)} and friends; null otherwise
    */
   <T> T execute(FencingStatement st, int source, String sql, SqlCall<T> call) throws SQLException {
+    if (cancelling != null) {
+      awaitCancel();
+    }
     if (pending != null) {
       finishPending();
     }
@@ -235,6 +241,8 @@ final class TransactionFence {
           } finally {
             if (kind == SqlKind.ROLLBACK) {
               endTransaction();
+            } else if (kind == SqlKind.ROLLBACK_TO) {
+              rolledBackToSavepoint(); // the verify's lock may be gone (review S3)
             }
           }
         }
@@ -257,7 +265,9 @@ final class TransactionFence {
   private <T> T ordinary(Lease lease, FencingStatement st, SqlCall<T> call) throws SQLException {
     if (verified() == lease) {
       if (reverify) {
-        if (delegate.getAutoCommit() && mode() == Mode.AUTOCOMMIT) {
+        // MySQL family: a CALL/EXECUTE may have run SET autocommit = 1 behind Connector/J's cached
+        // flag (review S7): mode() asks the server before the cached flag is trusted
+        if ((isMySql() || delegate.getAutoCommit()) && mode() == Mode.AUTOCOMMIT) {
           // the error ended the transaction begun as SQL (a deadlock, SQLite's ON CONFLICT
           // ROLLBACK): the statement is an autocommit statement now
           endTransaction();
@@ -479,6 +489,45 @@ final class TransactionFence {
     }
   }
 
+  /**
+   * Before {@code unwrap} hands out a driver object, whose calls bypass the wrapper (review S4).
+   * Under a bound lease, inside a transaction: after its verify ({@link #verifyIfInTransaction}).
+   * In autocommit mode, where what the object runs commits on its own (pgjdbc's COPY): never the
+   * driver's own {@code Connection} or {@code Statement} (every statement through it would commit
+   * unfenced), and other vendor objects only after a verify run as a statement of its own, as for
+   * statements that cannot run in a transaction (not atomic; refused with {@link
+   * AutoCommitPolicy#REFUSE}), which refuses a lease no longer held.
+   */
+  void beforeUnwrap(Class<?> iface) throws SQLException {
+    verifyIfInTransaction();
+    Lease lease = LeaseInternals.currentOrNull();
+    if (lease == null
+        || options.weakened(Weakening.NO_UNWRAP_CHECKS)
+        || mode() != Mode.AUTOCOMMIT) {
+      return;
+    }
+    if (Connection.class.isAssignableFrom(iface) || Statement.class.isAssignableFrom(iface)) {
+      throw new SQLException(
+          "refused to unwrap "
+              + iface.getName()
+              + " in autocommit mode under "
+              + lease
+              + ": it is the driver's own "
+              + (Connection.class.isAssignableFrom(iface) ? "Connection" : "Statement")
+              + ", whose statements would each commit past the fence; unwrap it inside a"
+              + " transaction (setAutoCommit(false)) and use it only there, or unwrap a vendor"
+              + " interface that is not a java.sql type (PGConnection, MysqlConnection)");
+    }
+    if (options.autoCommit() == AutoCommitPolicy.REFUSE) {
+      throw autoCommitRefused(lease);
+    }
+    try {
+      verify(lease); // refuses a lease no longer held
+    } finally {
+      endTransaction();
+    }
+  }
+
   private void verifyIfNeeded(Lease lease, Mode mode) throws SQLException {
     if (verified() == lease) {
       if (reverify) {
@@ -623,15 +672,38 @@ final class TransactionFence {
   }
 
   /**
-   * A pool's request boundary: the next borrower starts clean, except that poison stays until
-   * rollback.
+   * A pool's request boundary (JDBC 4.3 {@code endRequest}: what happens to an open transaction is
+   * left to the implementation): a verified or poisoned transaction still open is rolled back, as
+   * at {@link #closing}, so the next borrower cannot commit it (review S8). If it cannot be rolled
+   * back, its poison stays until a rollback.
    */
   void endRequest() {
     if (pending != null) {
       finishPendingQuietly();
     }
+    if ((poisoned() || verified() != null) && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
+      try {
+        if (!delegate.isClosed()) {
+          rollbackOpenTransaction();
+          endTransaction();
+        }
+      } catch (SQLException | RuntimeException e) {
+        log.debug("could not roll back a fenced transaction at the end of a request", e);
+      }
+      return;
+    }
     if (!poisoned()) {
       endTransaction();
+    }
+  }
+
+  /**
+   * Before {@code releaseSavepoint}: a poisoned transaction is refused (SQLite commits when the
+   * outermost savepoint is released; review S8).
+   */
+  void beforeReleaseSavepoint() throws SQLException {
+    if (!options.weakened(Weakening.NO_COMMIT_CHECKS)) {
+      checkNotPoisoned();
     }
   }
 
@@ -981,7 +1053,7 @@ final class TransactionFence {
   }
 
   private void verify(Lease lease) throws SQLException {
-    if (options.readOnly() == ReadOnlyPolicy.SKIP && delegate.isReadOnly()) {
+    if (options.readOnly() == ReadOnlyPolicy.SKIP && readOnlyWithoutLocks(lease)) {
       markVerified(lease); // nothing to verify; later statements still check the bound lease
       return;
     }
@@ -1056,16 +1128,31 @@ final class TransactionFence {
   }
 
   /**
-   * PostgreSQL refuses {@code FOR KEY SHARE} in a read-only transaction (SQLState 25006, found by
-   * SpringTransactionTest with {@code readOnly=true}) and SQLite's strict verify is a write; a
-   * read-only transaction cannot write, so there is nothing for the lock to order and the plain
-   * verify suffices. pgjdbc and sqlite-jdbc answer {@code isReadOnly()} from memory; MySQL
-   * Connector/J may ask the server, and InnoDB allows the share lock anyway, so it is not asked
-   * there.
+   * Whether the server will refuse every write of this transaction: then there is nothing for
+   * STRICT's lock to order (PostgreSQL refuses {@code FOR KEY SHARE} there, SQLState 25006, found
+   * by SpringTransactionTest with {@code readOnly=true}; SQLite's strict verify is a write) and
+   * {@link ReadOnlyPolicy#SKIP} may skip the verify. The server is asked, not {@code isReadOnly()}:
+   * pgjdbc answers the flag from memory and makes the server transaction read-only only when it
+   * sends the BEGIN itself, so a BEGIN or {@code SET TRANSACTION READ WRITE} sent as SQL leaves a
+   * flagged connection's transaction writable (review S1). The extra round trip runs only when the
+   * flag is set. SQLite: sqlite-jdbc's flag is the open mode ({@code SQLITE_OPEN_READONLY},
+   * enforced by SQLite; it refuses to set it on an open connection). MySQL/MariaDB: no server
+   * variable tells the open transaction's access mode ({@code START TRANSACTION READ WRITE} leaves
+   * {@code @@tx_read_only} at 1 on MariaDB 10.11), so the answer there is always no; InnoDB allows
+   * the share lock in a read-only transaction anyway.
    */
   private boolean readOnlyWithoutLocks(Lease lease) throws SQLException {
     String product = lease.manager().databaseProduct();
-    return ("PostgreSQL".equals(product) || "SQLite".equals(product)) && delegate.isReadOnly();
+    if ("SQLite".equals(product) || options.weakened(Weakening.TRUST_READ_ONLY_FLAG)) {
+      return delegate.isReadOnly();
+    }
+    if (!"PostgreSQL".equals(product) || !delegate.isReadOnly()) {
+      return false;
+    }
+    try (Statement s = delegate.createStatement();
+        ResultSet rs = s.executeQuery("SELECT current_setting('transaction_read_only')")) {
+      return rs.next() && "on".equals(rs.getString(1));
+    }
   }
 
   /**
@@ -1219,9 +1306,10 @@ final class TransactionFence {
     poisoned(lease, "its lease was lost while it was open");
     if (s != null) {
       // off the reporting thread: pgjdbc and Connector/J open a new connection to cancel, and the
-      // thread that noticed the loss may be a keeper timer other leases depend on. Under the
-      // monitor, after checking the transaction again: a cancel must never reach a statement of
-      // the next transaction.
+      // thread that noticed the loss may be a keeper timer other leases depend on. The monitor
+      // only for checking the transaction again; the cancel outside it, so the owner's rollback
+      // and close never wait for a driver's cancel (review L1). A cancel must never reach a
+      // statement of the next transaction: the owner's next statement waits for it (awaitCancel).
       options
           .cancelExecutor()
           .execute(
@@ -1231,12 +1319,40 @@ final class TransactionFence {
                     if (txn != mine || mine.running != s) {
                       return;
                     }
+                    cancelling = s;
+                  }
+                  try {
                     cancel(s, lease);
+                  } finally {
+                    synchronized (this) {
+                      cancelling = null;
+                      notifyAll();
+                    }
                   }
                 } else {
                   cancel(s, lease); // weakened: the first release's unconditional cancel
                 }
               });
+    }
+  }
+
+  /**
+   * A statement about to run waits for a lost lease's cancel still in flight: the driver cancels
+   * whatever the connection runs when the cancel arrives.
+   */
+  private void awaitCancel() {
+    boolean interrupted = false;
+    synchronized (this) {
+      while (cancelling != null) {
+        try {
+          wait();
+        } catch (InterruptedException e) {
+          interrupted = true; // the loss interrupts the worker: wait on, bounded by the cancel
+        }
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.lease.jdbc;
 
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import org.slf4j.Logger;
@@ -11,8 +12,9 @@ import org.slf4j.LoggerFactory;
  * mechanisms off, so a test can show that the mechanism is what stops the attack it targets. Tests
  * in this package set them through {@code FencingOptions.Builder.weaken}; other modules' tests (the
  * property tests) through the system property {@value #PROPERTY}, a comma-separated list of the
- * constants' names, read when options are built. Never in production: a weakened fence logs an
- * error for every connection it fences.
+ * constants' names, read when options are built and honoured only when a test-only marker class is
+ * on the class path ({@link #MARKERS}; refused otherwise). Never in production: a weakened fence
+ * logs an error for every connection it fences.
  */
 enum Weakening {
   /** Read a text's kind from its first keyword only, as the first release did (issue 9). */
@@ -35,22 +37,59 @@ enum Weakening {
    * Run commits written as SQL (COMMIT, END, MySQL implicit commits, SET autocommit = 1) and {@code
    * setAutoCommit(true)} without the checks of {@code commit()}.
    */
-  NO_COMMIT_CHECKS;
+  NO_COMMIT_CHECKS,
+  /**
+   * Take {@code isReadOnly()} for the server's answer: a flagged connection whose transaction can
+   * write gets no lock, and SKIP no verify.
+   */
+  TRUST_READ_ONLY_FLAG,
+  /** Hand out driver objects through {@code unwrap} after the transaction's verify only. */
+  NO_UNWRAP_CHECKS;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 
   private static final Logger log = LoggerFactory.getLogger(Weakening.class);
 
+  /**
+   * Classes only test support and the conformance runner contain: without one on the class path the
+   * property is refused, so a leftover flag cannot weaken a production fence (review S6).
+   */
+  static final List<String> MARKERS =
+      List.of(
+          "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
+
   static Set<Weakening> fromSystemProperty() {
-    String value = System.getProperty(PROPERTY);
+    return parse(System.getProperty(PROPERTY), Weakening.class.getClassLoader());
+  }
+
+  static Set<Weakening> parse(String value, ClassLoader loader) {
     Set<Weakening> set = EnumSet.noneOf(Weakening.class);
     if (value == null || value.isBlank()) {
       return set;
+    }
+    if (MARKERS.stream().noneMatch(m -> present(m, loader))) {
+      throw new IllegalStateException(
+          "system property "
+              + PROPERTY
+              + "="
+              + value
+              + " deliberately weakens lease-jdbc's fence (negative controls of lease's own tests);"
+              + " it is honoured only with lease's test support or conformance runner on the class"
+              + " path, and refused here: remove the property");
     }
     for (String name : value.split(",")) {
       set.add(Weakening.valueOf(name.trim().toUpperCase(Locale.ROOT)));
     }
     return set;
+  }
+
+  private static boolean present(String marker, ClassLoader loader) {
+    try {
+      Class.forName(marker, false, loader);
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   static void warn(Set<Weakening> set, Object what) {

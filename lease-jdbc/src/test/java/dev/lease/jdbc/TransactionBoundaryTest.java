@@ -284,11 +284,13 @@ class TransactionBoundaryTest {
           ResultSet rs = s.executeQuery("SELECT 1")) {
         rs.next();
       }
-      assertEquals(0, f.verified.get());
+      // MySQL/MariaDB: no server variable tells whether the transaction can write (review S1)
+      int skipped = db.isMySqlFamily() ? 1 : 0;
+      assertEquals(skipped, f.verified.get());
       c.commit();
       c.setReadOnly(false);
       f.insert(c, ++ids, lease.term());
-      assertEquals(1, f.verified.get());
+      assertEquals(skipped + 1, f.verified.get());
       c.commit();
     }
   }

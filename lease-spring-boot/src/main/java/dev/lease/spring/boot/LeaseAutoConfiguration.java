@@ -55,7 +55,7 @@ public class LeaseAutoConfiguration {
    * Outside {@code @Transactional} (whose advisor has the lowest precedence): the lease is bound
    * before a transaction begins and released after it ended.
    */
-  public static final int LEASED_ADVISOR_ORDER = Ordered.LOWEST_PRECEDENCE - 1000;
+  static final int LEASED_ADVISOR_ORDER = Ordered.LOWEST_PRECEDENCE - 1000;
 
   @Bean
   @ConditionalOnProperty(prefix = "lease.fencing", name = "enabled", havingValue = "true")

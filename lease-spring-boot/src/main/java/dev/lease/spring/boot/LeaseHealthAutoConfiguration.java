@@ -28,8 +28,8 @@ public class LeaseHealthAutoConfiguration {
   static class Boot3 {
     @Bean
     @ConditionalOnMissingBean(name = "leaseHealthIndicator")
-    dev.lease.spring.boot.boot3.LeaseHealthIndicator leaseHealthIndicator(LeaseHealthCheck check) {
-      return new dev.lease.spring.boot.boot3.LeaseHealthIndicator(check);
+    Boot3HealthIndicator leaseHealthIndicator(LeaseHealthCheck check) {
+      return new Boot3HealthIndicator(check);
     }
   }
 
@@ -38,8 +38,8 @@ public class LeaseHealthAutoConfiguration {
   static class Boot4 {
     @Bean
     @ConditionalOnMissingBean(name = "leaseHealthIndicator")
-    dev.lease.spring.boot.boot4.LeaseHealthIndicator leaseHealthIndicator(LeaseHealthCheck check) {
-      return new dev.lease.spring.boot.boot4.LeaseHealthIndicator(check);
+    Boot4HealthIndicator leaseHealthIndicator(LeaseHealthCheck check) {
+      return new Boot4HealthIndicator(check);
     }
   }
 }

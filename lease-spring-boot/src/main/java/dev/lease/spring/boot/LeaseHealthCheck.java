@@ -21,10 +21,10 @@ import java.util.function.Supplier;
  * released under the work at shutdown. The actuator health indicators of Boot 3 and Boot 4 report
  * what this returns.
  */
-public final class LeaseHealthCheck {
+final class LeaseHealthCheck {
 
   /** Up or down, with details for the health endpoint. */
-  public record Result(boolean up, Map<String, Object> details) {}
+  record Result(boolean up, Map<String, Object> details) {}
 
   private final Supplier<LeaseManager> manager;
   private final LeasesInUse inUse;
@@ -34,7 +34,7 @@ public final class LeaseHealthCheck {
     this.inUse = inUse;
   }
 
-  public Result check() {
+  Result check() {
     LeaseManager m = manager.get();
     Map<String, Object> details = new LinkedHashMap<>();
     details.put("database", m.databaseProduct());

@@ -160,7 +160,7 @@ public class LeaseProperties implements Validator {
     }
 
     /** The lease-jdbc options these properties describe. */
-    public FencingOptions toOptions() {
+    FencingOptions toOptions() {
       FencingOptions.Builder b =
           FencingOptions.builder().mode(mode).autoCommit(autoCommit).readOnly(readOnly);
       if (idleInTransactionTimeout != null) {
@@ -231,7 +231,7 @@ public class LeaseProperties implements Validator {
    *
    * @throws IllegalArgumentException naming the broken relation in lease-core's words
    */
-  public LeaseTimings toTimings() {
+  LeaseTimings toTimings() {
     long ms = duration.toMillis();
     return LeaseTimings.builder()
         .leaseDuration(duration)

@@ -23,6 +23,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.util.ClassUtils;
 
 /**
  * Runs {@link Leased} methods under their lease, on the calling thread: claim without waiting (skip
@@ -36,15 +37,27 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  * method has not returned after the grace period; a release ({@code LeaseManager.close()} at
  * shutdown) interrupts it and waits up to the grace period for it to end before the row is given
  * back. Nothing of that is done here.
+ *
+ * <p>A call inside a Spring-managed transaction of its caller keeps its lease held, renewed and
+ * bound to the thread until that transaction completes ({@link EnclosingTransaction}): what the
+ * method wrote commits then. The work binding (interrupt, failure policy) still ends at the
+ * method's return; a loss after it poisons the transaction, so its commit is refused.
  */
-public final class LeasedMethodInterceptor implements MethodInterceptor {
+final class LeasedMethodInterceptor implements MethodInterceptor {
 
   private static final Logger log = LoggerFactory.getLogger(LeasedMethodInterceptor.class);
+
+  /** spring-tx present: asked here, since {@link EnclosingTransaction} cannot load without it. */
+  private static final boolean SPRING_TX =
+      ClassUtils.isPresent(
+          "org.springframework.transaction.support.TransactionSynchronizationManager",
+          LeasedMethodInterceptor.class.getClassLoader());
 
   private final Supplier<LeaseManager> manager;
   private final LeaseNameResolver names;
   private final LeasesInUse inUse;
   private final Supplier<List<LeasedCallListener>> listeners;
+  private final boolean transactionAware;
   private final Map<Method, Optional<Leased>> annotations = new ConcurrentHashMap<>();
 
   LeasedMethodInterceptor(
@@ -52,10 +65,25 @@ public final class LeasedMethodInterceptor implements MethodInterceptor {
       LeaseNameResolver names,
       LeasesInUse inUse,
       Supplier<List<LeasedCallListener>> listeners) {
+    this(manager, names, inUse, listeners, SPRING_TX);
+  }
+
+  /**
+   * @param transactionAware whether a call inside a Spring-managed transaction keeps its lease
+   *     until that transaction completes (always, when spring-tx is present; false only for the
+   *     tests' negative control, which shows what releasing at the method's return does)
+   */
+  LeasedMethodInterceptor(
+      Supplier<LeaseManager> manager,
+      LeaseNameResolver names,
+      LeasesInUse inUse,
+      Supplier<List<LeasedCallListener>> listeners,
+      boolean transactionAware) {
     this.manager = manager;
     this.names = names;
     this.inUse = inUse;
     this.listeners = listeners;
+    this.transactionAware = transactionAware;
   }
 
   @Override
@@ -100,11 +128,15 @@ public final class LeasedMethodInterceptor implements MethodInterceptor {
     Throwable failure = null;
     boolean stopped;
     boolean releasedFirst;
-    try (LeasesInUse.Use use = inUse.use(lease)) {
+    LeasesInUse.Use use = inUse.use(lease);
+    LeaseContext.Scope scope = null;
+    boolean deferred = false;
+    try {
       CallerWork work = LeaseInternals.bindCurrentThread(lease);
       try {
         lease.hold();
-        try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+        scope = LeaseContext.bind(lease);
+        try {
           result = invocation.proceed();
         } catch (Throwable t) {
           failure = t;
@@ -116,8 +148,16 @@ public final class LeasedMethodInterceptor implements MethodInterceptor {
           Thread.interrupted(); // the interrupt was the lease's (loss or release), not the caller's
         }
       }
+      if (!stopped && scope != null && transactionAware) {
+        // inside the caller's transaction: what the method wrote commits later, so the lease stays
+        // held, renewed and bound to the thread until that transaction completes
+        LeaseContext.Scope bound = scope;
+        deferred = EnclosingTransaction.runAfterCompletion(() -> end(lease, bound, use));
+      }
     } finally {
-      release(lease);
+      if (!deferred) {
+        end(lease, scope, use);
+      }
     }
     if (stopped && lease.isLost()) {
       tell(name, LeasedCallListener.Outcome.LOST);
@@ -151,6 +191,26 @@ public final class LeasedMethodInterceptor implements MethodInterceptor {
       throw failure;
     }
     return result;
+  }
+
+  /**
+   * The end of a call under {@code lease}: unbinds it from the thread, ends its use and gives it
+   * back; at the method's return, or after the transaction it ran in completed.
+   */
+  private static void end(Lease lease, LeaseContext.Scope scope, LeasesInUse.Use use) {
+    try {
+      if (scope != null) {
+        scope.close();
+      }
+    } catch (IllegalStateException e) {
+      // a transaction manager that completes on another thread (a JTA timeout): this thread's
+      // binding cannot be undone from there; the lease is given back, so it is not held any more
+      log.warn(
+          "{} stays bound to the thread that called the @Leased method: {}", lease, e.getMessage());
+    } finally {
+      use.close(); // before the release, so a finished use is never reported as not held
+      release(lease);
+    }
   }
 
   private static void release(Lease lease) {

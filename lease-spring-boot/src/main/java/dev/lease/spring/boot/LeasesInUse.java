@@ -12,7 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * indicator reports those its {@code LeaseManager} no longer holds (lost, or released under the
  * work at shutdown).
  */
-public final class LeasesInUse {
+final class LeasesInUse {
 
   private final Set<Lease> inUse = ConcurrentHashMap.newKeySet();
 
@@ -30,7 +30,7 @@ public final class LeasesInUse {
   }
 
   /** The leases in use now, sorted by name and term. */
-  public List<Lease> leases() {
+  List<Lease> leases() {
     return inUse.stream()
         .sorted(Comparator.comparing(Lease::name).thenComparingLong(Lease::term))
         .toList();

@@ -1,15 +1,17 @@
-package dev.lease.spring.boot.boot4;
+package dev.lease.spring.boot;
 
-import dev.lease.spring.boot.LeaseHealthCheck;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 
-/** Spring Boot 4's health indicator {@code lease}: reports {@link LeaseHealthCheck}. */
-public final class LeaseHealthIndicator implements HealthIndicator {
+/**
+ * Spring Boot 4's health indicator {@code lease}: reports {@link LeaseHealthCheck}. Loaded only
+ * when Boot 4's health types are present ({@link LeaseHealthAutoConfiguration}).
+ */
+final class Boot4HealthIndicator implements HealthIndicator {
 
   private final LeaseHealthCheck check;
 
-  public LeaseHealthIndicator(LeaseHealthCheck check) {
+  Boot4HealthIndicator(LeaseHealthCheck check) {
     this.check = check;
   }
 

@@ -1,15 +1,17 @@
-package dev.lease.spring.boot.boot3;
+package dev.lease.spring.boot;
 
-import dev.lease.spring.boot.LeaseHealthCheck;
 import org.springframework.boot.actuate.health.Health;
 import org.springframework.boot.actuate.health.HealthIndicator;
 
-/** Spring Boot 3's health indicator {@code lease}: reports {@link LeaseHealthCheck}. */
-public final class LeaseHealthIndicator implements HealthIndicator {
+/**
+ * Spring Boot 3's health indicator {@code lease}: reports {@link LeaseHealthCheck}. Loaded only
+ * when Boot 3's health types are present ({@link LeaseHealthAutoConfiguration}).
+ */
+final class Boot3HealthIndicator implements HealthIndicator {
 
   private final LeaseHealthCheck check;
 
-  public LeaseHealthIndicator(LeaseHealthCheck check) {
+  Boot3HealthIndicator(LeaseHealthCheck check) {
     this.check = check;
   }
 

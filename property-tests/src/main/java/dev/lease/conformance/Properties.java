@@ -2,6 +2,7 @@ package dev.lease.conformance;
 
 import dev.lease.conformance.fault.FaultRunProperty;
 import dev.lease.conformance.fault.PausedHolderProperty;
+import dev.lease.conformance.sim.GroupSimulationProperty;
 import dev.lease.conformance.sim.ModelProperty;
 import dev.lease.conformance.sim.SimulationProperty;
 import dev.lease.conformance.text.StaleScriptProperty;
@@ -23,7 +24,8 @@ public final class Properties {
         new FaultRunProperty(),
         new PausedHolderProperty(),
         new StaleScriptProperty(),
-        new TakeoverScriptProperty());
+        new TakeoverScriptProperty(),
+        new GroupSimulationProperty());
   }
 
   /** Every negative control of every property, in the same order. */

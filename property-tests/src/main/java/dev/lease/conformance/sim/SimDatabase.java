@@ -109,6 +109,30 @@ final class SimDatabase implements AutoCloseable {
     }
   }
 
+  /** Every lease row by name (the group simulation checks all its keys at once). */
+  java.util.Map<String, Row> rows() throws SQLException {
+    java.util.Map<String, Row> out = new java.util.HashMap<>();
+    try (PreparedStatement ps =
+        admin.prepareStatement(
+            "SELECT name, holder, instance, term, expires_at_ms FROM " + TABLE)) {
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.put(
+              rs.getString(1),
+              new Row(rs.getString(2), rs.getString(3), rs.getLong(4), rs.getLong(5)));
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Drops {@code table} if it exists (the group simulation's members table, between schedules). */
+  void drop(String table) throws SQLException {
+    try (Statement s = admin.createStatement()) {
+      s.execute("DROP TABLE IF EXISTS " + table);
+    }
+  }
+
   /** Committed business transactions with other than {@code rows} rows: half-applied ones. */
   String halfApplied(int rows) throws SQLException {
     try (PreparedStatement ps =

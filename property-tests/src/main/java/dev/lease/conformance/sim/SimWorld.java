@@ -192,6 +192,11 @@ public final class SimWorld implements AutoCloseable {
     return trace.stream().map(n -> String.format("%7.1f ms  %s", (Long) n[0] / 1e6, n[1])).toList();
   }
 
+  /** Forgets the trace (a schedule of another property starts). */
+  void clearTrace() {
+    trace.clear();
+  }
+
   void note(String what) {
     if (trace.size() == TRACE) {
       trace.removeFirst();

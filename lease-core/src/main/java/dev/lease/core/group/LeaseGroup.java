@@ -1,0 +1,863 @@
+package dev.lease.core.group;
+
+import dev.lease.core.Database;
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseException;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseNames;
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.GroupInternals;
+import dev.lease.core.internal.LeaseInternals;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.SortedSet;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Shares a set of keys (partitions, tenants, devices, queues) fairly across the live processes that
+ * run the same group: each key is owned by at most one process at a time, under an ordinary {@link
+ * Lease} of the key's name with its own term (the key's fencing token), so {@code
+ * LeaseContext.bind(group.lease(key).orElseThrow())} fences that key's transactions.
+ *
+ * <pre>{@code
+ * LeaseGroup devices = LeaseGroup.builder(leases, "devices")
+ *     .keys(() -> deviceIds())              // read every pass
+ *     .callbacks(new GroupCallbacks() { ... })
+ *     .build();
+ * devices.start();
+ * }</pre>
+ *
+ * <p>Every pass (every {@link Builder#passInterval}), in a bounded number of statements whatever
+ * the number of keys (a member's first pass only announces it, so members that start together see
+ * each other before they claim): reports keys whose lease was lost ({@link GroupCallbacks#onLost});
+ * writes this member's heartbeat and draining flag to the members table and counts the live members
+ * that are not draining (two statements, one transaction); releases keys that are no longer
+ * candidates; sheds at most one key above the fair share {@code ceil(keys / live members)} ({@link
+ * GroupCallbacks#onReleasing} returns first, the release runs second; {@link ShedChoice} chooses);
+ * and claims free or expired keys up to the fair share in one batched statement per 1,000
+ * candidates. The manager keeps the claimed leases renewed like every lease it holds.
+ *
+ * <p>{@link #drain()} stops acquiring, tells the peers (they leave this member out of the share at
+ * their next pass) and hands every key over at once. {@link #close()} does the same and removes
+ * this member; {@link #closeOnShutdown()} installs it as a JVM shutdown hook.
+ *
+ * <p>Close order: close the group before its {@link LeaseManager}. If the manager closes first, it
+ * stops the work bound to every key's lease and releases the rows itself (as it does for every
+ * lease); the group then reports each key as lost at its next pass (or its close), stops, and
+ * refuses {@link #start()} and {@link #drain()} with an {@link IllegalStateException}.
+ */
+public final class LeaseGroup implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(LeaseGroup.class);
+
+  static {
+    // the property tests' simulations drive passes in virtual time through it
+    GroupInternals.register(new GroupAccess());
+  }
+
+  /** The members table's name is written into SQL, so only a plain identifier is accepted. */
+  private static final Pattern TABLE =
+      Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
+
+  /**
+   * Every this many passes, rows of members long gone are deleted and lease rows looked up again.
+   */
+  private static final int HOUSEKEEPING_PASSES = 64;
+
+  /** Deliberate faults for the negative controls of the tests; never set in production. */
+  enum Fault {
+    /** Claims every free key, whatever the fair share, and never sheds. */
+    IGNORE_SHARE,
+    /** Runs the release statement before {@link GroupCallbacks#onReleasing}. */
+    RELEASE_BEFORE_CALLBACK,
+    /** Claims without locking the rows first (PostgreSQL: does not wait for strict verifies). */
+    CLAIM_WITHOUT_ROW_LOCK
+  }
+
+  /** What one pass did: for tests and for the listener. */
+  record Pass(
+      int liveMembers,
+      int share,
+      int held,
+      List<String> claimed,
+      String shed,
+      List<String> released,
+      List<String> lost) {}
+
+  private final LeaseManager manager;
+  private final String group;
+  private final String member;
+  private final GroupSql sql;
+  private final Supplier<? extends Collection<String>> keys;
+  private final GroupCallbacks callbacks;
+  private final ShedChoice shedChoice;
+  private final List<GroupListener> listeners;
+  private final long passNanos;
+  private final long memberTimeoutMs;
+  private final Set<Fault> faults;
+
+  private final ConcurrentSkipListMap<String, Lease> held = new ConcurrentSkipListMap<>();
+  private final ReentrantLock passLock = new ReentrantLock();
+  private final Condition wakeUp = passLock.newCondition();
+
+  // guarded by passLock
+  private final Set<String> rowsKnown = new HashSet<>();
+
+  /** Claim batches whose attempt failed on this side: holder token → keys; given back next pass. */
+  private final Map<String, List<String>> orphans = new java.util.LinkedHashMap<>();
+
+  private long passes;
+  private boolean announced;
+  private boolean started;
+  private Thread passer;
+  private Thread shutdownHook;
+
+  private volatile boolean draining;
+  private volatile boolean closed;
+
+  private LeaseGroup(Builder b, GroupSql sql) {
+    this.manager = b.manager;
+    this.group = b.group;
+    this.member = LeaseInternals.mintHolder(manager);
+    this.sql = sql;
+    this.keys = b.keys;
+    this.callbacks = b.callbacks;
+    this.shedChoice = b.shedChoice;
+    this.listeners = List.copyOf(b.listeners);
+    this.passNanos = b.passInterval.toNanos();
+    this.memberTimeoutMs = b.memberTimeout.toMillis();
+    this.faults = b.faults.isEmpty() ? EnumSet.noneOf(Fault.class) : EnumSet.copyOf(b.faults);
+  }
+
+  /**
+   * A builder for the group {@code group} (the name shared by every process that runs it) on the
+   * lease table of {@code manager}.
+   */
+  public static Builder builder(LeaseManager manager, String group) {
+    return new Builder(manager, group);
+  }
+
+  /**
+   * The statements that create the members table on {@code database} if it does not exist; for
+   * migrations (or use {@link Builder#createTableIfMissing()}).
+   *
+   * @throws IllegalArgumentException if {@code membersTable} is not a plain SQL identifier
+   */
+  public static List<String> ddl(Database database, String membersTable) {
+    return GroupSql.ddl(Objects.requireNonNull(database, "database"), table(membersTable));
+  }
+
+  /** The group's name. */
+  public String name() {
+    return group;
+  }
+
+  /** This member's id in the members table: random per group object, never reused. */
+  public String member() {
+    return member;
+  }
+
+  /** The keys this process holds now (a sorted snapshot). */
+  public SortedSet<String> held() {
+    return Collections.unmodifiableSortedSet(snapshot());
+  }
+
+  /**
+   * A sorted copy of the held keys. Not {@code new TreeSet<>(held.keySet())}: that constructor
+   * trusts a sorted set's size while it iterates, which fails while a pass changes the map.
+   */
+  private TreeSet<String> snapshot() {
+    return new TreeSet<>(new ArrayList<>(held.keySet()));
+  }
+
+  /** The lease of {@code key} if this process holds it (bind it to fence the key's work). */
+  public Optional<Lease> lease(String key) {
+    return Optional.ofNullable(held.get(key)).filter(Lease::isHeld);
+  }
+
+  /** True once {@link #drain()} was called. */
+  public boolean isDraining() {
+    return draining;
+  }
+
+  /**
+   * Starts the passes on a daemon thread of the group; the first runs at once.
+   *
+   * @throws IllegalStateException if already started, closed, or the manager is closed
+   */
+  public void start() {
+    passLock.lock();
+    try {
+      ensureOpen("start");
+      if (started) {
+        throw new IllegalStateException(this + " is already started");
+      }
+      started = true;
+      Thread t = new Thread(this::passLoop, "lease-group-" + group + "-" + manager.instance());
+      t.setDaemon(true);
+      passer = t;
+      t.start();
+    } finally {
+      passLock.unlock();
+    }
+  }
+
+  /**
+   * Stops acquiring and hands everything over: marks this member draining in the members table
+   * (peers leave it out of the fair share from their next pass on, so they take its keys), then
+   * releases every key it holds at once, each {@link GroupCallbacks#onReleasing} first. Returns
+   * when the keys were handed over. The group keeps its heartbeat (and takes nothing) until closed.
+   * Idempotent.
+   *
+   * @throws IllegalStateException if the group or its manager is closed
+   */
+  public void drain() {
+    passLock.lock();
+    try {
+      ensureOpen("drain");
+      draining = true;
+      try {
+        runPass();
+      } catch (LeaseException e) {
+        // the peers may not see the flag yet; give the keys back anyway (they take them up to
+        // their share, and the rest once they see the flag)
+        log.warn("group {}: could not mark {} draining: {}", group, member, e.getMessage());
+        releaseKeys(new ArrayList<>(held.keySet()), false);
+      }
+    } finally {
+      passLock.unlock();
+    }
+  }
+
+  /**
+   * Stops the passes, stops the work of every key and releases all keys at once (each {@link
+   * GroupCallbacks#onReleasing} first, then the releases together, after the work bound to the
+   * leases ended or the grace period passed), and deletes this member from the members table so the
+   * peers count it out at once. Does not close the {@link LeaseManager} (close it after the group).
+   * Idempotent.
+   */
+  @Override
+  public void close() {
+    Thread t;
+    passLock.lock();
+    try {
+      if (closed && passer == null && shutdownHook == null && held.isEmpty()) {
+        return;
+      }
+      closed = true;
+      wakeUp.signalAll();
+      t = passer;
+      passer = null;
+      if (LeaseInternals.isClosed(manager)) {
+        managerClosed();
+      } else if (!held.isEmpty() || announced) {
+        announced = false;
+        releaseKeys(new ArrayList<>(held.keySet()), false);
+        try {
+          LeaseInternals.execute(
+              manager,
+              "remove member " + member + " of group " + group,
+              c -> {
+                sql.deleteMember(c, group, member);
+                return null;
+              });
+        } catch (LeaseException e) {
+          log.warn(
+              "group {}: could not remove member {}; its heartbeat ages out: {}",
+              group,
+              member,
+              e.getMessage());
+        }
+      }
+      removeShutdownHook();
+    } finally {
+      passLock.unlock();
+    }
+    if (t != null && t != Thread.currentThread()) {
+      try {
+        t.join(passNanos / 1_000_000 + 2 * manager.timings().attemptTimeout().toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * Installs a JVM shutdown hook that closes this group (hands every key over at once); removed
+   * again by {@link #close()}. To close the manager on shutdown too, close it in the same hook
+   * after the group instead: {@code group.close(); manager.close();}.
+   *
+   * @return the hook's thread
+   */
+  public Thread closeOnShutdown() {
+    passLock.lock();
+    try {
+      ensureOpen("install a shutdown hook");
+      if (shutdownHook == null) {
+        shutdownHook = new Thread(this::close, "lease-group-shutdown-" + group);
+        Runtime.getRuntime().addShutdownHook(shutdownHook);
+      }
+      return shutdownHook;
+    } finally {
+      passLock.unlock();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "LeaseGroup[" + group + ", member " + member + ", instance " + manager.instance() + "]";
+  }
+
+  // ---- the pass -------------------------------------------------------------------------------
+
+  private void passLoop() {
+    while (!closed) {
+      try {
+        runPass();
+      } catch (LeaseException e) {
+        log.warn(
+            "group {}: pass failed, retrying in {} ms: {}",
+            group,
+            passNanos / 1_000_000,
+            e.getMessage());
+        notify(l -> l.passFailed(group, e));
+      } catch (IllegalStateException e) {
+        if (closed || LeaseInternals.isClosed(manager)) {
+          return;
+        }
+        log.error("group {}: pass failed", group, e);
+      } catch (RuntimeException e) {
+        log.error("group {}: pass failed", group, e);
+      }
+      passLock.lock();
+      try {
+        long left = passNanos;
+        while (!closed && left > 0) {
+          left = wakeUp.awaitNanos(left);
+        }
+      } catch (InterruptedException e) {
+        // this is the group's own thread: an interrupt asks it to stop passing
+        log.warn("group {}: its pass thread was interrupted; passes stop", group);
+        return;
+      } finally {
+        passLock.unlock();
+      }
+    }
+  }
+
+  /**
+   * One pass (the pass thread runs it every pass interval; tests call it directly).
+   *
+   * @throws LeaseException if the heartbeat or a claim could not reach the database
+   * @throws IllegalStateException if the group or its manager is closed
+   */
+  Pass runPass() {
+    passLock.lock();
+    try {
+      ensureOpen("run a pass");
+      List<String> lost = reportLosses();
+      SortedSet<String> candidates = candidates();
+      boolean leaving = draining;
+      boolean housekeeping = passes % HOUSEKEEPING_PASSES == 0;
+      // a new member only announces itself in its first pass: members that start together then
+      // see each other before anyone claims, instead of the first one taking every key
+      boolean firstPass = !announced;
+      passes++;
+      int live =
+          LeaseInternals.execute(
+              manager,
+              "heartbeat of member " + member + " of group " + group,
+              c -> {
+                sql.heartbeat(c, group, member, manager.instance(), leaving);
+                if (housekeeping) {
+                  sql.forgetDead(c, group, 10 * memberTimeoutMs);
+                }
+                return sql.liveMembers(c, group, memberTimeoutMs);
+              });
+      announced = true;
+      if (housekeeping) {
+        rowsKnown.clear(); // a row deleted by hand is created again
+      }
+      int members = Math.max(1, live);
+      int share =
+          leaving
+              ? 0
+              : faults.contains(Fault.IGNORE_SHARE)
+                  ? candidates.size()
+                  : (candidates.size() + members - 1) / members;
+      releaseOrphans();
+      List<String> released = new ArrayList<>();
+      for (String k : held.keySet()) {
+        if (leaving || !candidates.contains(k)) {
+          released.add(k);
+        }
+      }
+      releaseKeys(released, false);
+      String shed = null;
+      if (held.size() > share && !faults.contains(Fault.IGNORE_SHARE)) {
+        shed = chooseShed();
+        releaseKeys(List.of(shed), true);
+      }
+      List<String> claimed =
+          !firstPass && held.size() < share ? claim(candidates, share - held.size()) : List.of();
+      int n = held.size();
+      notify(l -> l.passCompleted(group, n, share, live));
+      return new Pass(live, share, n, claimed, shed, released, lost);
+    } finally {
+      passLock.unlock();
+    }
+  }
+
+  private SortedSet<String> candidates() {
+    Collection<String> supplied = keys.get();
+    SortedSet<String> valid = new TreeSet<>();
+    if (supplied == null) {
+      return valid;
+    }
+    for (String k : supplied) {
+      Optional<String> problem = LeaseNames.problem(k);
+      if (problem.isPresent()) {
+        log.warn("group {}: key skipped: {}", group, problem.get());
+      } else {
+        valid.add(k);
+      }
+    }
+    return valid;
+  }
+
+  /** Keys whose lease ended without the group releasing it: lost, or released by the manager. */
+  private List<String> reportLosses() {
+    List<String> lost = new ArrayList<>();
+    for (Map.Entry<String, Lease> e : held.entrySet()) {
+      if (!e.getValue().isHeld() && held.remove(e.getKey(), e.getValue())) {
+        lost.add(e.getKey());
+      }
+    }
+    for (String k : lost) {
+      log.warn("group {}: lost key {} (instance {})", group, k, manager.instance());
+      safely(() -> callbacks.onLost(k));
+      notify(l -> l.lost(group, k));
+    }
+    return lost;
+  }
+
+  private String chooseShed() {
+    SortedSet<String> now = Collections.unmodifiableSortedSet(snapshot());
+    String chosen = null;
+    try {
+      chosen = shedChoice.choose(now);
+    } catch (RuntimeException e) {
+      log.warn("group {}: shed choice {} failed", group, shedChoice, e);
+    }
+    return chosen != null && now.contains(chosen) ? chosen : now.last();
+  }
+
+  /**
+   * Gives {@code keys} back in the order of every release: the callbacks first (the application
+   * stops the keys' work), then the manager's release of all their leases together (interrupts work
+   * bound to them, waits up to the grace period, releases the rows).
+   */
+  private void releaseKeys(List<String> keys, boolean shed) {
+    if (keys.isEmpty()) {
+      return;
+    }
+    boolean releaseFirst = faults.contains(Fault.RELEASE_BEFORE_CALLBACK);
+    List<Lease> leases = new ArrayList<>();
+    for (String k : keys) {
+      Lease l = held.get(k);
+      if (l != null) {
+        leases.add(l);
+      }
+    }
+    if (releaseFirst) {
+      LeaseInternals.release(manager, leases); // the bug: the key's work still runs
+    }
+    for (String k : keys) {
+      safely(() -> callbacks.onReleasing(k));
+    }
+    for (String k : keys) {
+      held.remove(k);
+    }
+    if (!releaseFirst) {
+      LeaseInternals.release(manager, leases);
+    }
+    for (String k : keys) {
+      log.debug("group {}: {} key {}", group, shed ? "shed" : "released", k);
+      notify(
+          l -> {
+            if (shed) {
+              l.shed(group, k);
+            } else {
+              l.released(group, k);
+            }
+          });
+    }
+  }
+
+  /** Gives back the claims of batches that failed on this side (see {@link #claim}). */
+  private void releaseOrphans() {
+    for (var it = orphans.entrySet().iterator(); it.hasNext(); ) {
+      Map.Entry<String, List<String>> e = it.next();
+      int n =
+          LeaseInternals.execute(
+              manager,
+              "give back the claims of a failed batch of group " + group,
+              c -> sql.releaseBatch(c, e.getValue(), e.getKey()));
+      if (n > 0) {
+        log.warn("group {}: gave back {} keys claimed by a batch that timed out here", group, n);
+      }
+      it.remove();
+    }
+  }
+
+  /** Claims up to {@code want} free or expired candidates this process does not hold. */
+  private List<String> claim(SortedSet<String> candidates, int want) {
+    List<String> free = new ArrayList<>();
+    for (String k : candidates) {
+      if (!held.containsKey(k)) {
+        free.add(k);
+      }
+    }
+    List<String> unknown = new ArrayList<>();
+    for (String k : free) {
+      if (!rowsKnown.contains(k)) {
+        unknown.add(k);
+      }
+    }
+    for (List<String> chunk : chunks(unknown)) {
+      LeaseInternals.execute(
+          manager,
+          "create the lease rows of " + chunk.size() + " keys of group " + group,
+          c -> {
+            Set<String> missing = new TreeSet<>(chunk);
+            missing.removeAll(sql.existing(c, chunk));
+            if (!missing.isEmpty()) {
+              sql.createRows(c, new ArrayList<>(missing));
+            }
+            return null;
+          });
+      rowsKnown.addAll(chunk);
+    }
+    long leaseMs = manager.timings().leaseDuration().toMillis();
+    List<String> claimed = new ArrayList<>();
+    for (List<String> chunk : chunks(free)) {
+      int limit = want - claimed.size();
+      if (limit <= 0) {
+        break;
+      }
+      String holder = LeaseInternals.mintHolder(manager);
+      // the local deadlines count from before the claim is sent: the database's expiry is later
+      long start = LeaseInternals.clock(manager).nanoTime();
+      Map<String, Long> got;
+      try {
+        got =
+            LeaseInternals.execute(
+                manager,
+                "claim up to " + limit + " keys of group " + group,
+                c -> sql.claim(c, chunk, limit, holder, manager.instance(), leaseMs));
+      } catch (LeaseException e) {
+        // timed out here, it may still commit in the database: nobody would hold those claims, so
+        // the next pass gives back whatever this batch's holder token claimed
+        orphans.put(holder, List.copyOf(chunk));
+        throw e;
+      }
+      for (Map.Entry<String, Long> e : got.entrySet()) {
+        String k = e.getKey();
+        Lease lease;
+        try {
+          lease = LeaseInternals.adoptClaim(manager, k, holder, e.getValue(), start).hold();
+        } catch (IllegalStateException closedMeanwhile) {
+          // the manager closed: adoptClaim released this claim; the rest of the batch expires
+          log.warn(
+              "group {}: its LeaseManager closed during a claim: {}",
+              group,
+              closedMeanwhile.getMessage());
+          throw closedMeanwhile;
+        }
+        held.put(k, lease);
+        claimed.add(k);
+        safely(() -> callbacks.onAcquired(k, lease));
+        notify(l -> l.claimed(group, k, lease));
+      }
+    }
+    return claimed;
+  }
+
+  private static List<List<String>> chunks(List<String> keys) {
+    List<List<String>> chunks = new ArrayList<>();
+    for (int i = 0; i < keys.size(); i += GroupSql.MAX_KEYS_PER_STATEMENT) {
+      chunks.add(keys.subList(i, Math.min(keys.size(), i + GroupSql.MAX_KEYS_PER_STATEMENT)));
+    }
+    return chunks;
+  }
+
+  // ---- closing --------------------------------------------------------------------------------
+
+  private void ensureOpen(String what) {
+    if (LeaseInternals.isClosed(manager)) {
+      closed = true;
+      managerClosed();
+      throw new IllegalStateException(
+          manager
+              + " is closed: cannot "
+              + what
+              + " of "
+              + this
+              + "; close the group before its LeaseManager");
+    }
+    if (closed) {
+      throw new IllegalStateException(this + " is closed: cannot " + what + "; build a new group");
+    }
+  }
+
+  /** The manager closed first: it released every key's lease; report them lost, once. */
+  private void managerClosed() {
+    if (!held.isEmpty()) {
+      log.warn(
+          "group {}: its LeaseManager was closed before the group; {} keys were released by the"
+              + " manager (close the group first)",
+          group,
+          held.size());
+    }
+    List<String> gone = new ArrayList<>(held.keySet());
+    held.clear();
+    for (String k : gone) {
+      safely(() -> callbacks.onLost(k));
+      notify(l -> l.lost(group, k));
+    }
+  }
+
+  private void removeShutdownHook() {
+    if (shutdownHook != null && Thread.currentThread() != shutdownHook) {
+      try {
+        Runtime.getRuntime().removeShutdownHook(shutdownHook);
+      } catch (IllegalStateException e) {
+        // the JVM is shutting down already
+      }
+    }
+    shutdownHook = null;
+  }
+
+  private void safely(Runnable callback) {
+    try {
+      callback.run();
+    } catch (RuntimeException e) {
+      log.warn("group {}: callback failed", group, e);
+    }
+  }
+
+  private void notify(java.util.function.Consumer<GroupListener> event) {
+    for (GroupListener l : listeners) {
+      try {
+        event.accept(l);
+      } catch (RuntimeException e) {
+        log.warn("group {}: listener {} failed", group, l, e);
+      }
+    }
+  }
+
+  private static String table(String table) {
+    if (table == null || !TABLE.matcher(table).matches()) {
+      throw new IllegalArgumentException(
+          "members table name "
+              + (table == null ? "null" : "'" + table + "'")
+              + " is not a plain SQL identifier: use letters, digits and '_' (at most 63, not"
+              + " starting with a digit), optionally qualified by a schema as schema.table");
+    }
+    return table;
+  }
+
+  /** Configures a {@link LeaseGroup}. */
+  public static final class Builder {
+    private final LeaseManager manager;
+    private final String group;
+    private Supplier<? extends Collection<String>> keys;
+    private GroupCallbacks callbacks =
+        new GroupCallbacks() {
+          @Override
+          public void onAcquired(String key, Lease lease) {}
+
+          @Override
+          public void onReleasing(String key) {}
+
+          @Override
+          public void onLost(String key) {}
+        };
+    private ShedChoice shedChoice = SortedSet::last;
+    private final List<GroupListener> listeners = new ArrayList<>();
+    private Duration passInterval;
+    private Duration memberTimeout;
+    private String membersTable;
+    private boolean createTable;
+    private final Set<Fault> faults = new HashSet<>();
+
+    private Builder(LeaseManager manager, String group) {
+      this.manager = Objects.requireNonNull(manager, "manager");
+      LeaseNames.validate(group);
+      this.group = group;
+    }
+
+    /**
+     * The keys this process may own, read at every pass (required). Keys that are not valid lease
+     * names are skipped and logged; a key that disappears is released at the next pass.
+     */
+    public Builder keys(Supplier<? extends Collection<String>> candidates) {
+      this.keys = Objects.requireNonNull(candidates, "keys");
+      return this;
+    }
+
+    /** What the application does when it gets, must give back, or lost a key. */
+    public Builder callbacks(GroupCallbacks callbacks) {
+      this.callbacks = Objects.requireNonNull(callbacks, "callbacks");
+      return this;
+    }
+
+    /** Which key to shed above the fair share; default the last in order. */
+    public Builder shedChoice(ShedChoice choice) {
+      this.shedChoice = Objects.requireNonNull(choice, "shedChoice");
+      return this;
+    }
+
+    public Builder listener(GroupListener listener) {
+      listeners.add(Objects.requireNonNull(listener, "listener"));
+      return this;
+    }
+
+    /**
+     * How often a pass runs; default the manager's renew interval. Keep it well below the member
+     * timeout.
+     */
+    public Builder passInterval(Duration interval) {
+      Objects.requireNonNull(interval, "passInterval");
+      if (interval.toMillis() < 1) {
+        throw new IllegalArgumentException("passInterval must be at least 1 ms, got " + interval);
+      }
+      this.passInterval = interval;
+      return this;
+    }
+
+    /**
+     * How long after its last heartbeat (database clock) a member no longer counts; default the
+     * manager's lease duration, so a killed member leaves the share when its leases expire.
+     */
+    public Builder memberTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "memberTimeout");
+      if (timeout.toMillis() < 1) {
+        throw new IllegalArgumentException("memberTimeout must be at least 1 ms, got " + timeout);
+      }
+      this.memberTimeout = timeout;
+      return this;
+    }
+
+    /** The members table; default the lease table's name + {@code _members}. */
+    public Builder membersTable(String table) {
+      this.membersTable = table(table);
+      return this;
+    }
+
+    /** Creates the members table at build time if it does not exist. */
+    public Builder createTableIfMissing() {
+      this.createTable = true;
+      return this;
+    }
+
+    /** Test only: a deliberately broken group (negative controls). */
+    Builder faultForTesting(Fault fault) {
+      faults.add(fault);
+      return this;
+    }
+
+    /**
+     * Checks the members table (creating it if asked).
+     *
+     * @throws IllegalArgumentException for a missing key supplier or bad timings
+     * @throws LeaseException if the members table is missing or the database unreachable
+     * @throws IllegalStateException if the manager is closed
+     */
+    public LeaseGroup build() {
+      if (keys == null) {
+        throw new IllegalArgumentException(
+            "a LeaseGroup needs its candidate keys: set keys(() -> ...)");
+      }
+      if (LeaseInternals.isClosed(manager)) {
+        throw new IllegalStateException(manager + " is closed; build the group on an open one");
+      }
+      if (passInterval == null) {
+        passInterval = manager.timings().renewInterval();
+      }
+      if (memberTimeout == null) {
+        memberTimeout = manager.timings().leaseDuration();
+      }
+      if (memberTimeout.compareTo(passInterval) <= 0) {
+        throw new IllegalArgumentException(
+            "memberTimeout ("
+                + memberTimeout.toMillis()
+                + " ms) must be longer than passInterval ("
+                + passInterval.toMillis()
+                + " ms), or live members drop out of the share between their passes");
+      }
+      if (membersTable == null) {
+        String t = manager.table() + "_members";
+        if (!TABLE.matcher(t).matches()) {
+          throw new IllegalArgumentException(
+              "the default members table name " + t + " is too long; set membersTable(...)");
+        }
+        membersTable = t;
+      }
+      Dialect dialect = LeaseInternals.dialect(manager);
+      GroupSql sql =
+          GroupSql.of(dialect, membersTable, faults.contains(Fault.CLAIM_WITHOUT_ROW_LOCK));
+      try {
+        LeaseInternals.execute(
+            manager,
+            "check the members table " + membersTable,
+            c -> {
+              if (createTable) {
+                try (Statement s = c.createStatement()) {
+                  for (String ddl : sql.ddl()) {
+                    s.execute(ddl);
+                  }
+                }
+              }
+              try (Statement s = c.createStatement()) {
+                s.executeQuery(
+                        "SELECT group_name, member, instance, heartbeat_ms, draining FROM "
+                            + membersTable
+                            + " WHERE 1 = 0")
+                    .close();
+              }
+              return null;
+            });
+      } catch (LeaseException e) {
+        if (e.getCause() instanceof SQLException s && dialect.isMissingTable(s)) {
+          throw new LeaseException(
+              "members table "
+                  + membersTable
+                  + " does not exist; create it with LeaseGroup.ddl(...) in your migrations or"
+                  + " call createTableIfMissing() on the group's builder",
+              e);
+        }
+        throw e;
+      }
+      return new LeaseGroup(this, sql);
+    }
+  }
+}

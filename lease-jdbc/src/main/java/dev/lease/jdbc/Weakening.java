@@ -35,7 +35,9 @@ enum Weakening {
    * Run commits written as SQL (COMMIT, END, MySQL implicit commits, SET autocommit = 1) and {@code
    * setAutoCommit(true)} without the checks of {@code commit()}.
    */
-  NO_COMMIT_CHECKS;
+  NO_COMMIT_CHECKS,
+  /** Send the verify in the same round trip as the first statement but ignore an empty result. */
+  PIGGYBACK_IGNORES_REFUSAL;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

@@ -25,6 +25,7 @@ final class PgRoundTrips implements AutoCloseable {
   private final int port;
   private final AtomicLong roundTrips = new AtomicLong();
   private final AtomicLong syncs = new AtomicLong();
+  private final AtomicLong parses = new AtomicLong();
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
 
   PgRoundTrips(String host, int port) throws IOException {
@@ -43,8 +44,18 @@ final class PgRoundTrips implements AutoCloseable {
         + "/test?user=postgres&sslmode=disable&gssEncMode=disable";
   }
 
+  /** {@link #url()} with pgjdbc's {@code prepareThreshold}. */
+  String url(int prepareThreshold) {
+    return url() + "&prepareThreshold=" + prepareThreshold;
+  }
+
   long roundTrips() {
     return roundTrips.get();
+  }
+
+  /** Parse messages sent: a statement the server has not prepared under a name yet. */
+  long parses() {
+    return parses.get();
   }
 
   /** Sync messages and simple queries sent: each is answered with a ReadyForQuery. */
@@ -116,6 +127,8 @@ final class PgRoundTrips implements AutoCloseable {
       body = d.readNBytes(length - 4);
       if (type == 'S' || type == 'Q') {
         syncs.incrementAndGet();
+      } else if (type == 'P') {
+        parses.incrementAndGet();
       }
       if (System.getProperty("pgtrace") != null) {
         System.err.println(

@@ -470,6 +470,59 @@ class PiggybackVerifyTest {
     }
   }
 
+  /**
+   * Statement caching still works: a prepared statement that carries the verify, prepared anew in
+   * each transaction as applications and pools do, is server-prepared by pgjdbc after its threshold
+   * like the raw one, and later transactions send no Parse at all. Negative control: with
+   * server-side prepare off ({@code prepareThreshold=0}) the count sees a Parse every time.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void theCombinedStatementIsServerPreparedLikeTheRawOne(TestDatabase db) throws Exception {
+    assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
+    try (Fixture f = pg();
+        PgRoundTrips proxy = new PgRoundTrips("127.0.0.1", 5432)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("cache").get();
+      UrlDataSource cached = new UrlDataSource(proxy.url(5));
+      UrlDataSource uncached = new UrlDataSource(proxy.url(0));
+      FencingOptions options = f.options().build();
+      assertEquals(0, parsesLate(f, proxy, cached, null), "raw");
+      assertEquals(0, parsesLate(f, proxy, FencedDataSource.wrap(cached, options), lease));
+      // 4 transactions: the UPDATE and the COMMIT parsed each time; fenced, the verify too
+      assertEquals(8, parsesLate(f, proxy, uncached, null), "control: raw, never server-prepared");
+      assertEquals(
+          12,
+          parsesLate(f, proxy, FencedDataSource.wrap(uncached, options), lease),
+          "control: the verify, the statement and the commit parsed in each transaction");
+    }
+  }
+
+  /** Parse messages of the last 4 of 10 one-statement transactions on one connection. */
+  private static long parsesLate(
+      Fixture f, PgRoundTrips proxy, javax.sql.DataSource ds, Lease lease) throws Exception {
+    try (LeaseContext.Scope scope = lease == null ? null : LeaseContext.bind(lease);
+        Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      long before = 0;
+      for (int i = 0; i < 10; i++) {
+        if (i == 6) {
+          before = proxy.parses();
+        }
+        try (PreparedStatement ps =
+            c.prepareStatement("UPDATE " + f.data + " SET note = ? WHERE id = ?")) {
+          ps.setString(1, "c" + i);
+          ps.setInt(2, 1);
+          ps.executeUpdate();
+        }
+        c.commit();
+      }
+      if (lease != null) {
+        assertEquals(10, c.unwrap(FencingConnection.class).fence.piggybacked());
+      }
+      return proxy.parses() - before;
+    }
+  }
+
   /** Round trips of one 1-statement transaction (a prepared UPDATE, then commit). */
   private static long roundTrips(
       Fixture f, PgRoundTrips proxy, javax.sql.DataSource ds, Lease lease) throws Exception {

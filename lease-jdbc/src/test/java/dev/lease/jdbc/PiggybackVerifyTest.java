@@ -362,13 +362,16 @@ class PiggybackVerifyTest {
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void aRefusedVerifySentAheadOfAWriteLeavesNothingBehind(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
-      Outcome o = refusedAheadOfWrite(f, f.fenced(f.options().build()));
-      assertEquals(LeaseLostSQLException.REFUSED, o.first, o.toString());
-      assertEquals(LeaseLostSQLException.POISONED, o.second, o.toString());
-      assertEquals(LeaseLostSQLException.POISONED, o.commit, o.toString());
-      assertEquals(0, o.rows, "nothing of the refused transaction committed: " + o);
-      assertEquals(db == TestDatabase.POSTGRESQL ? 1 : 0, o.piggybacked, o.toString());
-      assertTrue(o.resultsHidden, "the refused statement's results are not handed out: " + o);
+      for (int i = 0; i < 4; i++) {
+        FencingMode mode = FencingMode.values()[i % 2];
+        Outcome o = refusedAheadOfWrite(f, f.fenced(f.options().mode(mode).build()), i >= 2);
+        assertEquals(LeaseLostSQLException.REFUSED, o.first, mode + " " + o);
+        assertEquals(LeaseLostSQLException.POISONED, o.second, mode + " " + o);
+        assertEquals(LeaseLostSQLException.POISONED, o.commit, mode + " " + o);
+        assertEquals(0, o.rows, "nothing of the refused transaction committed: " + mode + o);
+        assertEquals(db == TestDatabase.POSTGRESQL ? 1 : 0, o.piggybacked, mode + " " + o);
+        assertTrue(o.resultsHidden, "the refused statement's results are not handed out: " + o);
+      }
     }
   }
 
@@ -384,7 +387,7 @@ class PiggybackVerifyTest {
     try (Fixture f = new Fixture(db, 4)) {
       FencedDataSource ds =
           f.fenced(f.options().weaken(Weakening.PIGGYBACK_IGNORES_REFUSAL).build());
-      Outcome o = refusedAheadOfWrite(f, ds);
+      Outcome o = refusedAheadOfWrite(f, ds, false);
       assertEquals(1, o.piggybacked, o.toString());
       assertNull(o.first, o.toString());
       assertEquals(2, o.rows, "the weakened fence commits the stale writes: " + o);
@@ -403,7 +406,8 @@ class PiggybackVerifyTest {
    * Claims, lets the database give the lease to a successor (the holder still believes it holds
    * it), then runs a transaction whose first statement is a write and tries every later step.
    */
-  private static Outcome refusedAheadOfWrite(Fixture f, FencedDataSource ds) throws Exception {
+  private static Outcome refusedAheadOfWrite(Fixture f, FencedDataSource ds, boolean prepared)
+      throws Exception {
     Lease lease =
         f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("r" + IDS.incrementAndGet()).get();
     f.takeOver(lease);
@@ -416,11 +420,19 @@ class PiggybackVerifyTest {
     int carried;
     try (LeaseContext.Scope scope = LeaseContext.bind(lease);
         Connection c = ds.getConnection();
-        Statement s = c.createStatement()) {
+        PreparedStatement ps =
+            c.prepareStatement("INSERT INTO " + f.data + " (id, term) VALUES (?, 1)");
+        Statement text = c.createStatement()) {
       c.setAutoCommit(false);
       FencingConnection fc = c.unwrap(FencingConnection.class);
+      Statement s = prepared ? ps : text;
       try {
-        s.executeUpdate("INSERT INTO " + f.data + " (id, term) VALUES (" + id + ", 1)");
+        if (prepared) {
+          ps.setInt(1, id);
+          ps.executeUpdate();
+        } else {
+          text.executeUpdate("INSERT INTO " + f.data + " (id, term) VALUES (" + id + ", 1)");
+        }
       } catch (SQLException e) {
         first = e.getSQLState();
       }

@@ -42,10 +42,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * strict-separate}, {@link FencingOptions.Builder#piggybackVerify} off) and carried in the first
  * statement's round trip where the driver allows it ({@code strict}, the default; PostgreSQL);
  * transactions of 1 and 5 {@code UPDATE}s by primary key (ids sorted, so concurrent transactions
- * cannot deadlock), at 1 and 8 threads, with relaxed and with durable commits. The pool has {@code autoCommit=false}; each transaction borrows a connection, runs its
- * statements and commits, retrying when the database refuses it for contention (SQLite's single
- * writer); only committed transactions count. The lease is held by a keeper renewing every 2 s, as
- * in production.
+ * cannot deadlock), at 1 and 8 threads, with relaxed and with durable commits. The pool has {@code
+ * autoCommit=false}; each transaction borrows a connection, runs its statements and commits,
+ * retrying when the database refuses it for contention (SQLite's single writer); only committed
+ * transactions count. The lease is held by a keeper renewing every 2 s, as in production.
  *
  * <p>The separate verify costs one extra round trip per transaction; carried along, none. The
  * databases are shared with whatever else runs on the machine, so compare variants of one run, not
@@ -68,10 +68,10 @@ public class FencingBenchmark {
   public String variant;
 
   /**
-   * {@code relaxed}: commit durability relaxed per session where the database allows it
-   * (PostgreSQL {@code synchronous_commit = off}, SQLite {@code synchronous = NORMAL}; MariaDB has
-   * no per-session setting: {@code innodb_flush_log_at_trx_commit} is global, left as the server
-   * has it). {@code durable}: the server's settings.
+   * {@code relaxed}: commit durability relaxed per session where the database allows it (PostgreSQL
+   * {@code synchronous_commit = off}, SQLite {@code synchronous = NORMAL}; MariaDB has no
+   * per-session setting: {@code innodb_flush_log_at_trx_commit} is global, left as the server has
+   * it). {@code durable}: the server's settings.
    */
   @Param({"relaxed", "durable"})
   public String durability;

@@ -185,9 +185,6 @@ final class TransactionFence {
   static final int SHAPE_UPDATE = 3;
   static final int SHAPE_LARGE_UPDATE = 4;
 
-  /** Whether this connection can carry the verify along: 0 not known yet, 1 yes, -1 no. */
-  private int piggyback;
-
   /** First statements that carried the verify along and ran (tests count them). */
   private int piggybacked;
 
@@ -1014,22 +1011,16 @@ final class TransactionFence {
   // -------------------------------------------------------------
 
   /**
-   * True if prepared statements of this connection should remember their parameters: the option is
-   * on and the database is PostgreSQL (asked once).
+   * True if a statement prepared now should remember its parameters: the option is on and a lease
+   * of a PostgreSQL manager is bound (with none bound nothing is asked of the driver; a statement
+   * prepared before its lease was bound verifies separately).
    */
   boolean mayPiggyback() {
-    if (piggyback == 0) {
-      boolean yes = false;
-      if (options.piggybackVerify()) {
-        try {
-          yes = "PostgreSQL".equals(delegate.getMetaData().getDatabaseProductName());
-        } catch (SQLException e) {
-          log.debug("could not read the database product; verifying separately", e);
-        }
-      }
-      piggyback = yes ? 1 : -1;
+    if (!options.piggybackVerify()) {
+      return false;
     }
-    return piggyback > 0;
+    Lease lease = LeaseInternals.currentOrNull();
+    return lease != null && "PostgreSQL".equals(lease.manager().databaseProduct());
   }
 
   /**

@@ -355,6 +355,33 @@ class PiggybackVerifyTest {
     }
   }
 
+  /** A statement prepared before its lease was bound (a statement cache's) verifies separately. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void aStatementPreparedBeforeTheLeaseWasBoundVerifiesSeparately(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 4)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("early").get();
+      FencedDataSource ds = f.fenced(f.options().build());
+      int before = f.verified.get();
+      try (Connection c = ds.getConnection();
+          PreparedStatement early =
+              c.prepareStatement("INSERT INTO " + f.data + " (id, term) VALUES (?, 1)")) {
+        FencingConnection fc = c.unwrap(FencingConnection.class);
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+          c.setAutoCommit(false);
+          early.setInt(1, IDS.incrementAndGet());
+          assertEquals(1, early.executeUpdate());
+          c.commit();
+          f.insert(c, IDS.incrementAndGet(), 1); // prepared under the lease: carries it
+          c.commit();
+        }
+        assertEquals(db == TestDatabase.POSTGRESQL ? 1 : 0, fc.fence.piggybacked());
+      }
+      assertEquals(2, f.verified.get() - before);
+    }
+  }
+
   // ---- a refused verify sent ahead of a write leaves nothing behind
   // ----------------------------------------
 

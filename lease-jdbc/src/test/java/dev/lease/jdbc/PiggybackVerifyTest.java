@@ -355,6 +355,40 @@ class PiggybackVerifyTest {
     }
   }
 
+  /**
+   * pgjdbc's {@code autosave=always} rolls back to a savepoint set before the combined text when
+   * the statement fails, which also undoes the verify's lock: the transaction stays unverified, and
+   * the next statement carries the verify again before anything commits.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void afterAFailedCarriedStatementTheNextStatementCarriesTheVerifyAgain(TestDatabase db)
+      throws Exception {
+    assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
+    try (Fixture f = pg()) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("autosave").get();
+      FencedDataSource ds =
+          FencedDataSource.wrap(
+              new UrlDataSource(db.url() + "&autosave=always"), f.options().build());
+      int before = f.verified.get();
+      int id = IDS.incrementAndGet();
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        FencingConnection fc = c.unwrap(FencingConnection.class);
+        assertThrows(
+            SQLException.class, () -> c.createStatement().executeUpdate("UPDATE nope SET x = 1"));
+        assertEquals(0, f.verified.get() - before, "not verified: the statement failed");
+        assertEquals(0, fc.fence.piggybacked(), "counted only when the text ran");
+        f.insert(c, id, 1);
+        c.commit();
+        assertEquals(1, fc.fence.piggybacked(), "the insert carried the verify again");
+      }
+      assertEquals(1, f.verified.get() - before);
+      assertEquals(1, f.count("id = " + id));
+    }
+  }
+
   /** A statement prepared before its lease was bound (a statement cache's) verifies separately. */
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")

@@ -20,9 +20,9 @@ for r in csv.DictReader(open(sys.argv[1])):
     key = (r["Param: database"], r["Param: durability"], int(r["Param: statements"]), threads)
     trials.setdefault(key, {})[counter] = float(r["Score"])
 
-print("| database | commits | statements | threads | raw tx/s | strict, separate verify"
-      " | strict, verify carried along |")
-print("|---|---|---|---|---|---|---|")
+print("| database | commits | statements | threads | raw tx/s | STRICT, separate verify"
+      " | STRICT, verify carried along | VERIFY, carried along |")
+print("|---|---|---|---|---|---|---|---|")
 order = {"postgresql": 0, "mariadb": 1, "sqlite": 2}
 for key in sorted(trials, key=lambda k: (order.get(k[0], 9), k[1] != "relaxed", k[3], k[2])):
     t = trials[key]
@@ -32,9 +32,12 @@ for key in sorted(trials, key=lambda k: (order.get(k[0], 9), k[1] != "relaxed", 
         return threads * 1e9 * t[v + "Tx"] / t[v + "Nanos"]
 
     raw = tps("raw")
-    cells = ["{:,.0f} ({:.2f}×)".format(tps(v), tps(v) / raw) for v in ("separate", "carried")]
+    cells = [
+        "{:,.0f} ({:.2f}×)".format(tps(v), tps(v) / raw)
+        for v in ("separate", "carried", "verify")
+    ]
     # MariaDB has no per-session durability setting: both of its runs use the server's
     commits = key[1] if key[0] != "mariadb" else "server's (run {})".format(
         1 if key[1] == "relaxed" else 2)
-    print("| {} | {} | {} | {} | {:,.0f} | {} | {} |".format(
+    print("| {} | {} | {} | {} | {:,.0f} | {} | {} | {} |".format(
         key[0], commits, key[2], threads, raw, *cells))

@@ -36,14 +36,15 @@ import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Raw, STRICT with the verify as a statement of its own, and STRICT with the verify carried in the
- * first statement's round trip ({@link FencingOptions.Builder#piggybackVerify}), interleaved
- * transaction by transaction in one trial: each benchmark thread runs the three in turn over the
- * same HikariCP pool and adds each transaction's time to its variant's counters ({@code rawNanos} /
- * {@code rawTx} and so on, JMH secondary results). On a shared machine whose load changes from
- * second to second, variants measured one after the other compare the load as much as the variants;
- * interleaved, every variant sees the same load. The ratio of mean transaction times is the figure
- * to read ({@code tools/piggyback-table.py} in this module makes the README table).
+ * Raw, STRICT with the verify as a statement of its own, STRICT with the verify carried in the
+ * first statement's round trip ({@link FencingOptions.Builder#piggybackVerify}), and VERIFY (no
+ * lock on the lease row) carried along, interleaved transaction by transaction in one trial: each
+ * benchmark thread runs the four in turn over the same HikariCP pool and adds each transaction's
+ * time to its variant's counters ({@code rawNanos} / {@code rawTx} and so on, JMH secondary
+ * results). On a shared machine whose load changes from second to second, variants measured one
+ * after the other compare the load as much as the variants; interleaved, every variant sees the
+ * same load. The ratio of mean transaction times is the figure to read ({@code
+ * tools/piggyback-table.py} in this module makes the README table).
  *
  * <p>Transactions of 1 and 5 {@code UPDATE}s by primary key (ids sorted), at 1 and 8 threads, with
  * relaxed commits ({@code synchronous_commit = off} on PostgreSQL; MariaDB has no per-session
@@ -76,7 +77,7 @@ public class PiggybackBenchmark {
   String leaseTable;
   String update;
 
-  /** raw, separate verify, verify carried along. */
+  /** raw, STRICT separate verify, STRICT verify carried along, VERIFY carried along. */
   DataSource[] variants;
 
   @Setup(Level.Trial)
@@ -124,7 +125,13 @@ public class PiggybackBenchmark {
         new DataSource[] {
           pool,
           FencedDataSource.wrap(pool, FencingOptions.builder().piggybackVerify(false).build()),
-          FencedDataSource.wrap(pool, FencingOptions.builder().piggybackVerify(true).build())
+          FencedDataSource.wrap(pool, FencingOptions.builder().piggybackVerify(true).build()),
+          FencedDataSource.wrap(
+              pool,
+              FencingOptions.builder()
+                  .mode(dev.lease.jdbc.FencingMode.VERIFY)
+                  .piggybackVerify(true)
+                  .build())
         };
   }
 
@@ -145,6 +152,8 @@ public class PiggybackBenchmark {
     public long separateTx;
     public long carriedNanos;
     public long carriedTx;
+    public long verifyNanos;
+    public long verifyTx;
 
     int turn;
     LeaseContext.Scope scope;
@@ -152,12 +161,13 @@ public class PiggybackBenchmark {
     @Setup(Level.Trial)
     public void bind(PiggybackBenchmark b) {
       scope = LeaseContext.bind(b.lease);
-      turn = ThreadLocalRandom.current().nextInt(3);
+      turn = ThreadLocalRandom.current().nextInt(4);
     }
 
     @Setup(Level.Iteration)
     public void reset() {
       rawNanos = rawTx = separateNanos = separateTx = carriedNanos = carriedTx = 0;
+      verifyNanos = verifyTx = 0;
     }
 
     @TearDown(Level.Trial)
@@ -180,7 +190,7 @@ public class PiggybackBenchmark {
 
   private int next(Times t) throws SQLException {
     int variant = t.turn;
-    t.turn = variant == 2 ? 0 : variant + 1;
+    t.turn = variant == 3 ? 0 : variant + 1;
     long start = System.nanoTime();
     int changed = transaction(variants[variant]);
     long took = System.nanoTime() - start;
@@ -193,9 +203,13 @@ public class PiggybackBenchmark {
         t.separateNanos += took;
         t.separateTx++;
         break;
-      default:
+      case 2:
         t.carriedNanos += took;
         t.carriedTx++;
+        break;
+      default:
+        t.verifyNanos += took;
+        t.verifyTx++;
     }
     return changed;
   }

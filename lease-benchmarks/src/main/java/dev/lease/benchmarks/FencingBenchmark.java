@@ -38,17 +38,18 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * Transactions per second, side by side: raw HikariCP ({@code raw}), {@link FencedDataSource} over
  * it with no lease bound ({@code no-lease}), with a lease bound in {@link FencingMode#VERIFY}
- * ({@code verify}) and in {@link FencingMode#STRICT} ({@code strict}); transactions of 1 and 5
- * {@code UPDATE}s by primary key (ids sorted, so concurrent transactions cannot deadlock), at 1 and
- * 8 threads. The pool has {@code autoCommit=false}; each transaction borrows a connection, runs its
- * statements and commits, retrying when the database refuses it for contention (SQLite's single
- * writer); only committed transactions count. The lease is held by a keeper renewing every 2 s, as
- * in production.
+ * ({@code verify}) and in {@link FencingMode#STRICT}: the verify as a statement of its own ({@code
+ * strict-separate}, {@link FencingOptions.Builder#piggybackVerify} off) and carried in the first
+ * statement's round trip where the driver allows it ({@code strict}, the default; PostgreSQL);
+ * transactions of 1 and 5 {@code UPDATE}s by primary key (ids sorted, so concurrent transactions
+ * cannot deadlock), at 1 and 8 threads, with relaxed and with durable commits. The pool has {@code
+ * autoCommit=false}; each transaction borrows a connection, runs its statements and commits,
+ * retrying when the database refuses it for contention (SQLite's single writer); only committed
+ * transactions count. The lease is held by a keeper renewing every 2 s, as in production.
  *
- * <p>The physical limit of fencing is one extra round trip (the verify) per transaction. Commit
- * durability is relaxed per session on PostgreSQL ({@code synchronous_commit = off}) and SQLite
- * ({@code synchronous = NORMAL}); the databases are shared with whatever else runs on the machine,
- * so compare variants of one run, not runs.
+ * <p>The separate verify costs one extra round trip per transaction; carried along, none. The
+ * databases are shared with whatever else runs on the machine, so compare variants of one run, not
+ * runs.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -63,8 +64,17 @@ public class FencingBenchmark {
   @Param({"postgresql", "mariadb", "sqlite"})
   public String database;
 
-  @Param({"raw", "no-lease", "verify", "strict"})
+  @Param({"raw", "no-lease", "verify", "strict-separate", "strict"})
   public String variant;
+
+  /**
+   * {@code relaxed}: commit durability relaxed per session where the database allows it (PostgreSQL
+   * {@code synchronous_commit = off}, SQLite {@code synchronous = NORMAL}; MariaDB has no
+   * per-session setting: {@code innodb_flush_log_at_trx_commit} is global, left as the server has
+   * it). {@code durable}: the server's settings.
+   */
+  @Param({"relaxed", "durable"})
+  public String durability;
 
   @Param({"1", "5"})
   public int statements;
@@ -84,15 +94,16 @@ public class FencingBenchmark {
     try (HikariDataSource template = db.pooled(8)) {
       template.copyStateTo(cfg);
     }
-    cfg.setPoolName("bench-" + database + "-" + variant);
+    cfg.setPoolName("bench-" + database + "-" + variant + "-" + durability);
     cfg.setAutoCommit(false);
     cfg.setMaximumPoolSize(8);
     cfg.setMinimumIdle(8);
     // Durability relaxed per session, so that the disk's fsync at every commit does not drown the
     // difference being measured (round trips and CPU); MariaDB's is a global setting, left alone.
-    if (db == TestDatabase.POSTGRESQL) {
+    boolean relaxed = durability.equals("relaxed");
+    if (db == TestDatabase.POSTGRESQL && relaxed) {
       cfg.setConnectionInitSql("SET synchronous_commit = off");
-    } else if (db.isSqlite()) {
+    } else if (db.isSqlite() && relaxed) {
       // not as connectionInitSql: that runs after autoCommit=false, inside sqlite-jdbc's BEGIN
       cfg.getDataSource().unwrap(org.sqlite.SQLiteDataSource.class).setSynchronous("NORMAL");
     }
@@ -130,13 +141,15 @@ public class FencingBenchmark {
         dataSource = FencedDataSource.wrap(pool);
         break;
       case "verify":
+      case "strict-separate":
       case "strict":
         lease = leases.tryClaim("bench").orElseThrow().hold();
         dataSource =
             FencedDataSource.wrap(
                 pool,
                 FencingOptions.builder()
-                    .mode(variant.equals("strict") ? FencingMode.STRICT : FencingMode.VERIFY)
+                    .mode(variant.equals("verify") ? FencingMode.VERIFY : FencingMode.STRICT)
+                    .piggybackVerify(!variant.equals("strict-separate"))
                     .build());
         break;
       default:

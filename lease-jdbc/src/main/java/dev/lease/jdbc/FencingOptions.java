@@ -33,6 +33,7 @@ public final class FencingOptions {
   private final Duration lockWaitTimeout;
   private final Set<Weakening> weakenings;
   private final Executor cancelExecutor;
+  private final boolean piggybackVerify;
 
   private FencingOptions(Builder b) {
     this.mode = b.mode;
@@ -46,6 +47,7 @@ public final class FencingOptions {
     w.addAll(Weakening.fromSystemProperty());
     this.weakenings = w;
     this.cancelExecutor = b.cancelExecutor;
+    this.piggybackVerify = b.piggybackVerify;
   }
 
   public static FencingOptions defaults() {
@@ -67,6 +69,7 @@ public final class FencingOptions {
     b.lockWaitTimeout = lockWaitTimeout;
     b.weakenings.addAll(weakenings);
     b.cancelExecutor = cancelExecutor;
+    b.piggybackVerify = piggybackVerify;
     return b;
   }
 
@@ -97,6 +100,14 @@ public final class FencingOptions {
     return lockWaitTimeout;
   }
 
+  /**
+   * Whether the verify of a transaction's first statement travels in the same round trip as the
+   * statement where the driver allows it (PostgreSQL; see {@link Builder#piggybackVerify}).
+   */
+  public boolean piggybackVerify() {
+    return piggybackVerify;
+  }
+
   /** Negative controls only (see {@link Weakening}). */
   boolean weakened(Weakening w) {
     return !weakenings.isEmpty() && weakenings.contains(w);
@@ -123,6 +134,8 @@ public final class FencingOptions {
         + idleInTransactionTimeout
         + ", lockWaitTimeout="
         + lockWaitTimeout
+        + ", piggybackVerify="
+        + piggybackVerify
         + (weakenings.isEmpty() ? "" : ", WEAKENED=" + weakenings)
         + "]";
   }
@@ -137,6 +150,7 @@ public final class FencingOptions {
     private Duration lockWaitTimeout;
     private final Set<Weakening> weakenings = EnumSet.noneOf(Weakening.class);
     private Executor cancelExecutor = CancelThreads.SHARED;
+    private boolean piggybackVerify = true;
 
     private Builder() {}
 
@@ -183,6 +197,22 @@ public final class FencingOptions {
      */
     public Builder lockWaitTimeout(Duration timeout) {
       this.lockWaitTimeout = positive("lockWaitTimeout", timeout);
+      return this;
+    }
+
+    /**
+     * Sends the verify of a transaction's first statement in the same round trip as the statement
+     * (default true). PostgreSQL only, inside a transaction begun with {@code
+     * setAutoCommit(false)}: pgjdbc sends {@code <verify>; <statement>} as one text with one Sync,
+     * the verify runs first on the server and takes its lock before the statement does, and the
+     * wrapper reads its row before presenting the statement's results; a verify that finds no row
+     * poisons the transaction (the statement's effect is rolled back with it). It saves one round
+     * trip per transaction. Statements it cannot carry (autocommit statements, batches, callable
+     * statements, generated keys, a fetch size, read-only transactions, stream parameters) and
+     * other databases verify as a statement of their own. False: always the separate verify.
+     */
+    public Builder piggybackVerify(boolean piggyback) {
+      this.piggybackVerify = piggyback;
       return this;
     }
 

@@ -30,10 +30,18 @@ class FencingStatement extends StatementDelegate {
 
   private volatile boolean closed;
 
+  /**
+   * The driver's statement whose results are current: {@link #delegate}, or after a prepared
+   * statement's first statement of a transaction carried the verify along, the driver's statement
+   * of the combined text ({@link FencingPreparedStatement#combined}).
+   */
+  Statement results;
+
   FencingStatement(FencingConnection connection, Statement delegate, String sql) {
     super(delegate);
     this.connection = connection;
     this.sql = sql;
+    this.results = delegate;
   }
 
   @Override
@@ -76,6 +84,120 @@ class FencingStatement extends StatementDelegate {
     return all == SqlSummary.NONE ? SqlSummary.of(0, 0, 0, 0) : all;
   }
 
+  // ---- the shapes a first statement can carry the verify in (TransactionFence#piggyback)
+
+  @Override
+  public boolean execute(String text) throws SQLException {
+    if (idle()) {
+      return super.execute(text);
+    }
+    return connection.fence.execute(
+        this,
+        TransactionFence.TEXT,
+        text,
+        () -> delegate.execute(text),
+        TransactionFence.SHAPE_EXECUTE);
+  }
+
+  @Override
+  public ResultSet executeQuery(String text) throws SQLException {
+    if (idle()) {
+      return super.executeQuery(text);
+    }
+    return resultSet(
+        connection.fence.execute(
+            this,
+            TransactionFence.TEXT,
+            text,
+            () -> delegate.executeQuery(text),
+            TransactionFence.SHAPE_QUERY));
+  }
+
+  @Override
+  public int executeUpdate(String text) throws SQLException {
+    if (idle()) {
+      return super.executeUpdate(text);
+    }
+    return connection.fence.execute(
+        this,
+        TransactionFence.TEXT,
+        text,
+        () -> delegate.executeUpdate(text),
+        TransactionFence.SHAPE_UPDATE);
+  }
+
+  @Override
+  public long executeLargeUpdate(String text) throws SQLException {
+    if (idle()) {
+      return super.executeLargeUpdate(text);
+    }
+    return connection.fence.execute(
+        this,
+        TransactionFence.TEXT,
+        text,
+        () -> delegate.executeLargeUpdate(text),
+        TransactionFence.SHAPE_LARGE_UPDATE);
+  }
+
+  // ---- results: of the statement that ran last
+
+  @Override
+  public ResultSet getResultSet() throws SQLException {
+    return resultSet(results.getResultSet());
+  }
+
+  @Override
+  public ResultSet getGeneratedKeys() throws SQLException {
+    return resultSet(results.getGeneratedKeys());
+  }
+
+  @Override
+  public int getUpdateCount() throws SQLException {
+    return results.getUpdateCount();
+  }
+
+  @Override
+  public long getLargeUpdateCount() throws SQLException {
+    return results.getLargeUpdateCount();
+  }
+
+  @Override
+  public boolean getMoreResults() throws SQLException {
+    return results.getMoreResults();
+  }
+
+  @Override
+  public boolean getMoreResults(int current) throws SQLException {
+    return results.getMoreResults(current);
+  }
+
+  @Override
+  public java.sql.SQLWarning getWarnings() throws SQLException {
+    Statement r = results;
+    return r == delegate ? delegate.getWarnings() : r.getWarnings();
+  }
+
+  @Override
+  public void clearWarnings() throws SQLException {
+    delegate.clearWarnings();
+    Statement r = results;
+    if (r != delegate) {
+      r.clearWarnings();
+    }
+  }
+
+  @Override
+  public void cancel() throws SQLException {
+    Statement r = results;
+    if (r != delegate) {
+      r.cancel();
+    }
+    delegate.cancel();
+  }
+
+  /** Closes what a subclass opened besides {@link #delegate}. */
+  void closeMore() throws SQLException {}
+
   @Override
   final ResultSet resultSet(ResultSet rs) {
     return rs == null ? null : new FencingResultSet(connection, this, rs);
@@ -98,6 +220,7 @@ class FencingStatement extends StatementDelegate {
 
   @Override
   public int[] executeBatch() throws SQLException {
+    results = delegate;
     try {
       if (idle()) {
         try {
@@ -114,6 +237,7 @@ class FencingStatement extends StatementDelegate {
 
   @Override
   public long[] executeLargeBatch() throws SQLException {
+    results = delegate;
     try {
       if (idle()) {
         try {
@@ -141,7 +265,11 @@ class FencingStatement extends StatementDelegate {
     }
     closed = true;
     try {
-      delegate.close();
+      try {
+        closeMore();
+      } finally {
+        delegate.close();
+      }
     } finally {
       connection.fence.resultDone(this);
     }

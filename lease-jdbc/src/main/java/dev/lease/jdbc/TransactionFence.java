@@ -4,6 +4,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.internal.LeaseInternals;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -176,12 +177,41 @@ final class TransactionFence {
   static final int ROW_CHANGE = 3;
 
   /**
+   * What the user called, for a first statement that carries the verify along ({@link #piggyback}):
+   * none (any other call: it never does), {@code execute}, {@code executeQuery}, {@code
+   * executeUpdate}, {@code executeLargeUpdate}.
+   */
+  static final int SHAPE_NONE = 0;
+
+  static final int SHAPE_EXECUTE = 1;
+  static final int SHAPE_QUERY = 2;
+  static final int SHAPE_UPDATE = 3;
+  static final int SHAPE_LARGE_UPDATE = 4;
+
+  /** First statements that carried the verify along and ran (tests count them). */
+  private int piggybacked;
+
+  int piggybacked() {
+    return piggybacked;
+  }
+
+  /**
    * Runs a statement (or an updatable result set's row change) under the fencing rules.
    *
    * @param st the fenced statement, or null for a row change of a result set without one
    * @param sql the text of {@code execute(String)} and friends; null otherwise
    */
   <T> T execute(FencingStatement st, int source, String sql, SqlCall<T> call) throws SQLException {
+    return execute(st, source, sql, call, SHAPE_NONE);
+  }
+
+  /**
+   * Like {@link #execute(FencingStatement, int, String, SqlCall)}, for a call whose result the
+   * fence can present itself when the statement carried the verify along ({@code shape}, one of the
+   * {@code SHAPE_} constants).
+   */
+  <T> T execute(FencingStatement st, int source, String sql, SqlCall<T> call, int shape)
+      throws SQLException {
     if (cancelling != null) {
       awaitCancel();
     }
@@ -217,7 +247,7 @@ final class TransactionFence {
       return call.call(); // nothing but comments: nothing to fence
     }
     if (kind == SqlKind.OTHER) {
-      return ordinary(lease, st, call);
+      return ordinary(lease, st, call, count == 1 ? shape : SHAPE_NONE, source, sql);
     }
     return control(lease, st, kind, summary, call);
   }
@@ -263,6 +293,16 @@ final class TransactionFence {
 
   /** An ordinary statement: runs in a verified transaction. */
   private <T> T ordinary(Lease lease, FencingStatement st, SqlCall<T> call) throws SQLException {
+    return ordinary(lease, st, call, SHAPE_NONE, TEXT, null);
+  }
+
+  /**
+   * An ordinary statement: runs in a verified transaction; the first of a transaction begun with
+   * {@code setAutoCommit(false)} carries the verify along where it can ({@link #piggyback}).
+   */
+  private <T> T ordinary(
+      Lease lease, FencingStatement st, SqlCall<T> call, int shape, int source, String sql)
+      throws SQLException {
     if (verified() == lease) {
       if (reverify) {
         // MySQL family: a CALL/EXECUTE may have run SET autocommit = 1 behind Connector/J's cached
@@ -279,6 +319,9 @@ final class TransactionFence {
     }
     switch (mode()) {
       case JDBC:
+        if (shape != SHAPE_NONE && piggybackable(lease, st, source)) {
+          return piggyback(lease, st, source, sql, shape);
+        }
         ensureSqliteTransaction();
         verify(lease);
         return run(st, call);
@@ -1036,8 +1079,189 @@ final class TransactionFence {
         || kind == SqlKind.ROLLBACK_PREPARED;
   }
 
+  // ---- the verify in the first statement's round trip
+  // -------------------------------------------------------------
+
+  /**
+   * True if a statement prepared now should remember its parameters: the option is on and a lease
+   * of a PostgreSQL manager is bound (with none bound nothing is asked of the driver; a statement
+   * prepared before its lease was bound verifies separately).
+   */
+  boolean mayPiggyback() {
+    if (!options.piggybackVerify()) {
+      return false;
+    }
+    Lease lease = LeaseInternals.currentOrNull();
+    return lease != null && "PostgreSQL".equals(lease.manager().databaseProduct());
+  }
+
+  /**
+   * Whether this first statement of a transaction begun with {@code setAutoCommit(false)} can carry
+   * the verify in its round trip. PostgreSQL only: pgjdbc sends a text of several statements as one
+   * Parse/Bind/Execute per statement and a single Sync, and the server runs them in order in the
+   * open transaction. Not: a batch, a callable statement, generated keys (pgjdbc would take the
+   * verify's rows for the keys: PgStatement.executeInternal takes the first result), a fetch size
+   * (a portal per statement; the cursor read is long anyway), a read-only transaction (FOR KEY
+   * SHARE is refused there; the plain verify runs), parameters that cannot be set twice (streams,
+   * LOBs), a lease not held (refused locally, nothing sent).
+   */
+  private boolean piggybackable(Lease lease, FencingStatement st, int source) throws SQLException {
+    if (st == null
+        || lexer.dialect != SqlDialect.POSTGRESQL
+        || !options.piggybackVerify()
+        || (source != TEXT && source != PREPARED)) {
+      return false;
+    }
+    if (source == PREPARED
+        && !(st instanceof FencingPreparedStatement
+            && ((FencingPreparedStatement) st).canReplay())) {
+      return false;
+    }
+    return st.delegate.getFetchSize() <= 0 && !delegate.isReadOnly() && lease.isHeld();
+  }
+
+  /**
+   * Runs {@code <verify>; <statement>} as one text in one round trip; the verify's row is read here
+   * and the statement's results are presented as if it had run alone. The verify runs first on the
+   * server and takes its lock (STRICT) before the statement runs. No row: the transaction is
+   * refused and poisoned exactly as after a separate verify; the statement's effect is in the
+   * transaction and goes with its rollback, and nothing of it is handed to the caller.
+   */
+  @SuppressWarnings("unchecked")
+  private <T> T piggyback(Lease lease, FencingStatement st, int source, String sql, int shape)
+      throws SQLException {
+    Duration idle = idleBound(lease);
+    String verifySql = LeaseInternals.verifySql(lease, strict);
+    List<Object> values = LeaseInternals.verifyParameters(lease, strict, idle);
+    FencedTransaction t = transaction(lease);
+    Statement s;
+    boolean held = false;
+    boolean rows;
+    try {
+      if (source == TEXT) {
+        s = st.delegate;
+        t.running = s;
+        rows = s.execute(withLiterals(verifySql, values) + ";\n" + sql);
+      } else {
+        FencingPreparedStatement fps = (FencingPreparedStatement) st;
+        PreparedStatement ps = fps.combined(verifySql, values.size());
+        LeaseInternals.bindVerify(lease, ps, 1, strict, idle);
+        s = ps;
+        st.results = ps;
+        t.running = ps;
+        rows = ps.execute();
+      }
+      piggybacked++;
+      if (rows) {
+        try (ResultSet v = s.getResultSet()) {
+          held = v.next();
+        }
+      }
+      rows = s.getMoreResults();
+    } catch (SQLException e) {
+      // the verify or the statement failed (PostgreSQL aborts the transaction either way): the
+      // transaction stays unverified, the next statement verifies again
+      afterError();
+      if (poisoned()) {
+        throw poisonedException("its statement failed after the loss: " + e.getMessage(), e);
+      }
+      throw e;
+    } finally {
+      t.running = null;
+    }
+    if (!held && !options.weakened(Weakening.PIGGYBACK_IGNORES_REFUSAL)) {
+      drain(s);
+      throw refuse(
+          lease,
+          "the database says it is no longer held by this holder at this term (the statement"
+              + " sent along with the verify ran in this transaction and is undone by its"
+              + " rollback)");
+    }
+    markVerified(lease);
+    notify(lease, l -> l.transactionVerified(lease));
+    try {
+      switch (shape) {
+        case SHAPE_QUERY:
+          if (!rows) {
+            throw new SQLException("No results were returned by the query.", "02000");
+          }
+          return (T) s.getResultSet();
+        case SHAPE_UPDATE:
+          if (rows) {
+            throw new SQLException("A result was returned when none was expected.", "0100E");
+          }
+          return (T) Integer.valueOf(s.getUpdateCount());
+        case SHAPE_LARGE_UPDATE:
+          if (rows) {
+            throw new SQLException("A result was returned when none was expected.", "0100E");
+          }
+          return (T) Long.valueOf(s.getLargeUpdateCount());
+        default:
+          return (T) Boolean.valueOf(rows);
+      }
+    } catch (SQLException e) {
+      afterError();
+      throw e;
+    }
+  }
+
+  /** Nothing of a refused statement's results reaches the caller. */
+  private static void drain(Statement s) {
+    try {
+      while (s.getMoreResults() || s.getUpdateCount() != -1) {
+        // discard
+      }
+    } catch (SQLException e) {
+      log.debug("could not discard a refused statement's results", e);
+    }
+  }
+
+  /**
+   * The verify's text with its parameters as literals, for a plain {@code Statement} (which has no
+   * parameters): numbers as digits, strings (the lease name, validated by LeaseNames; the holder
+   * and the timeout, made by the library) as {@code E''} literals with quotes and backslashes
+   * escaped, which reads the same whatever {@code standard_conforming_strings} is. The verify's
+   * text has no {@code ?} but its placeholders.
+   */
+  static String withLiterals(String verifySql, List<Object> values) {
+    StringBuilder b = new StringBuilder(verifySql.length() + 64);
+    int next = 0;
+    for (int i = 0; i < verifySql.length(); i++) {
+      char c = verifySql.charAt(i);
+      if (c != '?') {
+        b.append(c);
+        continue;
+      }
+      Object v = values.get(next++);
+      if (v instanceof Number) {
+        b.append(((Number) v).longValue());
+      } else {
+        String text = String.valueOf(v);
+        b.append("E'");
+        for (int j = 0; j < text.length(); j++) {
+          char x = text.charAt(j);
+          if (x == '\\' || x == '\'') {
+            b.append(x);
+          }
+          b.append(x);
+        }
+        b.append('\'');
+      }
+    }
+    if (next != values.size()) {
+      throw new IllegalStateException("verify text and parameters differ: " + verifySql);
+    }
+    return b.toString();
+  }
+
   // ---- the verify
   // ---------------------------------------------------------------------------------
+
+  private Duration idleBound(Lease lease) {
+    return options.idleInTransactionTimeout() != null
+        ? options.idleInTransactionTimeout()
+        : lease.manager().timings().leaseDuration();
+  }
 
   /** Verifies again in the open transaction (its lock may be gone); stays verified. */
   private void verifyAgain(Lease lease) throws SQLException {

@@ -44,7 +44,9 @@ enum Weakening {
    */
   TRUST_READ_ONLY_FLAG,
   /** Hand out driver objects through {@code unwrap} after the transaction's verify only. */
-  NO_UNWRAP_CHECKS;
+  NO_UNWRAP_CHECKS,
+  /** Send the verify in the same round trip as the first statement but ignore an empty result. */
+  PIGGYBACK_IGNORES_REFUSAL;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

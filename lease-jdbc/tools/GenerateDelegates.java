@@ -30,18 +30,20 @@ public class GenerateDelegates {
 
   public static void main(String[] args) throws IOException {
     gen("StatementDelegate", Statement.class, null, "Statement",
-        Set.of("getConnection", "unwrap", "isWrapperFor", "close", "isClosed"), "delegate");
+        Set.of("getConnection", "unwrap", "isWrapperFor", "close", "isClosed", "addBatch",
+            "clearBatch", "executeBatch", "executeLargeBatch"), "delegate");
     gen("PreparedStatementDelegate", PreparedStatement.class, "FencingStatement", "PreparedStatement",
         Set.of(), "prepared");
     gen("CallableStatementDelegate", CallableStatement.class, "FencingPreparedStatement",
         "CallableStatement", Set.of(), "callable");
     gen("ResultSetDelegate", ResultSet.class, null, "ResultSet",
-        Set.of("getStatement", "unwrap", "isWrapperFor"), "delegate");
+        Set.of("getStatement", "unwrap", "isWrapperFor", "close"), "delegate");
     gen("DatabaseMetaDataDelegate", DatabaseMetaData.class, null, "DatabaseMetaData",
         Set.of("getConnection", "unwrap", "isWrapperFor"), "delegate");
     gen("ConnectionDelegate", Connection.class, null, "Connection",
         Set.of("unwrap", "isWrapperFor", "close", "isClosed", "commit", "rollback", "setAutoCommit",
-            "setSavepoint", "getMetaData", "abort", "beginRequest", "endRequest"), "delegate");
+            "getAutoCommit", "setSavepoint", "getMetaData", "abort", "beginRequest", "endRequest",
+            "setTransactionIsolation", "setReadOnly"), "delegate");
   }
 
   static void gen(String name, Class<?> iface, String superClass, String simple, Set<String> skip,
@@ -66,8 +68,8 @@ public class GenerateDelegates {
           .append("    this.delegate = delegate;\n  }\n\n");
     } else {
       b.append("  ").append(name).append("(FencingConnection connection, ").append(typeName)
-          .append(" delegate, int kind) {\n")
-          .append("    super(connection, delegate, kind);\n")
+          .append(" delegate, String sql) {\n")
+          .append("    super(connection, delegate, sql);\n")
           .append("    this.").append(field).append(" = delegate;\n  }\n\n");
     }
     b.append(hooks(name));
@@ -91,13 +93,14 @@ public class GenerateDelegates {
     String sqlE = " throws java.sql.SQLException;\n";
     switch (name) {
       case "StatementDelegate":
-        return "  abstract int kind(String sql);\n\n  abstract int preparedKind();\n\n"
-            + "  abstract boolean idle(int kind);\n\n"
-            + "  abstract <T> T execute(int kind, SqlCall<T> call)" + sqlE + "\n"
+        return "  abstract boolean idle();\n\n"
+            + "  abstract java.sql.SQLException failed(java.sql.SQLException e);\n\n"
+            + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n"
             + "  abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);\n\n";
       case "ResultSetDelegate":
-        return "  abstract boolean idle(int kind);\n\n"
-            + "  abstract <T> T execute(int kind, SqlCall<T> call)" + sqlE + "\n";
+        return "  abstract boolean idle();\n\n"
+            + "  abstract java.sql.SQLException failed(java.sql.SQLException e);\n\n"
+            + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n";
       case "DatabaseMetaDataDelegate":
         return "  abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);\n\n";
       case "ConnectionDelegate":
@@ -147,22 +150,29 @@ public class GenerateDelegates {
         || (iface == ResultSet.class && (n.equals("insertRow") || n.equals("updateRow")
             || n.equals("deleteRow")));
     if (execute) {
-      String kind = statementFamily && ps.length > 0 && ps[0] == String.class
-          ? "kind(a0)" : "preparedKind()";
-      if (iface == ResultSet.class) {
-        kind = "SqlKind.OTHER";
-      }
-      b.append("    int k = ").append(kind).append(";\n");
+      // no lease bound: straight through (an error only marks the driver's session view stale);
+      // otherwise the fence reads the text: execute(String ...) the argument, the prepared
+      // statement its SQL, a result set's row change nothing
+      boolean text = statementFamily && ps.length > 0 && ps[0] == String.class;
+      String source = iface == ResultSet.class ? "TransactionFence.ROW_CHANGE"
+          : text ? "TransactionFence.TEXT" : "TransactionFence.PREPARED";
+      String sqlArg = text ? "a0" : "null";
       String wrapOpen = rt == ResultSet.class ? "resultSet(" : "";
       String wrapClose = rt == ResultSet.class ? ")" : "";
+      b.append("    if (idle()) {\n      try {\n");
       if (isVoid) {
-        b.append("    if (idle(k)) {\n      ").append(call).append(";\n      return;\n    }\n");
-        b.append("    execute(k, () -> {\n      ").append(call).append(";\n      return null;\n    });\n");
+        b.append("        ").append(call).append(";\n        return;\n");
       } else {
-        b.append("    if (idle(k)) {\n      return ").append(wrapOpen).append(call).append(wrapClose)
-            .append(";\n    }\n");
-        b.append("    return ").append(wrapOpen).append("execute(k, () -> ").append(call)
-            .append(")").append(wrapClose).append(";\n");
+        b.append("        return ").append(wrapOpen).append(call).append(wrapClose).append(";\n");
+      }
+      b.append("      } catch (java.sql.SQLException e) {\n        throw failed(e);\n      }\n    }\n");
+      if (isVoid) {
+        b.append("    execute(").append(source).append(", ").append(sqlArg)
+            .append(", () -> {\n      ").append(call).append(";\n      return null;\n    });\n");
+      } else {
+        b.append("    return ").append(wrapOpen).append("execute(").append(source).append(", ")
+            .append(sqlArg).append(", () -> ").append(call).append(")").append(wrapClose)
+            .append(";\n");
       }
     } else if (rt == ResultSet.class) {
       b.append("    return resultSet(").append(call).append(");\n");

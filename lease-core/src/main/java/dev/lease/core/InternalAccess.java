@@ -29,6 +29,17 @@ final class InternalAccess extends LeaseAccess {
   }
 
   @Override
+  public boolean verifyInTransaction(
+      Lease lease,
+      Connection connection,
+      boolean strict,
+      Duration idleInTransaction,
+      long[] sessionBounds)
+      throws SQLException {
+    return lease.verifyInTransaction(connection, strict, idleInTransaction, sessionBounds);
+  }
+
+  @Override
   public void awaitRenewal(Lease lease, Duration max) throws InterruptedException {
     lease.awaitRenewal(max);
   }

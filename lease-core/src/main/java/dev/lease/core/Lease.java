@@ -289,11 +289,29 @@ public final class Lease implements AutoCloseable {
    */
   boolean verifyInTransaction(Connection connection, boolean strict, Duration idleInTransaction)
       throws SQLException {
+    return verifyInTransaction(connection, strict, idleInTransaction, null);
+  }
+
+  /**
+   * Like {@link #verifyInTransaction(Connection, boolean, Duration)}; when the database confirms
+   * the holder and {@code sessionBounds} is not null, also reports the session's current STRICT
+   * bounds the verify reads along ({@link Dialect#readSessionBounds}: MySQL/MariaDB lock wait and
+   * idle-in-transaction timeout in seconds, -1 where there is none; unchanged on other databases).
+   */
+  boolean verifyInTransaction(
+      Connection connection, boolean strict, Duration idleInTransaction, long[] sessionBounds)
+      throws SQLException {
     Dialect d = manager.dialect();
     try (PreparedStatement ps = connection.prepareStatement(d.verifySql(strict))) {
       d.bindVerify(ps, 1, name, holder, term, strict, idleInTransaction.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
+        if (!rs.next()) {
+          return false;
+        }
+        if (strict && sessionBounds != null) {
+          d.readSessionBounds(rs, sessionBounds);
+        }
+        return true;
       }
     }
   }

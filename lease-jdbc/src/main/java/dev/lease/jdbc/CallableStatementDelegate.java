@@ -8,8 +8,8 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   final java.sql.CallableStatement callable;
 
-  CallableStatementDelegate(FencingConnection connection, java.sql.CallableStatement delegate, int kind) {
-    super(connection, delegate, kind);
+  CallableStatementDelegate(FencingConnection connection, java.sql.CallableStatement delegate, String sql) {
+    super(connection, delegate, sql);
     this.callable = delegate;
   }
 

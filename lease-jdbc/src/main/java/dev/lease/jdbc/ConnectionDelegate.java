@@ -69,11 +69,6 @@ abstract class ConnectionDelegate implements java.sql.Connection {
   }
 
   @Override
-  public boolean getAutoCommit() throws java.sql.SQLException {
-    return delegate.getAutoCommit();
-  }
-
-  @Override
   public java.lang.String getCatalog() throws java.sql.SQLException {
     return delegate.getCatalog();
   }
@@ -209,11 +204,6 @@ abstract class ConnectionDelegate implements java.sql.Connection {
   }
 
   @Override
-  public void setReadOnly(boolean a0) throws java.sql.SQLException {
-    delegate.setReadOnly(a0);
-  }
-
-  @Override
   public void setSchema(java.lang.String a0) throws java.sql.SQLException {
     delegate.setSchema(a0);
   }
@@ -236,11 +226,6 @@ abstract class ConnectionDelegate implements java.sql.Connection {
   @Override
   public void setShardingKey(java.sql.ShardingKey a0) throws java.sql.SQLException {
     delegate.setShardingKey(a0);
-  }
-
-  @Override
-  public void setTransactionIsolation(int a0) throws java.sql.SQLException {
-    delegate.setTransactionIsolation(a0);
   }
 
   @Override

@@ -24,16 +24,19 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     this.fence = new TransactionFence(delegate, options);
   }
 
+  @Override
   Statement statement(Statement s) {
-    return s == null ? null : new FencingStatement(this, s, SqlKind.OTHER);
+    return s == null ? null : new FencingStatement(this, s, null);
   }
 
+  @Override
   PreparedStatement prepared(PreparedStatement s, String sql) {
-    return s == null ? null : new FencingPreparedStatement(this, s, SqlKind.of(sql));
+    return s == null ? null : new FencingPreparedStatement(this, s, sql);
   }
 
+  @Override
   CallableStatement callable(CallableStatement s, String sql) {
-    return s == null ? null : new FencingCallableStatement(this, s, SqlKind.of(sql));
+    return s == null ? null : new FencingCallableStatement(this, s, sql);
   }
 
   @Override
@@ -48,6 +51,23 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
   }
 
   @Override
+  public boolean getAutoCommit() throws SQLException {
+    return fence.getAutoCommit();
+  }
+
+  @Override
+  public void setTransactionIsolation(int level) throws SQLException {
+    fence.beforeSessionChange();
+    delegate.setTransactionIsolation(level);
+  }
+
+  @Override
+  public void setReadOnly(boolean readOnly) throws SQLException {
+    fence.beforeSessionChange();
+    delegate.setReadOnly(readOnly);
+  }
+
+  @Override
   public void commit() throws SQLException {
     fence.commit();
   }
@@ -57,10 +77,18 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     fence.rollback();
   }
 
-  /** A savepoint rollback stays in the transaction: nothing resets (checklist 10). */
+  /**
+   * A savepoint rollback stays in the transaction (checklist 10), but a savepoint set before the
+   * verify takes the verify's lock with it on PostgreSQL: the next statement verifies again.
+   */
   @Override
   public void rollback(Savepoint savepoint) throws SQLException {
-    delegate.rollback(savepoint);
+    fence.beforeSessionChange();
+    try {
+      delegate.rollback(savepoint);
+    } finally {
+      fence.rolledBackToSavepoint();
+    }
   }
 
   /**

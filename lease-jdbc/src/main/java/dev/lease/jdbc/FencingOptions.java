@@ -2,7 +2,11 @@ package dev.lease.jdbc;
 
 import dev.lease.core.LeaseListener;
 import java.time.Duration;
+import java.util.EnumSet;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
 
 /**
  * How fenced connections verify transactions; immutable. {@link #defaults()}: {@link
@@ -28,6 +32,8 @@ public final class FencingOptions {
   private final LeaseListener listener;
   private final Duration idleInTransactionTimeout;
   private final Duration lockWaitTimeout;
+  private final Set<Weakening> weakenings;
+  private final Executor cancelExecutor;
 
   private FencingOptions(Builder b) {
     this.mode = b.mode;
@@ -36,6 +42,11 @@ public final class FencingOptions {
     this.listener = b.listener;
     this.idleInTransactionTimeout = b.idleInTransactionTimeout;
     this.lockWaitTimeout = b.lockWaitTimeout;
+    Set<Weakening> w = EnumSet.noneOf(Weakening.class);
+    w.addAll(b.weakenings);
+    w.addAll(Weakening.fromSystemProperty());
+    this.weakenings = w;
+    this.cancelExecutor = b.cancelExecutor;
   }
 
   public static FencingOptions defaults() {
@@ -55,6 +66,8 @@ public final class FencingOptions {
     b.listener = listener;
     b.idleInTransactionTimeout = idleInTransactionTimeout;
     b.lockWaitTimeout = lockWaitTimeout;
+    b.weakenings.addAll(weakenings);
+    b.cancelExecutor = cancelExecutor;
     return b;
   }
 
@@ -85,6 +98,20 @@ public final class FencingOptions {
     return lockWaitTimeout;
   }
 
+  /** Negative controls only (see {@link Weakening}). */
+  boolean weakened(Weakening w) {
+    return !weakenings.isEmpty() && weakenings.contains(w);
+  }
+
+  Set<Weakening> weakenings() {
+    return weakenings;
+  }
+
+  /** Where a lost lease's running statement is cancelled: off the thread that reported the loss. */
+  Executor cancelExecutor() {
+    return cancelExecutor;
+  }
+
   @Override
   public String toString() {
     return "FencingOptions[mode="
@@ -97,6 +124,7 @@ public final class FencingOptions {
         + idleInTransactionTimeout
         + ", lockWaitTimeout="
         + lockWaitTimeout
+        + (weakenings.isEmpty() ? "" : ", WEAKENED=" + weakenings)
         + "]";
   }
 
@@ -108,6 +136,8 @@ public final class FencingOptions {
     private LeaseListener listener;
     private Duration idleInTransactionTimeout;
     private Duration lockWaitTimeout;
+    private final Set<Weakening> weakenings = EnumSet.noneOf(Weakening.class);
+    private Executor cancelExecutor = ForkJoinPool.commonPool();
 
     private Builder() {}
 
@@ -154,6 +184,20 @@ public final class FencingOptions {
      */
     public Builder lockWaitTimeout(Duration timeout) {
       this.lockWaitTimeout = positive("lockWaitTimeout", timeout);
+      return this;
+    }
+
+    /** Negative controls only: switches mechanisms of the fence off (see {@link Weakening}). */
+    Builder weaken(Weakening... ws) {
+      for (Weakening w : ws) {
+        weakenings.add(w);
+      }
+      return this;
+    }
+
+    /** Tests: runs the cancels of lost leases' statements (default: the common pool). */
+    Builder cancelExecutor(Executor executor) {
+      this.cancelExecutor = Objects.requireNonNull(executor, "executor");
       return this;
     }
 

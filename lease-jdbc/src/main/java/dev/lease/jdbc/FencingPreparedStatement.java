@@ -2,10 +2,10 @@ package dev.lease.jdbc;
 
 import java.sql.PreparedStatement;
 
-/** A fenced prepared statement; its SQL's {@link SqlKind} is classified once, at prepare time. */
+/** A fenced prepared statement; its SQL is read once, the first time it runs under a lease. */
 class FencingPreparedStatement extends PreparedStatementDelegate {
 
-  FencingPreparedStatement(FencingConnection connection, PreparedStatement delegate, int kind) {
-    super(connection, delegate, kind);
+  FencingPreparedStatement(FencingConnection connection, PreparedStatement delegate, String sql) {
+    super(connection, delegate, sql);
   }
 }

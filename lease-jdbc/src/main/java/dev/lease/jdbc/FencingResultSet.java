@@ -23,12 +23,38 @@ final class FencingResultSet extends ResultSetDelegate {
     this.statement = statement;
   }
 
-  boolean idle(int k) {
-    return connection.fence.idle(k);
+  @Override
+  boolean idle() {
+    return connection.fence.idle();
   }
 
-  <T> T execute(int k, SqlCall<T> call) throws SQLException {
-    return connection.fence.execute(null, k, call);
+  @Override
+  SQLException failed(SQLException e) {
+    return connection.fence.failed(e);
+  }
+
+  @Override
+  <T> T execute(int source, String sql, SqlCall<T> call) throws SQLException {
+    return connection.fence.execute(
+        statement instanceof FencingStatement ? (FencingStatement) statement : null,
+        source,
+        sql,
+        call);
+  }
+
+  /**
+   * Closing the result set of an autocommit query completes the query: the verified transaction it
+   * kept open (MySQL streaming) ends here.
+   */
+  @Override
+  public void close() throws SQLException {
+    try {
+      delegate.close();
+    } finally {
+      if (statement instanceof FencingStatement) {
+        connection.fence.resultDone((FencingStatement) statement);
+      }
+    }
   }
 
   @Override
@@ -38,7 +64,7 @@ final class FencingResultSet extends ResultSetDelegate {
       if (raw == null) {
         return null;
       }
-      statement = new FencingStatement(connection, raw, SqlKind.OTHER);
+      statement = new FencingStatement(connection, raw, null);
     }
     return statement;
   }

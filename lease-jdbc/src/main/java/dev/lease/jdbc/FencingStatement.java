@@ -4,46 +4,128 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * A fenced statement: its execute methods go through the connection's {@link TransactionFence};
  * {@link #getConnection()} returns the fenced connection. The transaction state is read from the
  * connection at execute time, never captured at prepare time, so statements prepared before a lease
- * was bound or cached by a pool are fenced too (checklist 25).
+ * was bound or cached by a pool are fenced too (checklist 25). A prepared statement's SQL is read
+ * ({@link SqlLexer}) once, the first time it runs under a lease; with no lease bound nothing is
+ * read at all.
  */
 class FencingStatement extends StatementDelegate {
 
   final FencingConnection connection;
 
-  /** The {@link SqlKind} of a prepared statement's SQL, classified once at prepare time. */
-  private final int kind;
+  /** The SQL of a prepared or callable statement; null for a plain statement. */
+  final String sql;
+
+  /** {@link #sql} lexed, once ({@link SqlSummary#NONE} until then). */
+  private long summary;
+
+  /** The texts of {@code addBatch(String)} since the last execute or clear; null if none. */
+  private List<String> batch;
 
   private volatile boolean closed;
 
-  FencingStatement(FencingConnection connection, Statement delegate, int kind) {
+  FencingStatement(FencingConnection connection, Statement delegate, String sql) {
     super(delegate);
     this.connection = connection;
-    this.kind = kind;
+    this.sql = sql;
   }
 
-  final int kind(String sql) {
-    return SqlKind.of(sql);
+  @Override
+  final boolean idle() {
+    return connection.fence.idle();
   }
 
-  final int preparedKind() {
-    return kind;
+  @Override
+  final SQLException failed(SQLException e) {
+    return connection.fence.failed(e);
   }
 
-  final boolean idle(int k) {
-    return connection.fence.idle(k);
+  @Override
+  final <T> T execute(int source, String text, SqlCall<T> call) throws SQLException {
+    return connection.fence.execute(this, source, text, call);
   }
 
-  final <T> T execute(int k, SqlCall<T> call) throws SQLException {
-    return connection.fence.execute(delegate, k, call);
+  /** What the statement runs, for {@link TransactionFence#PREPARED} and {@code BATCH}. */
+  final long summary(int source, SqlLexer lexer) {
+    long own = summary;
+    if (own == SqlSummary.NONE) {
+      // never "no statement" for a statement with nothing to read: that would skip the fence
+      own =
+          sql != null
+              ? lexer.summarize(sql)
+              : SqlSummary.of(1 << SqlKind.OTHER, 1, SqlKind.OTHER, 0);
+      summary = own;
+    }
+    if (source != TransactionFence.BATCH) {
+      return own;
+    }
+    List<String> texts = batch;
+    if (texts == null) {
+      return own; // a prepared statement's batch: its own SQL, run once per entry
+    }
+    long all = SqlSummary.NONE;
+    for (String t : texts) {
+      all = SqlSummary.union(all, lexer.summarize(t), true);
+    }
+    return all == SqlSummary.NONE ? SqlSummary.of(0, 0, 0, 0) : all;
   }
 
+  @Override
   final ResultSet resultSet(ResultSet rs) {
     return rs == null ? null : new FencingResultSet(connection, this, rs);
+  }
+
+  @Override
+  public void addBatch(String text) throws SQLException {
+    delegate.addBatch(text);
+    if (batch == null) {
+      batch = new ArrayList<>();
+    }
+    batch.add(text);
+  }
+
+  @Override
+  public void clearBatch() throws SQLException {
+    batch = null;
+    delegate.clearBatch();
+  }
+
+  @Override
+  public int[] executeBatch() throws SQLException {
+    try {
+      if (idle()) {
+        try {
+          return delegate.executeBatch();
+        } catch (SQLException e) {
+          throw failed(e);
+        }
+      }
+      return execute(TransactionFence.BATCH, null, () -> delegate.executeBatch());
+    } finally {
+      batch = null; // JDBC empties the batch whatever the outcome
+    }
+  }
+
+  @Override
+  public long[] executeLargeBatch() throws SQLException {
+    try {
+      if (idle()) {
+        try {
+          return delegate.executeLargeBatch();
+        } catch (SQLException e) {
+          throw failed(e);
+        }
+      }
+      return execute(TransactionFence.BATCH, null, () -> delegate.executeLargeBatch());
+    } finally {
+      batch = null;
+    }
   }
 
   @Override
@@ -51,13 +133,18 @@ class FencingStatement extends StatementDelegate {
     return connection;
   }
 
+  /** Closing a statement completes it: an autocommit query's open transaction ends here. */
   @Override
   public void close() throws SQLException {
     if (closed) {
       return;
     }
     closed = true;
-    delegate.close();
+    try {
+      delegate.close();
+    } finally {
+      connection.fence.resultDone(this);
+    }
   }
 
   @Override

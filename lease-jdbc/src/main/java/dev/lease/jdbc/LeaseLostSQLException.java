@@ -29,6 +29,9 @@ import java.sql.SQLException;
  *       one the transaction was verified under</td></tr>
  *   <tr><td>{@value #AUTOCOMMIT_REFUSED}</td><td>an autocommit statement under a lease with
  *       {@link AutoCommitPolicy#REFUSE}</td></tr>
+ *   <tr><td>{@value #TRANSACTION_CONTROL_MIXED}</td><td>under a lease, a SQL text (or batch) holding
+ *       transaction control together with other statements, or a text whose statements cannot be
+ *       told apart: refused before any of it reached the database</td></tr>
  * </table>
  */
 public class LeaseLostSQLException extends SQLException {
@@ -46,6 +49,13 @@ public class LeaseLostSQLException extends SQLException {
 
   /** An autocommit statement under a lease was refused by {@link AutoCommitPolicy#REFUSE}. */
   public static final String AUTOCOMMIT_REFUSED = "LF004";
+
+  /**
+   * Under a lease, a text or batch mixed transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT,
+   * SET autocommit, MySQL's implicit commits, CALL, ...) with other statements, or could not be
+   * read unambiguously; nothing of it was sent.
+   */
+  public static final String TRANSACTION_CONTROL_MIXED = "LF005";
 
   private final transient Lease lease;
 

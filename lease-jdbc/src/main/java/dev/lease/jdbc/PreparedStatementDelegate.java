@@ -8,8 +8,8 @@ abstract class PreparedStatementDelegate extends FencingStatement implements jav
 
   final java.sql.PreparedStatement prepared;
 
-  PreparedStatementDelegate(FencingConnection connection, java.sql.PreparedStatement delegate, int kind) {
-    super(connection, delegate, kind);
+  PreparedStatementDelegate(FencingConnection connection, java.sql.PreparedStatement delegate, String sql) {
+    super(connection, delegate, sql);
     this.prepared = delegate;
   }
 
@@ -25,38 +25,50 @@ abstract class PreparedStatementDelegate extends FencingStatement implements jav
 
   @Override
   public long executeLargeUpdate() throws java.sql.SQLException {
-    int k = preparedKind();
-    if (idle(k)) {
-      return prepared.executeLargeUpdate();
+    if (idle()) {
+      try {
+        return prepared.executeLargeUpdate();
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> prepared.executeLargeUpdate());
+    return execute(TransactionFence.PREPARED, null, () -> prepared.executeLargeUpdate());
   }
 
   @Override
   public java.sql.ResultSet executeQuery() throws java.sql.SQLException {
-    int k = preparedKind();
-    if (idle(k)) {
-      return resultSet(prepared.executeQuery());
+    if (idle()) {
+      try {
+        return resultSet(prepared.executeQuery());
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return resultSet(execute(k, () -> prepared.executeQuery()));
+    return resultSet(execute(TransactionFence.PREPARED, null, () -> prepared.executeQuery()));
   }
 
   @Override
   public int executeUpdate() throws java.sql.SQLException {
-    int k = preparedKind();
-    if (idle(k)) {
-      return prepared.executeUpdate();
+    if (idle()) {
+      try {
+        return prepared.executeUpdate();
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> prepared.executeUpdate());
+    return execute(TransactionFence.PREPARED, null, () -> prepared.executeUpdate());
   }
 
   @Override
   public boolean execute() throws java.sql.SQLException {
-    int k = preparedKind();
-    if (idle(k)) {
-      return prepared.execute();
+    if (idle()) {
+      try {
+        return prepared.execute();
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> prepared.execute());
+    return execute(TransactionFence.PREPARED, null, () -> prepared.execute());
   }
 
   @Override

@@ -12,9 +12,11 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
     this.delegate = delegate;
   }
 
-  abstract boolean idle(int kind);
+  abstract boolean idle();
 
-  abstract <T> T execute(int kind, SqlCall<T> call) throws java.sql.SQLException;
+  abstract java.sql.SQLException failed(java.sql.SQLException e);
+
+  abstract <T> T execute(int source, String sql, SqlCall<T> call) throws java.sql.SQLException;
 
   @Override
   public boolean absolute(int a0) throws java.sql.SQLException {
@@ -42,18 +44,16 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
   }
 
   @Override
-  public void close() throws java.sql.SQLException {
-    delegate.close();
-  }
-
-  @Override
   public void deleteRow() throws java.sql.SQLException {
-    int k = SqlKind.OTHER;
-    if (idle(k)) {
-      delegate.deleteRow();
-      return;
+    if (idle()) {
+      try {
+        delegate.deleteRow();
+        return;
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    execute(k, () -> {
+    execute(TransactionFence.ROW_CHANGE, null, () -> {
       delegate.deleteRow();
       return null;
     });
@@ -456,12 +456,15 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void insertRow() throws java.sql.SQLException {
-    int k = SqlKind.OTHER;
-    if (idle(k)) {
-      delegate.insertRow();
-      return;
+    if (idle()) {
+      try {
+        delegate.insertRow();
+        return;
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    execute(k, () -> {
+    execute(TransactionFence.ROW_CHANGE, null, () -> {
       delegate.insertRow();
       return null;
     });
@@ -934,12 +937,15 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateRow() throws java.sql.SQLException {
-    int k = SqlKind.OTHER;
-    if (idle(k)) {
-      delegate.updateRow();
-      return;
+    if (idle()) {
+      try {
+        delegate.updateRow();
+        return;
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    execute(k, () -> {
+    execute(TransactionFence.ROW_CHANGE, null, () -> {
       delegate.updateRow();
       return null;
     });

@@ -9,29 +9,86 @@ import java.util.Map;
 import java.util.WeakHashMap;
 
 /**
- * Applies STRICT's session bounds (MySQL/MariaDB lock wait and idle-in-transaction timeouts) once
- * per physical connection. A wrapper outside a pool lives for one borrow, so the physical
- * connection (reached through the pool's {@code unwrap(Connection.class)}) is remembered in a weak
- * map: no strong reference keeps a closed connection alive (checklist 28).
+ * STRICT's session bounds on MySQL/MariaDB ({@code innodb_lock_wait_timeout} and MariaDB's {@code
+ * idle_transaction_timeout}) live in the physical connection's session, which a pool hands to
+ * borrowers with and without a lease alike. So:
+ *
+ * <ul>
+ *   <li>the strict verify reads the session's current values in its own select list (no extra round
+ *       trip) and the bounds are set only when they differ: on a new session, and again after a
+ *       pool's session reset dropped them;
+ *   <li>the values the session had before are remembered per physical connection, and put back when
+ *       the connection is next used by a statement with no lease bound, so a borrower without a
+ *       lease never runs with the lease's bounds (an idle-transaction timeout of one lease duration
+ *       would end its session).
+ * </ul>
+ *
+ * A wrapper outside a pool lives for one borrow, so the physical connection (reached through the
+ * pool's {@code unwrap(Connection.class)}) keys a weak map: no strong reference keeps a closed
+ * connection alive (checklist 28).
  */
 final class SessionBounds {
 
-  private static final Map<Connection, List<String>> APPLIED =
+  /** Physical connection to the values its session had before the bounds were set. */
+  private static final Map<Connection, long[]> ORIGINALS =
       Collections.synchronizedMap(new WeakHashMap<>());
+
+  /**
+   * Set once bounds were ever applied in this class loader: until then new wrappers skip the check
+   * entirely (PostgreSQL, SQLite and VERIFY users never pay for it).
+   */
+  private static volatile boolean used;
 
   private SessionBounds() {}
 
-  static void apply(Connection connection, List<String> statements) throws SQLException {
-    Connection physical = physical(connection);
-    if (statements.equals(APPLIED.get(physical))) {
-      return;
+  static boolean used() {
+    return used;
+  }
+
+  /** The bound in whole seconds, as lease-core's MySqlDialect.strictSessionBounds rounds it. */
+  static long seconds(long millis) {
+    return Math.max(1, (millis + 999) / 1000);
+  }
+
+  /**
+   * After a strict verify read {@code current} ({@code [lock wait, idle timeout or -1]}): sets the
+   * bounds with {@code statements} if the session's values differ from {@code lockWait}/{@code
+   * idle} (seconds). Returns true if it set them.
+   */
+  static boolean afterVerify(
+      Connection delegate, long[] current, long lockWait, long idle, List<String> statements)
+      throws SQLException {
+    boolean differ = current[0] != lockWait || (current[1] >= 0 && current[1] != idle);
+    if (!differ || statements.isEmpty()) {
+      return false;
     }
-    try (Statement s = connection.createStatement()) {
+    Connection physical = physical(delegate);
+    ORIGINALS.putIfAbsent(physical, current.clone()); // after a reset: still the session's own
+    used = true;
+    try (Statement s = delegate.createStatement()) {
       for (String sql : statements) {
         s.execute(sql);
       }
     }
-    APPLIED.put(physical, statements);
+    return true;
+  }
+
+  /**
+   * Before a statement with no lease bound: if bounds were set on this physical connection, puts
+   * the session's own values back.
+   */
+  static void restore(Connection delegate) throws SQLException {
+    long[] own = ORIGINALS.remove(physical(delegate));
+    if (own == null) {
+      return;
+    }
+    try (Statement s = delegate.createStatement()) {
+      // the values are numbers the server itself returned, never user input
+      s.execute(
+          "SET SESSION innodb_lock_wait_timeout = "
+              + own[0]
+              + (own[1] >= 0 ? ", idle_transaction_timeout = " + own[1] : ""));
+    }
   }
 
   private static Connection physical(Connection c) {

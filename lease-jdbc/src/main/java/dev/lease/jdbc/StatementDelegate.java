@@ -12,29 +12,17 @@ abstract class StatementDelegate implements java.sql.Statement {
     this.delegate = delegate;
   }
 
-  abstract int kind(String sql);
+  abstract boolean idle();
 
-  abstract int preparedKind();
+  abstract java.sql.SQLException failed(java.sql.SQLException e);
 
-  abstract boolean idle(int kind);
-
-  abstract <T> T execute(int kind, SqlCall<T> call) throws java.sql.SQLException;
+  abstract <T> T execute(int source, String sql, SqlCall<T> call) throws java.sql.SQLException;
 
   abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);
 
   @Override
-  public void addBatch(java.lang.String a0) throws java.sql.SQLException {
-    delegate.addBatch(a0);
-  }
-
-  @Override
   public void cancel() throws java.sql.SQLException {
     delegate.cancel();
-  }
-
-  @Override
-  public void clearBatch() throws java.sql.SQLException {
-    delegate.clearBatch();
   }
 
   @Override
@@ -63,138 +51,159 @@ abstract class StatementDelegate implements java.sql.Statement {
   }
 
   @Override
-  public int[] executeBatch() throws java.sql.SQLException {
-    int k = preparedKind();
-    if (idle(k)) {
-      return delegate.executeBatch();
-    }
-    return execute(k, () -> delegate.executeBatch());
-  }
-
-  @Override
-  public long[] executeLargeBatch() throws java.sql.SQLException {
-    int k = preparedKind();
-    if (idle(k)) {
-      return delegate.executeLargeBatch();
-    }
-    return execute(k, () -> delegate.executeLargeBatch());
-  }
-
-  @Override
   public long executeLargeUpdate(java.lang.String a0, int[] a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.executeLargeUpdate(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.executeLargeUpdate(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.executeLargeUpdate(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.executeLargeUpdate(a0, a1));
   }
 
   @Override
   public long executeLargeUpdate(java.lang.String a0, java.lang.String[] a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.executeLargeUpdate(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.executeLargeUpdate(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.executeLargeUpdate(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.executeLargeUpdate(a0, a1));
   }
 
   @Override
   public long executeLargeUpdate(java.lang.String a0, int a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.executeLargeUpdate(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.executeLargeUpdate(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.executeLargeUpdate(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.executeLargeUpdate(a0, a1));
   }
 
   @Override
   public long executeLargeUpdate(java.lang.String a0) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.executeLargeUpdate(a0);
+    if (idle()) {
+      try {
+        return delegate.executeLargeUpdate(a0);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.executeLargeUpdate(a0));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.executeLargeUpdate(a0));
   }
 
   @Override
   public java.sql.ResultSet executeQuery(java.lang.String a0) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return resultSet(delegate.executeQuery(a0));
+    if (idle()) {
+      try {
+        return resultSet(delegate.executeQuery(a0));
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return resultSet(execute(k, () -> delegate.executeQuery(a0)));
+    return resultSet(execute(TransactionFence.TEXT, a0, () -> delegate.executeQuery(a0)));
   }
 
   @Override
   public int executeUpdate(java.lang.String a0, int[] a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.executeUpdate(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.executeUpdate(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.executeUpdate(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.executeUpdate(a0, a1));
   }
 
   @Override
   public int executeUpdate(java.lang.String a0, java.lang.String[] a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.executeUpdate(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.executeUpdate(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.executeUpdate(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.executeUpdate(a0, a1));
   }
 
   @Override
   public int executeUpdate(java.lang.String a0, int a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.executeUpdate(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.executeUpdate(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.executeUpdate(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.executeUpdate(a0, a1));
   }
 
   @Override
   public int executeUpdate(java.lang.String a0) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.executeUpdate(a0);
+    if (idle()) {
+      try {
+        return delegate.executeUpdate(a0);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.executeUpdate(a0));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.executeUpdate(a0));
   }
 
   @Override
   public boolean execute(java.lang.String a0, int[] a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.execute(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.execute(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.execute(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.execute(a0, a1));
   }
 
   @Override
   public boolean execute(java.lang.String a0, java.lang.String[] a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.execute(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.execute(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.execute(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.execute(a0, a1));
   }
 
   @Override
   public boolean execute(java.lang.String a0, int a1) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.execute(a0, a1);
+    if (idle()) {
+      try {
+        return delegate.execute(a0, a1);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.execute(a0, a1));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.execute(a0, a1));
   }
 
   @Override
   public boolean execute(java.lang.String a0) throws java.sql.SQLException {
-    int k = kind(a0);
-    if (idle(k)) {
-      return delegate.execute(a0);
+    if (idle()) {
+      try {
+        return delegate.execute(a0);
+      } catch (java.sql.SQLException e) {
+        throw failed(e);
+      }
     }
-    return execute(k, () -> delegate.execute(a0));
+    return execute(TransactionFence.TEXT, a0, () -> delegate.execute(a0));
   }
 
   @Override

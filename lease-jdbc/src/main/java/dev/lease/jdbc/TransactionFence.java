@@ -4,125 +4,444 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.internal.LeaseInternals;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The fencing state of one connection wrapper and the rules that move it: where the verify runs,
- * when a transaction counts as verified, poisoning, and the reset at every transaction boundary.
+ * The fencing state of one connection wrapper and the rules that move it. The rules in one place:
  *
  * <ul>
- *   <li>The verify runs lazily, at the first statement of a transaction while a lease is bound to
- *       the executing thread (also before {@code setSavepoint} and vendor {@code unwrap}), never at
- *       {@code setAutoCommit(false)}: pools and Spring often never call it, and an eager verify
- *       would force {@code LazyConnectionDataSourceProxy} to fetch and break a later {@code
- *       setReadOnly}/{@code setTransactionIsolation} on pgjdbc (anchors checklist 7, 17).
- *   <li>Exactly once per transaction: {@link #verified} holds the lease it ran under; later
- *       statements compare the bound lease by reference and fail if it changed (checklist 24).
- *   <li>Reset on commit, rollback, {@code setAutoCommit(true)}, close and transaction control
- *       written as SQL; not on {@code rollback(Savepoint)} (checklist 10, HikariCP #2142).
- *   <li>A refusal poisons the transaction: every statement and {@code commit()} fail until a
- *       rollback; rollback and close never fail because of a lease (checklist 19, 20).
- *   <li>Loss ends work: the verified lease's loss poisons the transaction and cancels the statement
- *       running on it.
+ *   <li><b>No lease bound</b>: every call passes through. Nothing is lexed, nothing is asked; a few
+ *       field reads decide it ({@link #idle}).
+ *   <li><b>Under a lease, every statement's text is read</b> ({@link SqlLexer}, per dialect, every
+ *       reading of the text): a text or batch holding transaction control together with anything
+ *       else is refused ({@value LeaseLostSQLException#TRANSACTION_CONTROL_MIXED}) before any of it
+ *       is sent; a lone control statement runs by its own rule ({@link #control}).
+ *   <li><b>The verify</b> runs lazily at the first ordinary statement of a transaction (and before
+ *       {@code setSavepoint} and vendor {@code unwrap}), never at {@code setAutoCommit(false)}
+ *       (checklist 7, 17); exactly once per transaction, under one lease (checklist 24); again
+ *       after anything that may have taken its lock away: a driver error, a savepoint rollback, a
+ *       MySQL CALL ({@link #reverify}).
+ *   <li><b>Where the transaction is</b> is asked of the driver, not assumed ({@link
+ *       DriverSession}): a BEGIN sent as SQL before the lease was bound, {@code SET autocommit} as
+ *       SQL, a deadlock that rolled the transaction back. With a driver that cannot tell, the fence
+ *       assumes only what is safe: no transaction is open unless it saw one begin.
+ *   <li><b>Autocommit statements</b> run as their own verified transaction ({@link
+ *       AutoCommitPolicy}); a query's transaction stays open while its result set streams (MySQL)
+ *       or is read without a server-side cursor (pgjdbc), as it would in autocommit mode.
+ *   <li><b>Refusal poisons</b> the transaction: every statement and commit fail until a rollback;
+ *       rollback and close never fail because of a lease (checklist 19, 20). <b>Loss</b> poisons
+ *       the transaction verified under the lost lease and cancels its running statement, and only
+ *       that transaction: each transaction has a generation, and a loss reported as it ends does
+ *       not reach the next one.
  * </ul>
  *
  * Connections are used by one thread at a time; only the loss listener touches this from another
- * thread, through the volatile fields.
+ * thread, through the volatile fields and under the fence's monitor.
  */
 final class TransactionFence {
 
   private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
 
+  // ---- owner-thread state bits: 0 means "nothing to do for a statement with no lease bound"
+
+  /** A fenced transaction is open: verified, refused or poisoned ({@link #txn} is set). */
+  private static final int FENCED = 1;
+
+  /** A transaction begun as SQL while autocommit is on ({@link #sqlTransaction}). */
+  private static final int SQL_TRANSACTION = 1 << 2;
+
+  /**
+   * An autocommit query's transaction stays open until its result set is done ({@link #pending}).
+   */
+  private static final int PENDING = 1 << 3;
+
+  /** MySQL session bounds may have to be restored before a statement with no lease. */
+  private static final int SESSION_CHECK = 1 << 4;
+
+  /** How the connection stands when a lease-bound transaction starts. */
+  private enum Mode {
+    /** Autocommit: each statement commits on its own. */
+    AUTOCOMMIT,
+    /** {@code setAutoCommit(false)}: the driver keeps a transaction open. */
+    JDBC,
+    /** Autocommit on, but a transaction begun as SQL (BEGIN) is open. */
+    SQL
+  }
+
+  /**
+   * One fenced transaction: the lease it was verified (or refused) under, the thread that did it,
+   * whether the database confirmed it, its poison, the statement running in it. Written by the
+   * owner thread; the loss listener reads and poisons it under the fence's monitor.
+   */
+  private static final class FencedTransaction {
+    final Lease lease;
+    final Thread by;
+    volatile boolean confirmed;
+    volatile boolean poisoned;
+    volatile String poisonReason;
+    volatile Statement running;
+    Lease.Registration registration;
+
+    FencedTransaction(Lease lease) {
+      this.lease = lease;
+      this.by = Thread.currentThread();
+    }
+  }
+
   private final Connection delegate;
   private final FencingOptions options;
   private final boolean strict;
 
-  /** The lease the open transaction was verified under; null when none was. */
-  private volatile Lease verified;
-
-  private volatile boolean poisoned;
-  private volatile Lease poisonedLease;
-  private volatile String poisonReason;
-
-  /** The driver statement executing under {@link #verified}, cancelled if the lease is lost. */
-  private volatile Statement running;
-
-  /** BEGIN / START TRANSACTION was executed as SQL while the connection was in autocommit mode. */
-  private boolean explicitTransaction;
-
-  private Lease.Registration lossRegistration;
+  private int flags;
 
   /**
-   * The session bounds applied to this connection (STRICT on MySQL/MariaDB), to apply them once.
+   * The open fenced transaction, null when none is: one object per transaction, so its identity is
+   * its generation (a loss registered for one never reaches the next).
    */
-  private List<String> appliedBounds;
+  private volatile FencedTransaction txn;
+
+  /** The verify's lock may be gone (error, savepoint rollback, CALL): verify again before use. */
+  private boolean reverify;
+
+  /** A transaction begun as SQL that the fence saw begin (for drivers that cannot tell). */
+  private boolean sqlTransaction;
+
+  /** The statement whose autocommit query keeps its verified transaction open. */
+  private FencingStatement pending;
+
+  private SqlLexer lexer;
+  private DriverSession session;
+
+  /** A statement failed before {@link #session} was looked up: its flags start out stale. */
+  private boolean failedBeforeSession;
+
+  /** The lease the open transaction was verified under; null when none was. */
+  private Lease verified() {
+    FencedTransaction t = txn;
+    return t != null && t.confirmed ? t.lease : null;
+  }
+
+  private boolean poisoned() {
+    FencedTransaction t = txn;
+    return t != null && t.poisoned;
+  }
 
   TransactionFence(Connection delegate, FencingOptions options) {
     this.delegate = delegate;
     this.options = options;
     this.strict = options.mode() == FencingMode.STRICT;
+    if (SessionBounds.used() && !options.weakened(Weakening.NO_SESSION_RESTORE)) {
+      flags = SESSION_CHECK;
+    }
+    Weakening.warn(options.weakenings(), delegate);
   }
 
   /**
-   * The pass-through test of the hot path: true when a statement of {@code kind} needs no fencing
-   * work at all. No allocation: a thread-local read and field reads.
+   * The pass-through test of the hot path: true when a statement needs no fencing work at all. No
+   * allocation: a thread-local read and a field read.
    */
-  boolean idle(int kind) {
-    return kind == SqlKind.OTHER
-        && verified == null
-        && !poisoned
-        && !explicitTransaction
-        && LeaseInternals.currentOrNull() == null;
+  boolean idle() {
+    return flags == 0 && LeaseInternals.currentOrNull() == null;
   }
 
-  /** Runs a statement (or an updatable result set's row change) under the fencing rules. */
-  <T> T execute(Statement statement, int kind, SqlCall<T> call) throws SQLException {
-    if (kind == SqlKind.ROLLBACK) {
+  /** A statement that passed through failed: the driver's view of the session may be stale. */
+  SQLException failed(SQLException e) {
+    DriverSession s = session;
+    if (s != null) {
+      s.failed();
+    } else {
+      failedBeforeSession = true;
+    }
+    return e;
+  }
+
+  // ---- statements
+  // ---------------------------------------------------------------------------------
+
+  /** Where a statement's text comes from, for {@link FencingStatement#summary}. */
+  static final int TEXT = 0;
+
+  static final int PREPARED = 1;
+  static final int BATCH = 2;
+  static final int ROW_CHANGE = 3;
+
+  /**
+   * Runs a statement (or an updatable result set's row change) under the fencing rules.
+   *
+   * @param st the fenced statement, or null for a row change of a result set without one
+   * @param sql the text of {@code execute(String)} and friends; null otherwise
+   */
+  <T> T execute(FencingStatement st, int source, String sql, SqlCall<T> call) throws SQLException {
+    if (pending != null) {
+      finishPending();
+    }
+    Lease lease = LeaseInternals.currentOrNull();
+    if (lease == null) {
+      return unleased(st, source, sql, call);
+    }
+    long summary = summary(st, source, sql, lexer(lease));
+    int count = SqlSummary.count(summary);
+    int kind = count == 1 ? SqlSummary.single(summary) : SqlKind.OTHER;
+    FencedTransaction open = txn;
+    Lease owner = open == null ? null : open.lease;
+    if (owner != null && lease != owner && abandoned()) {
+      rollbackAbandoned(lease);
+    }
+    if (poisoned()) {
+      if (count == 1 && isRollback(kind)) {
+        return control(lease, st, kind, summary, call);
+      }
+      throw poisonedException(null);
+    }
+    if (verified() != null && lease != verified()) {
+      throw leaseChanged(lease);
+    }
+    if (SqlSummary.ambiguous(summary)
+        || (SqlSummary.hasControl(summary) && (count > 1 || source == BATCH))) {
+      throw mixed(lease, summary, source);
+    }
+    if (count == 0) {
+      return call.call(); // nothing but comments: nothing to fence
+    }
+    if (kind == SqlKind.OTHER) {
+      return ordinary(lease, st, call);
+    }
+    return control(lease, st, kind, summary, call);
+  }
+
+  /** No lease bound: pass through, after cleaning up what a lease-bound user left. */
+  private <T> T unleased(FencingStatement st, int source, String sql, SqlCall<T> call)
+      throws SQLException {
+    if ((flags & SESSION_CHECK) != 0) {
+      flags &= ~SESSION_CHECK;
+      SessionBounds.restore(delegate);
+    }
+    if (verified() != null || poisoned()) {
+      if (abandoned()) {
+        rollbackAbandoned(null);
+      } else {
+        long summary = summary(st, source, sql, lexer(null));
+        int kind = SqlSummary.count(summary) == 1 ? SqlSummary.single(summary) : 0;
+        if (isRollback(kind)) {
+          try {
+            return call.call();
+          } finally {
+            if (kind == SqlKind.ROLLBACK) {
+              endTransaction();
+            }
+          }
+        }
+        if (poisoned()) {
+          throw poisonedException(null);
+        }
+        throw leaseChanged(null);
+      }
+    }
+    sqlTransaction = false; // what the text did is not read without a lease: assume nothing
+    flags &= ~SQL_TRANSACTION;
+    try {
+      return call.call();
+    } catch (SQLException e) {
+      throw failed(e);
+    }
+  }
+
+  /** An ordinary statement: runs in a verified transaction. */
+  private <T> T ordinary(Lease lease, FencingStatement st, SqlCall<T> call) throws SQLException {
+    if (verified() == lease) {
+      if (reverify) {
+        if (delegate.getAutoCommit() && mode() == Mode.AUTOCOMMIT) {
+          // the error ended the transaction begun as SQL (a deadlock, SQLite's ON CONFLICT
+          // ROLLBACK): the statement is an autocommit statement now
+          endTransaction();
+          return autoCommitStatement(lease, st, SqlKind.OTHER, call);
+        }
+        verifyAgain(lease);
+      }
+      return run(st, call);
+    }
+    switch (mode()) {
+      case JDBC:
+        ensureSqliteTransaction();
+        verify(lease);
+        return run(st, call);
+      case SQL:
+        verify(lease);
+        if (Boolean.FALSE.equals(driverSession().inTransaction())) {
+          // the driver's flags were stale: the verify ran in autocommit, no transaction is open
+          endTransaction();
+          markSqlTransaction(false);
+          return autoCommitStatement(lease, st, SqlKind.OTHER, call);
+        }
+        return run(st, call);
+      default:
+        return autoCommitStatement(lease, st, SqlKind.OTHER, call);
+    }
+  }
+
+  /** A text holding one transaction-control statement of {@code kind}. */
+  private <T> T control(Lease lease, FencingStatement st, int kind, long summary, SqlCall<T> call)
+      throws SQLException {
+    switch (kind) {
+      case SqlKind.BEGIN:
+        {
+          Mode mode = mode();
+          if (mode != Mode.AUTOCOMMIT && isMySql() && verified() != null) {
+            checkCommit(lease); // MySQL commits the open transaction first
+          }
+          T result = runUnverified(call);
+          if (isMySql() || verified() == null) {
+            endTransaction();
+          }
+          markSqlTransaction(delegate.getAutoCommit());
+          return result;
+        }
+      case SqlKind.COMMIT:
+      case SqlKind.PREPARE_TRANSACTION:
+        checkCommit(lease);
+        try {
+          return runUnverified(call);
+        } finally {
+          transactionEndedAsSql(summary);
+        }
+      case SqlKind.ROLLBACK:
+        try {
+          return runUnverified(call);
+        } finally {
+          transactionEndedAsSql(summary);
+        }
+      case SqlKind.ROLLBACK_TO:
+        {
+          T result = runUnverified(call);
+          if (verified() != null) {
+            reverify = true; // PostgreSQL frees row locks taken after the savepoint
+          }
+          return result;
+        }
+      case SqlKind.ROLLBACK_PREPARED:
+      case SqlKind.SET_TRANSACTION:
+        return runUnverified(call); // writes nothing; must run before the transaction's verify
+      case SqlKind.SAVEPOINT:
+        {
+          Mode mode = mode();
+          if (mode == Mode.AUTOCOMMIT) {
+            T result = runUnverified(call); // SQLite: SAVEPOINT begins a transaction
+            markSqlTransaction(lexer.dialect == SqlDialect.SQLITE);
+            return result;
+          }
+          verifyIfNeeded(lease, mode); // the savepoint comes after the verify
+          return runUnverified(call);
+        }
+      case SqlKind.RELEASE:
+        if (lexer.dialect != SqlDialect.SQLITE) {
+          return runUnverified(call);
+        }
+        checkCommit(lease); // SQLite commits when the outermost savepoint is released
+        try {
+          return runUnverified(call);
+        } finally {
+          transactionEndedAsSql(summary);
+        }
+      case SqlKind.SET_AUTOCOMMIT:
+        if (verified() != null) {
+          checkCommit(lease); // SET autocommit = 1 commits
+        }
+        try {
+          return runUnverified(call);
+        } finally {
+          syncAutoCommit();
+          endTransaction();
+          markSqlTransaction(false);
+        }
+      case SqlKind.IMPLICIT_COMMIT:
+      case SqlKind.NON_TRANSACTIONAL:
+      case SqlKind.COMMIT_PREPARED:
+        return outsideTransaction(lease, st, kind, call);
+      case SqlKind.ROUTINE:
+        return routine(lease, st, call);
+      default:
+        return ordinary(lease, st, call);
+    }
+  }
+
+  /**
+   * A transaction ended by SQL (COMMIT, ROLLBACK, END, PREPARE TRANSACTION, SQLite's RELEASE). On
+   * SQLite in manual-commit mode sqlite-jdbc would go on believing in a transaction SQLite no
+   * longer has, and run later statements one by one in autocommit; a BEGIN puts one back.
+   */
+  private void transactionEndedAsSql(long summary) throws SQLException {
+    endTransaction();
+    boolean autoCommit = delegate.getAutoCommit();
+    markSqlTransaction(SqlSummary.chain(summary) && autoCommit);
+    if (!autoCommit) {
+      ensureSqliteTransaction();
+    }
+  }
+
+  /**
+   * Statements that cannot run inside a transaction, or that commit the open one first (MySQL's
+   * implicit commits): in autocommit mode a verify runs as a statement of its own immediately
+   * before (the two are not atomic; a transaction cannot hold both), inside a transaction the
+   * verify runs again in it just before (MySQL then commits it, lock and all, before the statement
+   * runs). PostgreSQL and SQLite refuse theirs inside a transaction themselves.
+   */
+  private <T> T outsideTransaction(Lease lease, FencingStatement st, int kind, SqlCall<T> call)
+      throws SQLException {
+    Mode mode = mode();
+    if (mode == Mode.AUTOCOMMIT) {
+      if (options.autoCommit() == AutoCommitPolicy.REFUSE) {
+        throw autoCommitRefused(lease);
+      }
       try {
-        return call.call();
+        verify(lease);
       } finally {
         endTransaction();
       }
+      return runUnverified(call);
     }
-    checkNotPoisoned();
-    if (kind == SqlKind.COMMIT || kind == SqlKind.BEGIN) {
-      T result = call.call();
-      endTransaction();
-      if (kind == SqlKind.BEGIN && delegate.getAutoCommit()) {
-        explicitTransaction = true;
-      }
-      return result;
+    if (kind != SqlKind.IMPLICIT_COMMIT) {
+      return ordinary(lease, st, call);
     }
-    Lease lease = LeaseInternals.currentOrNull();
-    T result;
-    if (verified != null) {
-      if (lease != verified) {
-        throw leaseChanged(lease);
-      }
-      result = run(statement, call);
-    } else if (lease == null) {
-      result = call.call();
-    } else if (delegate.getAutoCommit() && !explicitTransaction) {
-      return autoCommitStatement(statement, lease, call);
+    if (verified() != null) {
+      checkCommit(lease);
+      verifyAgain(lease);
     } else {
-      verifyOrSkip(lease);
-      result = run(statement, call);
+      ensureSqliteTransaction();
+      verify(lease);
     }
-    if (kind == SqlKind.DDL) {
-      // MySQL committed around it: the next statement needs a new verify. A transaction begun with
-      // BEGIN as SQL stays explicit: PostgreSQL and SQLite are still inside it, and treating it as
-      // autocommit would commit it early.
-      boolean explicit = explicitTransaction;
-      endTransaction();
-      explicitTransaction = explicit;
+    try {
+      return run(st, call);
+    } finally {
+      endTransaction(); // MySQL committed around it: the next statement is a new transaction
+      markSqlTransaction(false);
     }
+  }
+
+  /**
+   * MySQL CALL, EXECUTE, BEGIN NOT ATOMIC: a fresh verify just before (even in a verified
+   * transaction: the routine may commit, and what it commits is protected by that verify alone),
+   * and again before anything after it.
+   */
+  private <T> T routine(Lease lease, FencingStatement st, SqlCall<T> call) throws SQLException {
+    Mode mode = mode();
+    if (mode == Mode.AUTOCOMMIT) {
+      return autoCommitStatement(lease, st, SqlKind.ROUTINE, call);
+    }
+    if (verified() == lease) {
+      verifyAgain(lease);
+    } else {
+      ensureSqliteTransaction();
+      verify(lease);
+    }
+    T result = run(st, call);
+    reverify = true;
     return result;
   }
 
@@ -132,25 +451,62 @@ final class TransactionFence {
    * open.
    */
   void verifyIfInTransaction() throws SQLException {
+    if (pending != null) {
+      finishPending();
+    }
     Lease lease = LeaseInternals.currentOrNull();
     checkNotPoisoned();
     if (lease == null) {
       return;
     }
-    if (verified != null) {
-      if (lease != verified) {
-        throw leaseChanged(lease);
+    if (verified() != null) {
+      if (lease != verified()) {
+        if (!abandoned()) {
+          throw leaseChanged(lease);
+        }
+        rollbackAbandoned(lease);
+      } else {
+        if (reverify) {
+          verifyAgain(lease);
+        }
+        return;
+      }
+    }
+    lexer(lease);
+    Mode mode = mode();
+    if (mode != Mode.AUTOCOMMIT) {
+      verifyIfNeeded(lease, mode);
+    }
+  }
+
+  private void verifyIfNeeded(Lease lease, Mode mode) throws SQLException {
+    if (verified() == lease) {
+      if (reverify) {
+        verifyAgain(lease);
       }
       return;
     }
-    if (delegate.getAutoCommit() && !explicitTransaction) {
-      return;
+    if (mode == Mode.JDBC) {
+      ensureSqliteTransaction();
     }
-    verifyOrSkip(lease);
+    verify(lease);
   }
 
+  // ---- connection calls
+  // ---------------------------------------------------------------------------
+
   void commit() throws SQLException {
+    if (pending != null) {
+      finishPending();
+    }
     checkNotPoisoned();
+    Lease lease = LeaseInternals.currentOrNull();
+    if (verified() != null && lease != verified() && abandoned()) {
+      rollbackAbandoned(lease);
+    }
+    if (reverify && verified() != null) {
+      verifyAgain(verified());
+    }
     checkStillHeld();
     try {
       delegate.commit();
@@ -161,6 +517,9 @@ final class TransactionFence {
 
   /** Never fails because of a lease. */
   void rollback() throws SQLException {
+    if (pending != null) {
+      finishPending(); // an autocommit statement completes; the driver then refuses rollback()
+    }
     try {
       delegate.rollback();
     } finally {
@@ -168,19 +527,30 @@ final class TransactionFence {
     }
   }
 
+  /** A savepoint rollback stays in the transaction, but the verify's lock may be gone. */
+  void rolledBackToSavepoint() {
+    if (verified() != null && !options.weakened(Weakening.NO_REVERIFY)) {
+      reverify = true;
+    }
+  }
+
   /**
-   * {@code setAutoCommit(true)} with a transaction open commits it (JDBC spec), so a poisoned one
-   * is rolled back instead and the caller told; a redundant call changes nothing (checklist 8, 9).
+   * {@code setAutoCommit(true)} with a transaction open commits it (JDBC spec): the same checks as
+   * {@link #commit}, and a poisoned one is rolled back instead and the caller told; a redundant
+   * call changes nothing (checklist 8, 9).
    */
   void setAutoCommit(boolean autoCommit) throws SQLException {
+    if (pending != null) {
+      finishPending();
+    }
     boolean was = delegate.getAutoCommit();
     if (autoCommit == was) {
       delegate.setAutoCommit(autoCommit);
       return;
     }
-    if (autoCommit && poisoned) {
+    if (autoCommit && poisoned()) {
       LeaseLostSQLException refused =
-          poisonedException("setAutoCommit(true) would commit it;" + " it was rolled back instead");
+          poisonedException("setAutoCommit(true) would commit it; it was rolled back instead");
       try {
         delegate.rollback();
       } catch (SQLException e) {
@@ -190,27 +560,49 @@ final class TransactionFence {
       delegate.setAutoCommit(true);
       throw refused;
     }
+    if (autoCommit && verified() != null) {
+      checkCommit(verified());
+    }
     try {
       delegate.setAutoCommit(autoCommit);
     } finally {
-      if (!poisoned) { // poison stays until rollback, even across setAutoCommit(false)
+      if (!poisoned()) { // poison stays until rollback, even across setAutoCommit(false)
         endTransaction();
+        markSqlTransaction(false);
       }
     }
   }
 
+  /** What {@code getAutoCommit()} reports: autocommit while an autocommit query is pending. */
+  boolean getAutoCommit() throws SQLException {
+    return pending != null || delegate.getAutoCommit();
+  }
+
+  /** Before {@code setTransactionIsolation}, {@code setReadOnly} and the like. */
+  void beforeSessionChange() throws SQLException {
+    if (pending != null) {
+      finishPending();
+    }
+  }
+
   /**
-   * The connection is closed or handed back. A verified or poisoned transaction still open is
-   * rolled back here rather than left to the pool: not every pool rolls back on return (Tomcat
-   * JDBC's {@code rollbackOnReturn} is off by default), and the next borrower's commit would then
-   * commit a stale holder's writes. Never fails because of a lease.
+   * The connection is closed or handed back. A verified or poisoned transaction still open, begun
+   * with {@code setAutoCommit(false)} or as SQL, is rolled back here rather than left to the pool:
+   * not every pool rolls back on return (Tomcat JDBC's {@code rollbackOnReturn} is off by default),
+   * and the next borrower's commit would then commit a stale holder's writes. Never fails because
+   * of a lease.
    */
   void closing() {
     try {
-      if ((poisoned || verified != null) && !delegate.isClosed() && !delegate.getAutoCommit()) {
-        delegate.rollback();
+      if (pending != null) {
+        finishPendingQuietly(); // closing completes the statement, as in autocommit mode
       }
-    } catch (SQLException e) {
+      if ((poisoned() || verified() != null)
+          && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)
+          && !delegate.isClosed()) {
+        rollbackOpenTransaction();
+      }
+    } catch (SQLException | RuntimeException e) {
       log.debug("could not roll back a fenced transaction at close", e);
     } finally {
       endTransaction();
@@ -219,11 +611,14 @@ final class TransactionFence {
 
   /** The transaction ended outside the connection (an XA branch, through its XAResource). */
   void endedElsewhere() {
+    markSqlTransaction(false);
     endTransaction();
   }
 
   /** The connection was aborted: forget the transaction (the driver ends it). */
   void closed() {
+    pending = null;
+    flags &= ~PENDING;
     endTransaction();
   }
 
@@ -232,22 +627,364 @@ final class TransactionFence {
    * rollback.
    */
   void endRequest() {
-    if (!poisoned) {
+    if (pending != null) {
+      finishPendingQuietly();
+    }
+    if (!poisoned()) {
       endTransaction();
     }
   }
 
-  // ---- the verify -------------------------------------------------------------------------------
+  // ---- the rest of a statement's result set
+  // ---------------------------------------------------------------
 
-  private void verifyOrSkip(Lease lease) throws SQLException {
-    if (options.readOnly() == ReadOnlyPolicy.SKIP && delegate.isReadOnly()) {
-      verified = lease; // nothing to verify; later statements still check the bound lease
+  /** A result set of {@code st} (or the statement itself) closed: its query is done. */
+  void resultDone(FencingStatement st) throws SQLException {
+    if (pending == st) {
+      finishPending();
+    }
+  }
+
+  /**
+   * Ends the verified transaction an autocommit query kept open: committed like the statement's own
+   * transaction would be (released-lease check in VERIFY mode, the lock taken again if a routine
+   * ran), rolled back if poisoned or refused. If the driver cannot end it yet (a MySQL streaming
+   * result set is still being read on another statement), it stays pending and the driver's own
+   * error is thrown, as it would be in autocommit mode.
+   */
+  private void finishPending() throws SQLException {
+    SQLException failure = null;
+    boolean ended = false;
+    boolean wasPoisoned = poisoned();
+    try {
+      if (wasPoisoned) {
+        failure = poisonedException("its autocommit query's transaction was rolled back");
+        delegate.rollback();
+      } else {
+        if (reverify && verified() != null) {
+          verifyAgain(verified());
+        }
+        checkStillHeld();
+        delegate.commit();
+      }
+      ended = true;
+    } catch (LeaseLostSQLException e) {
+      failure = e; // refused: roll back
+      try {
+        delegate.rollback();
+        ended = true;
+      } catch (SQLException r) {
+        e.addSuppressed(r);
+      }
+    } catch (SQLException e) {
+      if (failure != null) {
+        failure.addSuppressed(e);
+      } else {
+        failure = e;
+      }
+    }
+    if (ended) {
+      pending = null;
+      flags &= ~PENDING;
+      endTransaction();
+      try {
+        delegate.setAutoCommit(true);
+      } catch (SQLException e) {
+        if (failure == null) {
+          failure = e;
+        } else {
+          failure.addSuppressed(e);
+        }
+      }
+    }
+    if (failure != null) {
+      throw failure;
+    }
+  }
+
+  /** {@link #finishPending} where nothing may be thrown (close, endRequest, abort). */
+  private void finishPendingQuietly() {
+    try {
+      finishPending();
+    } catch (SQLException e) {
+      log.debug("could not end an autocommit query's transaction", e);
+      pending = null;
+      flags &= ~PENDING;
+      try {
+        delegate.rollback();
+        delegate.setAutoCommit(true);
+      } catch (SQLException r) {
+        log.debug("could not roll it back", r);
+      }
+      endTransaction();
+    }
+  }
+
+  // ---- autocommit statements
+  // ----------------------------------------------------------------------
+
+  private <T> T autoCommitStatement(Lease lease, FencingStatement st, int kind, SqlCall<T> call)
+      throws SQLException {
+    switch (options.autoCommit()) {
+      case REFUSE:
+        throw autoCommitRefused(lease);
+      case VERIFY_ONLY:
+        try {
+          verify(lease);
+          return run(st, call);
+        } finally {
+          endTransaction(); // the verify's autocommit transaction has ended; so has the statement's
+        }
+      case VERIFIED_TRANSACTION:
+      default:
+        return asVerifiedTransaction(lease, st, kind, call);
+    }
+  }
+
+  /**
+   * Autocommit off, verify, the statement, commit, autocommit back on; rolled back on any failure.
+   * A query whose rows the driver fetches as they are read (MySQL streaming, any fetch size) keeps
+   * its transaction open until its result set or statement closes or the connection is used again,
+   * as in autocommit mode; pgjdbc, which would read through a server-side cursor only because the
+   * fence turned autocommit off, fetches without one as in autocommit mode.
+   */
+  private <T> T asVerifiedTransaction(Lease lease, FencingStatement st, int kind, SqlCall<T> call)
+      throws SQLException {
+    if (!beginWrapped()) {
+      // SQLite: BEGIN failed, a transaction begun as SQL is open: the statement runs in it
+      markSqlTransaction(true);
+      verify(lease);
+      return run(st, call);
+    }
+    boolean keepOpen = false;
+    int fetchSize = 0;
+    boolean cursorFix = !options.weakened(Weakening.NO_CURSOR_FIX) && st != null;
+    T result;
+    try {
+      if (cursorFix && lexer.dialect == SqlDialect.POSTGRESQL) {
+        fetchSize = st.delegate.getFetchSize();
+        if (fetchSize > 0) {
+          st.delegate.setFetchSize(0); // pgjdbc opens a portal only with autocommit off
+        }
+      }
+      verify(lease);
+      result = run(st, call);
+      if (cursorFix
+          && lexer.dialect == SqlDialect.MYSQL
+          && returnsRows(result)
+          && st.delegate.getFetchSize() != 0) {
+        keepOpen = true; // streaming: the rows are read later, inside the transaction
+        pending = st;
+        flags |= PENDING;
+        return result;
+      }
+      if (kind == SqlKind.ROUTINE) {
+        verifyAgain(lease); // the routine may have committed and begun anew
+      }
+      checkNotPoisoned(); // lost while the statement ran, after its cancel could reach it
+      checkStillHeld();
+      delegate.commit();
+    } catch (SQLException | RuntimeException e) {
+      try {
+        delegate.rollback();
+      } catch (SQLException r) {
+        e.addSuppressed(r);
+      }
+      try {
+        delegate.setAutoCommit(true);
+      } catch (SQLException r) {
+        e.addSuppressed(r);
+      }
+      throw e;
+    } finally {
+      if (fetchSize > 0) {
+        st.delegate.setFetchSize(fetchSize);
+      }
+      if (!keepOpen) {
+        endTransaction();
+      }
+    }
+    delegate.setAutoCommit(true);
+    return result;
+  }
+
+  /**
+   * {@code setAutoCommit(false)} for the wrapped transaction. False when SQLite refused its BEGIN
+   * because a transaction begun as SQL is already open (sqlite-jdbc has then recorded manual
+   * commit; its flag is put back).
+   */
+  private boolean beginWrapped() throws SQLException {
+    try {
+      delegate.setAutoCommit(false);
+      return true;
+    } catch (SQLException e) {
+      if (lexer.dialect == SqlDialect.SQLITE
+          && String.valueOf(e.getMessage()).contains("within a transaction")
+          && driverSession().repairSqliteAutoCommit(true)) {
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  private static boolean returnsRows(Object result) {
+    return result instanceof ResultSet || Boolean.TRUE.equals(result);
+  }
+
+  // ---- where the transaction is
+  // -------------------------------------------------------------------
+
+  /**
+   * How the connection stands for a new lease-bound transaction, from the driver where it can tell:
+   * a transaction begun as SQL before the lease was bound is found, and MySQL Connector/J's cached
+   * autocommit is brought in line with the server first.
+   */
+  private Mode mode() throws SQLException {
+    DriverSession s = driverSession();
+    if (s.isMySqlFamily()) {
+      s.refresh(delegate); // after an error, the flags describe the session before it
+      syncAutoCommit();
+    }
+    if (!delegate.getAutoCommit()) {
+      return Mode.JDBC;
+    }
+    Boolean open = s.inTransaction();
+    if (open == null) {
+      open = sqlTransaction; // only a BEGIN the fence saw succeed, under a lease
+    }
+    return open ? Mode.SQL : Mode.AUTOCOMMIT;
+  }
+
+  /**
+   * MySQL Connector/J keeps reporting the autocommit mode it last set itself; after {@code SET
+   * autocommit} ran as SQL the server's flag says otherwise. The driver is told the server's mode
+   * (it sends the same SET again, which changes nothing on the server).
+   */
+  private void syncAutoCommit() throws SQLException {
+    DriverSession s = driverSession();
+    Boolean server = s.serverAutoCommit();
+    if (server != null && server != delegate.getAutoCommit()) {
+      log.debug("SET autocommit ran as SQL; telling the driver autocommit is {}", server);
+      delegate.setAutoCommit(server);
+    }
+  }
+
+  private void markSqlTransaction(boolean open) {
+    sqlTransaction = open;
+    if (open) {
+      flags |= SQL_TRANSACTION;
+    } else {
+      flags &= ~SQL_TRANSACTION;
+    }
+  }
+
+  /**
+   * SQLite: a COMMIT or ROLLBACK written as SQL, or an error that rolled back (ON CONFLICT
+   * ROLLBACK, an interrupt), leaves sqlite-jdbc believing in a transaction SQLite no longer has;
+   * statements would then commit one by one. A BEGIN puts one back (or fails: one is open).
+   */
+  private void ensureSqliteTransaction() throws SQLException {
+    if (lexer.dialect != SqlDialect.SQLITE || options.weakened(Weakening.NO_DRIVER_SESSION)) {
       return;
+    }
+    try (Statement s = delegate.createStatement()) {
+      s.execute("BEGIN");
+    } catch (SQLException e) {
+      if (!String.valueOf(e.getMessage()).contains("within a transaction")) {
+        throw e;
+      }
+    }
+  }
+
+  private DriverSession driverSession() {
+    DriverSession s = session;
+    if (s == null) {
+      s =
+          options.weakened(Weakening.NO_DRIVER_SESSION)
+              ? DriverSession.UNKNOWN
+              : DriverSession.of(delegate);
+      if (failedBeforeSession) {
+        s.failed();
+      }
+      session = s;
+    }
+    return s;
+  }
+
+  private boolean isMySql() {
+    return lexer.dialect == SqlDialect.MYSQL;
+  }
+
+  // ---- reading the text
+  // ---------------------------------------------------------------------------
+
+  /** The lexer of this connection's database: the lease's, else the connection's metadata. */
+  private SqlLexer lexer(Lease lease) throws SQLException {
+    SqlLexer l = lexer;
+    if (l == null) {
+      String product =
+          lease != null
+              ? lease.manager().databaseProduct()
+              : delegate.getMetaData().getDatabaseProductName();
+      l = SqlLexer.of(SqlDialect.ofProduct(product));
+      lexer = l;
+    }
+    return l;
+  }
+
+  private long summary(FencingStatement st, int source, String sql, SqlLexer lexer) {
+    long s;
+    switch (source) {
+      case TEXT:
+        s = lexer.summarize(sql);
+        break;
+      case ROW_CHANGE:
+        return SqlSummary.of(1 << SqlKind.OTHER, 1, SqlKind.OTHER, 0);
+      default:
+        s = st.summary(source, lexer);
+    }
+    if (options.weakened(Weakening.LEADING_KEYWORD)) {
+      return leadingKeywordOnly(st, source, sql, lexer);
+    }
+    return s;
+  }
+
+  /** The first release's reading, for negative controls: the first statement's kind only. */
+  private static long leadingKeywordOnly(
+      FencingStatement st, int source, String sql, SqlLexer lexer) {
+    String text = source == TEXT ? sql : st == null ? null : st.sql;
+    List<SqlStatement> all = text == null ? List.of() : lexer.statements(text);
+    int kind = all.isEmpty() ? SqlKind.OTHER : all.get(0).kind();
+    return SqlSummary.of(1 << kind, 1, kind, 0);
+  }
+
+  private static boolean isRollback(int kind) {
+    return kind == SqlKind.ROLLBACK
+        || kind == SqlKind.ROLLBACK_TO
+        || kind == SqlKind.ROLLBACK_PREPARED;
+  }
+
+  // ---- the verify
+  // ---------------------------------------------------------------------------------
+
+  /** Verifies again in the open transaction (its lock may be gone); stays verified. */
+  private void verifyAgain(Lease lease) throws SQLException {
+    if (!delegate.getAutoCommit()) {
+      ensureSqliteTransaction(); // an error may have rolled SQLite's transaction back
+    }
+    reverify = false;
+    FencedTransaction t = txn;
+    if (t != null) {
+      t.confirmed = false; // until the database confirms it again
     }
     verify(lease);
   }
 
   private void verify(Lease lease) throws SQLException {
+    if (options.readOnly() == ReadOnlyPolicy.SKIP && delegate.isReadOnly()) {
+      markVerified(lease); // nothing to verify; later statements still check the bound lease
+      return;
+    }
     if (!lease.isHeld()) {
       throw refuse(
           lease,
@@ -268,24 +1005,54 @@ final class TransactionFence {
       awaitRenewal(lease);
     }
     boolean lock = strict && !readOnlyWithoutLocks(lease);
+    // MySQL/MariaDB STRICT: the verify reads the session's bounds along (other databases: none)
+    long[] session =
+        lock && lexer != null && lexer.dialect == SqlDialect.MYSQL ? new long[] {-1, -1} : null;
     boolean held;
     try {
-      if (lock) {
-        applySessionBounds(lease, idle);
+      held = LeaseInternals.verifyInTransaction(lease, delegate, lock, idle, session);
+      if (held && session != null && session[0] >= 0) {
+        applySessionBounds(lease, session, idle);
       }
-      held = LeaseInternals.verifyInTransaction(lease, delegate, lock, idle);
     } catch (SQLException e) {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
+      driverSession().failed();
       poison(lease, "its verify failed: " + e.getMessage());
       throw e;
     }
     if (!held) {
       throw refuse(lease, "the database says it is no longer held by this holder at this term");
     }
-    verified = lease;
-    lossRegistration = lease.onLoss(this::leaseLost);
+    markVerified(lease);
     notify(lease, l -> l.transactionVerified(lease));
+  }
+
+  private void markVerified(Lease lease) {
+    FencedTransaction t = transaction(lease);
+    t.confirmed = true;
+    if (t.registration == null) {
+      // the listener knows its transaction: a loss never reaches the next one
+      FencedTransaction mine = options.weakened(Weakening.NO_GENERATIONS) ? null : t;
+      t.registration = lease.onLoss(l -> leaseLost(l, mine));
+    }
+  }
+
+  /** The open fenced transaction under {@code lease}; a new one if none is (owner thread). */
+  private FencedTransaction transaction(Lease lease) {
+    FencedTransaction t = txn;
+    if (t != null && t.lease == lease) {
+      return t;
+    }
+    if (t != null && t.registration != null) {
+      t.registration.close();
+    }
+    t = new FencedTransaction(lease);
+    synchronized (this) {
+      txn = t;
+    }
+    flags |= FENCED;
+    return t;
   }
 
   /**
@@ -314,88 +1081,118 @@ final class TransactionFence {
     }
   }
 
-  /** STRICT on MySQL/MariaDB: lock-wait and idle bounds for the session, once per connection. */
-  private void applySessionBounds(Lease lease, Duration idle) throws SQLException {
+  /**
+   * STRICT on MySQL/MariaDB: the verify read the session's lock-wait and idle bounds; set ours when
+   * they differ (a new session, or one a pool reset), remembering the session's own for borrowers
+   * without a lease ({@link SessionBounds}).
+   */
+  private void applySessionBounds(Lease lease, long[] current, Duration idle) throws SQLException {
     Duration lockWait =
         options.lockWaitTimeout() != null
             ? options.lockWaitTimeout()
             : lease.manager().timings().leaseDuration();
-    List<String> bounds = LeaseInternals.strictSessionStatements(lease.manager(), idle, lockWait);
-    if (bounds.isEmpty() || bounds.equals(appliedBounds)) {
-      return;
-    }
-    SessionBounds.apply(delegate, bounds);
-    appliedBounds = bounds;
-  }
-
-  private <T> T autoCommitStatement(Statement statement, Lease lease, SqlCall<T> call)
-      throws SQLException {
-    switch (options.autoCommit()) {
-      case REFUSE:
-        throw new LeaseLostSQLException(
-            "refused an autocommit statement under "
-                + lease
-                + ": with AutoCommitPolicy.REFUSE, run it in a transaction (setAutoCommit(false))",
-            LeaseLostSQLException.AUTOCOMMIT_REFUSED,
-            lease,
-            null);
-      case VERIFY_ONLY:
-        try {
-          verify(lease);
-          return run(statement, call);
-        } finally {
-          endTransaction(); // the verify's autocommit transaction has ended; so has the statement's
-        }
-      case VERIFIED_TRANSACTION:
-      default:
-        return asVerifiedTransaction(statement, lease, call);
+    List<String> statements =
+        LeaseInternals.strictSessionStatements(lease.manager(), idle, lockWait);
+    if (SessionBounds.afterVerify(
+            delegate,
+            current,
+            SessionBounds.seconds(lockWait.toMillis()),
+            SessionBounds.seconds(idle.toMillis()),
+            statements)
+        && !options.weakened(Weakening.NO_SESSION_RESTORE)) {
+      flags |= SESSION_CHECK;
     }
   }
 
-  /**
-   * Autocommit off, verify, the statement, commit, autocommit back on; rolled back on any failure.
-   */
-  private <T> T asVerifiedTransaction(Statement statement, Lease lease, SqlCall<T> call)
-      throws SQLException {
-    delegate.setAutoCommit(false);
-    T result;
-    try {
-      verify(lease);
-      result = run(statement, call);
-      checkNotPoisoned(); // lost while the statement ran, after its cancel could reach it
-      checkStillHeld();
-      delegate.commit();
-    } catch (SQLException | RuntimeException e) {
-      try {
-        delegate.rollback();
-      } catch (SQLException r) {
-        e.addSuppressed(r);
-      }
-      try {
-        delegate.setAutoCommit(true);
-      } catch (SQLException r) {
-        e.addSuppressed(r);
-      }
-      throw e;
-    } finally {
-      endTransaction();
-    }
-    delegate.setAutoCommit(true);
-    return result;
-  }
+  // ---- running statements
+  // -------------------------------------------------------------------------
 
-  private <T> T run(Statement statement, SqlCall<T> call) throws SQLException {
-    running = statement;
+  private <T> T run(FencingStatement st, SqlCall<T> call) throws SQLException {
+    FencedTransaction t = txn;
+    if (t != null) {
+      t.running = st == null ? null : st.delegate;
+    }
     try {
       return call.call();
     } catch (SQLException e) {
-      if (poisoned) {
+      afterError();
+      if (poisoned()) {
         // the lease was lost while the statement ran and the loss cancelled it
         throw poisonedException("its statement failed after the loss: " + e.getMessage(), e);
       }
       throw e;
     } finally {
-      running = null;
+      if (t != null) {
+        t.running = null;
+      }
+    }
+  }
+
+  /** Transaction control and statements that need no verify: only the bookkeeping of errors. */
+  private <T> T runUnverified(SqlCall<T> call) throws SQLException {
+    try {
+      return call.call();
+    } catch (SQLException e) {
+      afterError();
+      throw e;
+    }
+  }
+
+  /**
+   * A statement failed: the server may have rolled the transaction back (MySQL deadlock, lock wait
+   * timeout with innodb_rollback_on_timeout, a reconnect; SQLite ON CONFLICT ROLLBACK) and with it
+   * the verify's lock. Verify again before anything else runs in it.
+   */
+  private void afterError() {
+    driverSession().failed();
+    if (verified() != null && !options.weakened(Weakening.NO_REVERIFY)) {
+      reverify = true;
+    }
+    DriverSession s = session;
+    if (sqlTransaction && (s == null || !s.hasExactState())) {
+      markSqlTransaction(false); // unknown now: assume none (the safe side)
+    }
+  }
+
+  // ---- a pool that did not roll back
+  // --------------------------------------------------------------
+
+  /**
+   * A verified (or poisoned) transaction met a statement with a different lease (or none) on
+   * another thread than the one that verified it: a pool handed the connection on without rolling
+   * back. The transaction is not the new borrower's to continue or commit.
+   */
+  private boolean abandoned() {
+    FencedTransaction t = txn;
+    return t != null
+        && t.by != Thread.currentThread()
+        && !options.weakened(Weakening.NO_ABANDON_CHECK);
+  }
+
+  private void rollbackAbandoned(Lease now) throws SQLException {
+    FencedTransaction t = txn;
+    Lease was = t == null ? null : t.lease;
+    log.warn(
+        "rolled back a fenced transaction under {} that thread {} left open; the connection is now"
+            + " used by {} under {} (the pool does not roll back on return)",
+        was,
+        t == null ? "?" : t.by.getName(),
+        Thread.currentThread().getName(),
+        now == null ? "no lease" : now);
+    rollbackOpenTransaction();
+    endTransaction();
+  }
+
+  /** Rolls back the open transaction: through JDBC, or as SQL if it was begun as SQL. */
+  private void rollbackOpenTransaction() throws SQLException {
+    if (!delegate.getAutoCommit()) {
+      delegate.rollback();
+      return;
+    }
+    try (Statement s = delegate.createStatement()) {
+      s.execute("ROLLBACK"); // PostgreSQL warns and MySQL ignores it when none is open
+    } catch (SQLException e) {
+      log.debug("no transaction to roll back as SQL", e); // SQLite: none is active
     }
   }
 
@@ -403,32 +1200,60 @@ final class TransactionFence {
   // ----------------------------------------------------------------------
 
   /**
-   * The verified lease was lost (on a lease thread): poison the transaction, cancel its statement.
+   * The verified lease was lost (on a lease thread): poison the transaction and cancel its
+   * statement, if the transaction it was registered for is still the open one.
    */
-  private void leaseLost(Lease lease) {
-    if (verified != lease) {
-      return;
+  private void leaseLost(Lease lease, FencedTransaction mine) {
+    Statement s;
+    FencedTransaction t;
+    synchronized (this) {
+      t = txn;
+      if (t == null || t.lease != lease || (mine != null && t != mine)) {
+        return; // that transaction has ended; the open one is another's
+      }
+      if (!poisonLocked(t, "its lease was lost while it was open")) {
+        return;
+      }
+      s = t.running;
     }
-    poison(lease, "its lease was lost while it was open");
-    Statement s = running;
+    poisoned(lease, "its lease was lost while it was open");
     if (s != null) {
       // off the reporting thread: pgjdbc and Connector/J open a new connection to cancel, and the
-      // thread that noticed the loss may be a keeper timer other leases depend on
-      CompletableFuture.runAsync(
-          () -> {
-            try {
-              s.cancel();
-            } catch (SQLException | RuntimeException e) {
-              log.debug("could not cancel a statement under lost {}", lease, e);
-            }
-          });
+      // thread that noticed the loss may be a keeper timer other leases depend on. Under the
+      // monitor, after checking the transaction again: a cancel must never reach a statement of
+      // the next transaction.
+      options
+          .cancelExecutor()
+          .execute(
+              () -> {
+                if (mine != null) {
+                  synchronized (this) {
+                    if (txn != mine || mine.running != s) {
+                      return;
+                    }
+                    cancel(s, lease);
+                  }
+                } else {
+                  cancel(s, lease); // weakened: the first release's unconditional cancel
+                }
+              });
+    }
+  }
+
+  private static void cancel(Statement s, Lease lease) {
+    try {
+      s.cancel();
+    } catch (SQLException | RuntimeException e) {
+      log.debug("could not cancel a statement under lost {}", lease, e);
     }
   }
 
   private LeaseLostSQLException refuse(Lease lease, String why) {
-    poisoned = true;
-    poisonedLease = lease;
-    poisonReason = "it was refused under " + lease + ": " + why;
+    FencedTransaction t = transaction(lease);
+    synchronized (this) {
+      t.poisoned = true;
+      t.poisonReason = "it was refused under " + lease + ": " + why;
+    }
     log.warn(
         "refused a transaction under lease {} term {} instance {}: {}",
         lease.name(),
@@ -450,13 +1275,29 @@ final class TransactionFence {
         null);
   }
 
+  /** Poisons the open transaction under {@code lease} (owner thread). */
   private void poison(Lease lease, String why) {
-    if (poisoned) {
-      return;
+    FencedTransaction t = transaction(lease);
+    boolean now;
+    synchronized (this) {
+      now = poisonLocked(t, why);
     }
-    poisonedLease = lease;
-    poisonReason = "lease " + lease.name() + " term " + lease.term() + ": " + why;
-    poisoned = true;
+    if (now) {
+      poisoned(lease, why);
+    }
+  }
+
+  /** Marks {@code t} poisoned; false if it already was. Under the monitor. */
+  private boolean poisonLocked(FencedTransaction t, String why) {
+    if (t.poisoned) {
+      return false;
+    }
+    t.poisonReason = "lease " + t.lease.name() + " term " + t.lease.term() + ": " + why;
+    t.poisoned = true;
+    return true;
+  }
+
+  private void poisoned(Lease lease, String why) {
     log.warn(
         "poisoned a transaction under lease {} term {} instance {}: {}",
         lease.name(),
@@ -467,7 +1308,7 @@ final class TransactionFence {
   }
 
   private LeaseLostSQLException leaseChanged(Lease lease) {
-    Lease was = verified;
+    Lease was = verified();
     poison(was, "the thread's lease changed to " + lease + " inside the transaction");
     return new LeaseLostSQLException(
         "the transaction was verified under "
@@ -481,6 +1322,56 @@ final class TransactionFence {
         null);
   }
 
+  private LeaseLostSQLException mixed(Lease lease, long summary, int source) {
+    String what = source == BATCH ? "a batch" : "a SQL text";
+    String why =
+        SqlSummary.ambiguous(summary)
+            ? what
+                + " whose statements cannot be told apart without knowing the server's settings"
+                + " (MySQL versioned comments of different versions)"
+            : what
+                + " with "
+                + SqlSummary.describe(summary)
+                + ": transaction control must be a statement of its own";
+    return new LeaseLostSQLException(
+        "refused under "
+            + lease
+            + " before anything was sent: "
+            + why
+            + "; send each transaction-control statement alone (or use setAutoCommit, commit and"
+            + " rollback), or run the text without a lease bound",
+        LeaseLostSQLException.TRANSACTION_CONTROL_MIXED,
+        lease,
+        null);
+  }
+
+  private static LeaseLostSQLException autoCommitRefused(Lease lease) {
+    return new LeaseLostSQLException(
+        "refused an autocommit statement under "
+            + lease
+            + ": with AutoCommitPolicy.REFUSE, run it in a transaction (setAutoCommit(false))",
+        LeaseLostSQLException.AUTOCOMMIT_REFUSED,
+        lease,
+        null);
+  }
+
+  /**
+   * Everything a commit needs, whatever writes it (commit(), setAutoCommit(true), COMMIT or END as
+   * SQL, MySQL's implicit commits, SET autocommit = 1, SQLite's RELEASE): not poisoned, the lock
+   * taken again if an error or a savepoint rollback may have freed it, and in VERIFY mode not
+   * released since the verify.
+   */
+  private void checkCommit(Lease lease) throws SQLException {
+    checkNotPoisoned();
+    if (options.weakened(Weakening.NO_COMMIT_CHECKS)) {
+      return;
+    }
+    if (reverify && verified() != null && lease == verified()) {
+      verifyAgain(lease);
+    }
+    checkStillHeld();
+  }
+
   /**
    * VERIFY mode only: a release sets the row's expiry to now, so the margin between the local
    * deadline and the expiry that VERIFY relies on is gone at once and a successor may already hold
@@ -490,7 +1381,7 @@ final class TransactionFence {
    * gap (a pause between the check and the commit), not close it.
    */
   private void checkStillHeld() throws LeaseLostSQLException {
-    Lease lease = verified;
+    Lease lease = verified();
     if (!strict && lease != null && lease.isReleased()) {
       throw refuse(
           lease,
@@ -500,7 +1391,7 @@ final class TransactionFence {
   }
 
   private void checkNotPoisoned() throws LeaseLostSQLException {
-    if (poisoned) {
+    if (poisoned()) {
       throw poisonedException(null);
     }
   }
@@ -510,27 +1401,28 @@ final class TransactionFence {
   }
 
   private LeaseLostSQLException poisonedException(String more, Throwable cause) {
+    FencedTransaction t = txn;
     return new LeaseLostSQLException(
         "transaction poisoned ("
-            + poisonReason
+            + (t == null ? "its lease was lost" : t.poisonReason)
             + ")"
             + (more == null ? "" : "; " + more)
             + "; roll it back",
         LeaseLostSQLException.POISONED,
-        poisonedLease,
+        t == null ? null : t.lease,
         cause);
   }
 
   private void endTransaction() {
-    Lease.Registration r = lossRegistration;
-    lossRegistration = null;
-    verified = null;
-    poisoned = false;
-    poisonedLease = null;
-    poisonReason = null;
-    explicitTransaction = false;
-    if (r != null) {
-      r.close();
+    FencedTransaction t;
+    synchronized (this) {
+      t = txn;
+      txn = null;
+    }
+    reverify = false;
+    flags &= ~FENCED;
+    if (t != null && t.registration != null) {
+      t.registration.close();
     }
   }
 

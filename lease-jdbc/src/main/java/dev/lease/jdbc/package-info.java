@@ -6,9 +6,22 @@
  * holder that lost its lease can no longer commit ({@link dev.lease.jdbc.LeaseLostSQLException}).
  *
  * <p>Public: the entry points above, {@link dev.lease.jdbc.FencingOptions} and its enums, and the
- * {@link dev.lease.jdbc.FencedConnection} marker. Package-private: {@code TransactionFence} (the
- * rules: where the verify runs, poisoning, resets), {@code SqlKind} (transaction control written as
- * SQL), the {@code Fencing*} wrappers and the generated {@code *Delegate} base classes ({@code
- * tools/GenerateDelegates.java}) they extend.
+ * {@link dev.lease.jdbc.FencedConnection} marker. Package-private:
+ *
+ * <ul>
+ *   <li>{@code TransactionFence}: the rules (where the verify runs, what a text under a lease may
+ *       hold, poisoning, resets, the pending transaction of an autocommit query);
+ *   <li>{@code SqlLexer} with {@code SqlDialect}, {@code SqlKind}, {@code SqlSummary} and {@code
+ *       SqlStatement}: SQL text read per dialect, every statement with its kind and span, under
+ *       every reading the server's settings allow (also the building block of sending the verify
+ *       with the first statement);
+ *   <li>{@code DriverSession}: what the driver knows of the server session (transaction state,
+ *       MySQL's autocommit flag), reached by reflection;
+ *   <li>{@code SessionBounds}: STRICT's MySQL/MariaDB session bounds, set when the verify finds
+ *       them missing and restored for borrowers without a lease;
+ *   <li>{@code Weakening}: deliberately broken variants for negative controls only;
+ *   <li>the {@code Fencing*} wrappers and the generated {@code *Delegate} base classes ({@code
+ *       tools/GenerateDelegates.java}) they extend.
+ * </ul>
  */
 package dev.lease.jdbc;

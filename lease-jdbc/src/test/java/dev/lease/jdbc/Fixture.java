@@ -58,8 +58,17 @@ final class Fixture implements AutoCloseable {
       };
 
   Fixture(TestDatabase db, int poolSize) throws SQLException {
+    this(db, poolSize, false);
+  }
+
+  /**
+   * @param multiQueries MySQL/MariaDB: connect with {@code allowMultiQueries=true}, so that texts
+   *     of several statements reach the server as they do for applications that turn it on
+   */
+  Fixture(TestDatabase db, int poolSize, boolean multiQueries) throws SQLException {
     this.db = db;
-    this.pool = db.pooled(poolSize);
+    this.pool =
+        multiQueries && db.isMySqlFamily() ? multiQueryPool(db, poolSize) : db.pooled(poolSize);
     this.leaseTable = TestDatabase.uniqueTable("jl");
     this.data = TestDatabase.uniqueTable("jd");
     try (Connection c = pool.getConnection();
@@ -73,6 +82,16 @@ final class Fixture implements AutoCloseable {
         c.commit();
       }
     }
+  }
+
+  private static HikariDataSource multiQueryPool(TestDatabase db, int poolSize) {
+    com.zaxxer.hikari.HikariConfig cfg = new com.zaxxer.hikari.HikariConfig();
+    cfg.setJdbcUrl(db.url() + "&allowMultiQueries=true");
+    cfg.setMaximumPoolSize(poolSize);
+    cfg.setMinimumIdle(0);
+    cfg.setConnectionTimeout(10_000);
+    cfg.setPoolName(db + "-multi-" + TestDatabase.uniqueTable("p"));
+    return new HikariDataSource(cfg);
   }
 
   /** A manager on this database whose process clock is the test's ({@link #skew}). */

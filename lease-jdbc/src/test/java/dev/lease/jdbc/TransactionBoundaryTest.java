@@ -101,10 +101,11 @@ class TransactionBoundaryTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
-  void savepointsVerifyFirstAndSavepointRollbackDoesNotReset(TestDatabase db) throws Exception {
+  void savepointsVerifyFirstAndSavepointRollbackVerifiesAgain(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
     Lease lease = claim(db);
+    int kept = ++ids;
     try (LeaseContext.Scope scope = LeaseContext.bind(lease);
         Connection c = ds.getConnection()) {
       c.setAutoCommit(false);
@@ -112,10 +113,14 @@ class TransactionBoundaryTest {
       assertEquals(1, f.verified.get(), "setSavepoint verifies before the driver's own SQL");
       f.insert(c, ++ids, lease.term());
       c.rollback(sp);
+      assertEquals(1, f.verified.get(), "rollback(savepoint) itself runs no verify");
+      f.insert(c, kept, lease.term());
+      assertEquals(2, f.verified.get(), "the statement after a savepoint rollback verifies again");
       f.insert(c, ++ids, lease.term());
-      assertEquals(1, f.verified.get(), "rollback(savepoint) stays in the transaction");
+      assertEquals(2, f.verified.get(), "once");
       c.commit();
     }
+    assertEquals(1, f.count("id = " + kept), "still one transaction: committed whole");
   }
 
   @ParameterizedTest(name = "{0}")

@@ -4,6 +4,8 @@ import dev.lease.conformance.fault.FaultRunProperty;
 import dev.lease.conformance.fault.PausedHolderProperty;
 import dev.lease.conformance.sim.ModelProperty;
 import dev.lease.conformance.sim.SimulationProperty;
+import dev.lease.conformance.text.StaleScriptProperty;
+import dev.lease.conformance.text.TakeoverScriptProperty;
 import java.util.List;
 
 /**
@@ -19,7 +21,9 @@ public final class Properties {
         new ModelProperty(),
         new SimulationProperty(),
         new FaultRunProperty(),
-        new PausedHolderProperty());
+        new PausedHolderProperty(),
+        new StaleScriptProperty(),
+        new TakeoverScriptProperty());
   }
 
   /** Every negative control of every property, in the same order. */

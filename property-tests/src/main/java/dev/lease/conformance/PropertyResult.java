@@ -31,13 +31,16 @@ public record PropertyResult(
 
   /** The three answers a check can give. */
   public enum Verdict {
-    /** No violation, and every required event was observed as often as required. */
+    /**
+     * No violation, at least one event was required, and every required event was observed as often
+     * as required.
+     */
     HOLDS,
     /** A violation was found. */
     FAILS,
     /**
-     * No violation, but the run did not observe the events the property is about often enough: it
-     * did not test what it names. Never reported as holding.
+     * No violation, but the run did not observe the events the property is about often enough, or
+     * named none it requires: it did not test what it names. Never reported as holding.
      */
     INCONCLUSIVE
   }
@@ -78,7 +81,10 @@ public record PropertyResult(
     if (violations > 0 || failure != null) {
       return Verdict.FAILS;
     }
-    return counts.stream().allMatch(Count::enough) ? Verdict.HOLDS : Verdict.INCONCLUSIVE;
+    boolean requiresSomething = counts.stream().anyMatch(c -> c.required() > 0);
+    return requiresSomething && counts.stream().allMatch(Count::enough)
+        ? Verdict.HOLDS
+        : Verdict.INCONCLUSIVE;
   }
 
   public boolean holds() {

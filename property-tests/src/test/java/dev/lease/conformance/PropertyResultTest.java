@@ -46,6 +46,12 @@ class PropertyResultTest {
   }
 
   @Test
+  void aRunThatRequiresNothingIsInconclusiveNotAPass() {
+    assertEquals(Verdict.INCONCLUSIVE, result(0).verdict());
+    assertEquals(Verdict.INCONCLUSIVE, result(0, Count.info("claims", 9)).verdict());
+  }
+
+  @Test
   void aViolationFailsWhateverTheCounts() {
     assertEquals(Verdict.FAILS, result(1, new Count("takeovers", 0, 2)).verdict());
   }

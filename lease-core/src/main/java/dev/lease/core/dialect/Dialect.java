@@ -166,6 +166,14 @@ public abstract class Dialect {
   }
 
   /**
+   * Reads the session bounds a strict verify returns besides the term (see {@link
+   * #strictSessionBounds}): {@code out[0]} the lock wait, {@code out[1]} the idle-in-transaction
+   * bound, in the units of the statements that set them; -1 where the database has none. The
+   * default (databases whose verify carries no session bounds) leaves {@code out} unchanged.
+   */
+  public void readSessionBounds(ResultSet rs, long[] out) throws SQLException {}
+
+  /**
    * Binds the parameters of {@link #verifySql} from index {@code first} on; returns the next free
    * index.
    */

@@ -318,12 +318,30 @@ final class MySqlDialect extends Dialect {
    */
   @Override
   public String verifySql(boolean strict) {
-    return "SELECT term FROM "
+    return "SELECT term"
+        + (strict ? sessionBoundColumns() : "")
+        + " FROM "
         + table
         + " WHERE name = ? AND holder = ? AND term = ?"
         + " AND expires_at_ms > "
         + clock
         + (strict ? " LOCK IN SHARE MODE" : "");
+  }
+
+  /**
+   * Strict: the session's current bounds ride along in the verify's select list (no extra round
+   * trip), so lease-jdbc sees when a pool's session reset dropped them and puts them back only
+   * then, and knows what to restore for borrowers without a lease.
+   */
+  private String sessionBoundColumns() {
+    return ", @@session.innodb_lock_wait_timeout"
+        + (mariadb ? ", @@session.idle_transaction_timeout" : "");
+  }
+
+  @Override
+  public void readSessionBounds(ResultSet rs, long[] out) throws SQLException {
+    out[0] = rs.getLong(2);
+    out[1] = mariadb ? rs.getLong(3) : -1;
   }
 
   /**

@@ -30,6 +30,14 @@ public abstract class LeaseAccess {
       Lease lease, Connection connection, boolean strict, Duration idleInTransaction)
       throws SQLException;
 
+  public abstract boolean verifyInTransaction(
+      Lease lease,
+      Connection connection,
+      boolean strict,
+      Duration idleInTransaction,
+      long[] sessionBounds)
+      throws SQLException;
+
   public abstract void awaitRenewal(Lease lease, Duration max) throws InterruptedException;
 
   public abstract List<String> strictSessionStatements(

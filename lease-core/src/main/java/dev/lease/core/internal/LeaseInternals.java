@@ -87,6 +87,24 @@ public final class LeaseInternals {
   }
 
   /**
+   * Like {@link #verifyInTransaction(Lease, Connection, boolean, Duration)}; when the database
+   * confirms the holder, a STRICT verify also reports the session's current bounds it reads along
+   * ({@link Dialect#readSessionBounds}: MySQL/MariaDB lock wait and idle-in-transaction timeout,
+   * seconds, -1 where there is none) into {@code sessionBounds} (unchanged on other databases), so
+   * lease-jdbc sets them only when a session lacks them.
+   */
+  public static boolean verifyInTransaction(
+      Lease lease,
+      Connection connection,
+      boolean strict,
+      Duration idleInTransaction,
+      long[] sessionBounds)
+      throws SQLException {
+    return access()
+        .verifyInTransaction(lease, connection, strict, idleInTransaction, sessionBounds);
+  }
+
+  /**
    * The SQL text of the verify statement of {@code lease}'s database (for sending it in one round
    * trip with other statements); its parameters are {@link #verifyParameters}.
    */

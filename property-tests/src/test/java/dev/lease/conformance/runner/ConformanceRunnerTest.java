@@ -163,6 +163,20 @@ class ConformanceRunnerTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
+  void theSqlTextPropertiesRunAsPropertiesOfTheirOwnAndLeaveNoTableBehind(TestDatabase db)
+      throws Exception {
+    String url = db.url();
+    Run r = run("--url", url, "--only", "sql-text-stale", "--seed", "7");
+    assertEquals(Main.HOLDS, r.exit, r.err + r.out);
+    assertTrue(
+        Pattern.compile("sql-text-stale\\s+" + db + "\\s+holds").matcher(r.out).find(), r.out);
+    Matcher m = PREFIX.matcher(r.out);
+    assertTrue(m.find(), r.out);
+    assertEquals(List.of(), tablesStartingWith(new UrlDataSource(url), m.group(1)));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
   void againstADatabaseItLeavesNoTableBehind(TestDatabase db) throws Exception {
     String url = db.url();
     Run r = run("--url", url, "--only", "paused-holder");

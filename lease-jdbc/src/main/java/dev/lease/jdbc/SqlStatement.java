@@ -1,0 +1,24 @@
+package dev.lease.jdbc;
+
+/**
+ * One statement of a SQL text, as {@link SqlLexer#statements} found it: its {@link SqlKind kind}
+ * and its span, from its first token to the end of its last (without the separating semicolon,
+ * leading comments or trailing white space).
+ *
+ * @param kind the {@link SqlKind}
+ * @param start offset of the statement's first token in the text
+ * @param end offset just past its last token
+ * @param chain true for COMMIT/ROLLBACK ... AND CHAIN (a new transaction begins as this one ends)
+ */
+record SqlStatement(int kind, int start, int end, boolean chain) {
+
+  /** The statement's text in {@code sql}, the text it was found in. */
+  String text(String sql) {
+    return sql.substring(start, end);
+  }
+
+  @Override
+  public String toString() {
+    return SqlKind.name(kind) + "[" + start + ", " + end + ")" + (chain ? " chain" : "");
+  }
+}

@@ -1,0 +1,60 @@
+package dev.lease.conformance.text;
+
+import dev.lease.jdbc.FencedDataSource;
+import dev.lease.jdbc.FencingMode;
+import dev.lease.jdbc.FencingOptions;
+import java.time.Duration;
+import javax.sql.DataSource;
+
+/**
+ * How the SQL-text properties fence the scripts: lease-jdbc's STRICT fence, or a negative control.
+ */
+public enum TextFence {
+  /** lease-jdbc's default fence. */
+  STRICT,
+  /**
+   * The fence as its first release read SQL text: by the leading keyword only (lease-jdbc's own
+   * weakening for negative controls, switched on through its system property while the options are
+   * built).
+   */
+  LEADING_KEYWORD,
+  /** The plain verify: no lock orders the claim after the holder's commit (servers). */
+  VERIFY,
+  /** No fence at all. */
+  NONE;
+
+  /** lease-jdbc's switch for deliberately weakened fences (negative controls only). */
+  static final String WEAKEN = "lease.jdbc.testing.weaken";
+
+  DataSource wrap(DataSource ds, Duration idleInTransaction) {
+    switch (this) {
+      case NONE:
+        return ds;
+      case VERIFY:
+        return FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
+      case LEADING_KEYWORD:
+        synchronized (TextFence.class) {
+          String was = System.getProperty(WEAKEN);
+          System.setProperty(WEAKEN, "LEADING_KEYWORD");
+          try {
+            return FencedDataSource.wrap(
+                ds, FencingOptions.builder().idleInTransactionTimeout(idleInTransaction).build());
+          } finally {
+            if (was == null) {
+              System.clearProperty(WEAKEN);
+            } else {
+              System.setProperty(WEAKEN, was);
+            }
+          }
+        }
+      case STRICT:
+      default:
+        return FencedDataSource.wrap(
+            ds,
+            FencingOptions.builder()
+                .mode(FencingMode.STRICT)
+                .idleInTransactionTimeout(idleInTransaction)
+                .build());
+    }
+  }
+}

@@ -1,0 +1,52 @@
+package dev.lease.conformance.text;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.PropertyResult;
+import dev.lease.conformance.Size;
+import dev.lease.conformance.Target;
+import dev.lease.testing.TestDatabase;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The takeover SQL-text property on every database, with its negative controls on the servers:
+ * VERIFY mode (no lock) and no fence let the paused holder's script commit after the claim.
+ */
+class TakeoverScriptPropertyTest {
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void nothingOfAPausedScriptCommitsAfterTheClaim(TestDatabase db) {
+    PropertyResult r = run(db, TextFence.STRICT);
+    assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), String.valueOf(r));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void negativeControlVerifyModeIsCaught(TestDatabase db) {
+    PropertyResult r = run(db, TextFence.VERIFY);
+    assertTrue(r.violations() > 0, "VERIFY mode with a pause must be caught: " + r);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void negativeControlNoFenceIsCaught(TestDatabase db) {
+    PropertyResult r = run(db, TextFence.NONE);
+    assertTrue(r.violations() > 0, "an unfenced paused holder must be caught: " + r);
+  }
+
+  static PropertyResult run(TestDatabase db, TextFence fence) {
+    PropertyResult r =
+        new TakeoverScriptProperty(fence)
+            .check(
+                new Target(db.url(), null, null),
+                Size.QUICK,
+                1L,
+                ConformanceProperty.Progress.NONE);
+    System.out.println(db + " " + fence + ": " + r);
+    return r;
+  }
+}

@@ -5,6 +5,8 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -54,7 +56,7 @@ public class ClaimReleaseBenchmark {
   @Param({"postgresql", "mariadb"})
   public String database;
 
-  @Param({"floor", "lease", "shedlock"})
+  @Param({"floor", "lease", "lease-sql", "shedlock"})
   public String variant;
 
   HikariDataSource pool;
@@ -80,7 +82,7 @@ public class ClaimReleaseBenchmark {
         execute("INSERT INTO " + table + " VALUES (1, 0)");
         floorUpdate = "UPDATE " + table + " SET v = v + 1 WHERE id = 1";
       }
-      case "lease" ->
+      case "lease", "lease-sql" ->
           leases =
               LeaseManager.builder(pool)
                   .table(table)
@@ -141,6 +143,26 @@ public class ClaimReleaseBenchmark {
           lease.get().release();
         } else {
           refused.incrementAndGet();
+        }
+      }
+      case "lease-sql" -> {
+        Dialect d = LeaseInternals.dialect(leases);
+        String holder = LeaseInternals.mintHolder(leases);
+        try (Connection c = pool.getConnection()) {
+          Long term = d.claimStep(c, "bench", holder, "bench", 15_000, 5_000).term();
+          if (term == null) {
+            Dialect.ClaimResult again =
+                d.createRowStep(c, "bench", 5_000)
+                    ? d.claimStep(c, "bench", holder, "bench", 15_000, 5_000)
+                    : new Dialect.ClaimResult(null, true);
+            term = again.term();
+          }
+          if (term != null) {
+            claimed.incrementAndGet();
+            d.releaseStep(c, "bench", holder, term, 5_000);
+          } else {
+            refused.incrementAndGet();
+          }
         }
       }
       default -> {

@@ -75,7 +75,7 @@ public class ClaimReleaseBenchmark {
     cfg.setMaximumPoolSize(4);
     cfg.setPoolName("claim-release-" + variant);
     pool = new HikariDataSource(cfg);
-    table = TestDatabase.uniqueTable("bench_" + variant);
+    table = TestDatabase.uniqueTable("bench_" + variant.replace('-', '_'));
     switch (variant) {
       case "floor" -> {
         execute("CREATE TABLE " + table + " (id int PRIMARY KEY, v bigint NOT NULL)");

@@ -625,7 +625,8 @@ public final class LeaseManager implements AutoCloseable {
   boolean verifyInDatabase(Lease lease) {
     return executeStep(
         "verify lease " + lease.name(),
-        (c, timeoutMs) -> dialect.verifyStep(c, lease.name(), lease.holder(), lease.term()),
+        (c, timeoutMs) ->
+            dialect.verifyStep(c, lease.name(), lease.holder(), lease.term(), timeoutMs),
         null);
   }
 

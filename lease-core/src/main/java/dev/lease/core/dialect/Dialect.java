@@ -310,11 +310,11 @@ public abstract class Dialect {
   }
 
   /** The plain verify as one statement: a read that takes no lock, so it needs no bound. */
-  public boolean verifyStep(Connection c, String name, String holder, long term)
+  public boolean verifyStep(Connection c, String name, String holder, long term, long timeoutMs)
       throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
-            stepPrefix(0)
+            stepPrefix(timeoutMs)
                 + "SELECT term FROM "
                 + table
                 + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "

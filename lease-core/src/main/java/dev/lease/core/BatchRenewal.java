@@ -90,7 +90,7 @@ final class BatchRenewal {
       }
       long delay = Math.max(0, atNanos - manager.clock().nanoTime());
       try {
-        next = manager.scheduler().schedule(() -> pass(), delay, TimeUnit.NANOSECONDS);
+        next = manager.scheduler().schedule((Runnable) this::pass, delay, TimeUnit.NANOSECONDS);
         nextAt = atNanos;
       } catch (RejectedExecutionException e) {
         next = null;

@@ -155,4 +155,9 @@ final class InternalAccess extends LeaseAccess {
   public void release(LeaseManager manager, Collection<Lease> leases) {
     manager.release(leases, false);
   }
+
+  @Override
+  public java.util.concurrent.CompletableFuture<Void> renewalPassNow(LeaseManager manager) {
+    return manager.renewals().passNow();
+  }
 }

@@ -189,14 +189,28 @@ public final class Lease implements AutoCloseable {
       return false;
     }
     long start = manager.clock().nanoTime();
-    if (!manager.renewInDatabase(this)) {
+    boolean renewedInDatabase;
+    try {
+      renewedInDatabase = manager.renewInDatabase(this);
+    } catch (LeaseException e) {
+      RenewalOutcome outcome =
+          RenewalKeeper.isTimeout(e) ? RenewalOutcome.TIMEOUT : RenewalOutcome.ERROR;
+      manager.safely(l -> l.renewalCompleted(this, outcome));
+      throw e;
+    }
+    if (!renewedInDatabase) {
+      manager.safely(l -> l.renewalCompleted(this, RenewalOutcome.LOST));
       lose(LossReason.NOT_HELD);
       return false;
     }
     if (!renewed(start)) {
+      if (isLost()) {
+        manager.safely(l -> l.renewalCompleted(this, RenewalOutcome.LOST));
+      }
       return false;
     }
     manager.safely(l -> l.renewed(this));
+    manager.safely(l -> l.renewalCompleted(this, RenewalOutcome.RENEWED));
     return true;
   }
 
@@ -326,6 +340,11 @@ public final class Lease implements AutoCloseable {
 
   void renewalStarted() {
     renewing = true;
+  }
+
+  /** A renewal of the keeper's batch is in flight for this lease. */
+  boolean isRenewing() {
+    return renewing;
   }
 
   void renewalEnded() {

@@ -1,5 +1,7 @@
 package dev.lease.core;
 
+import java.time.Duration;
+
 /**
  * Observes leases: every method has an empty default, so implement only what you need. Exceptions
  * are logged and ignored. {@link #lost} runs on the manager's loss-handling threads, so a slow one
@@ -11,6 +13,12 @@ public interface LeaseListener {
   /** This process claimed {@code lease} (a hand-over: the term grew). */
   default void claimed(Lease lease) {}
 
+  /**
+   * A claim ({@code tryClaim}, {@code runIfFree}) found {@code name} held by another holder; with
+   * {@link #claimed}, the claim attempts and their outcomes.
+   */
+  default void claimRefused(String name) {}
+
   /** A renewal succeeded. */
   default void renewed(Lease lease) {}
 
@@ -19,7 +27,26 @@ public interface LeaseListener {
    */
   default void renewalFailed(Lease lease, Exception cause) {}
 
-  /** This process gave the lease up because it can no longer prove it holds it. */
+  /**
+   * One renewal of {@code lease} ended with {@code outcome}: every attempt of the manager's batched
+   * renewal and of {@link Lease#renew()}, besides {@link #renewed} / {@link #renewalFailed} /
+   * {@link #lost}. Count them per outcome.
+   */
+  default void renewalCompleted(Lease lease, RenewalOutcome outcome) {}
+
+  /**
+   * One pass of the manager's batched renewal ended: it sent the {@code leases} it holds in one
+   * statement per 1,000, and {@code renewed} were renewed, {@code lost} found lost, {@code failed}
+   * not renewed by a statement that failed or timed out (retried next pass). {@code elapsed} is the
+   * time from the pass's start to its last statement's answer. Runs on an attempt thread.
+   */
+  default void renewalPass(int leases, int renewed, int lost, int failed, Duration elapsed) {}
+
+  /**
+   * This process gave the lease up because it can no longer prove it holds it. {@code reason}
+   * {@link LossReason#LOCAL_DEADLINE} is self-fencing: no renewal succeeded within the local
+   * deadline, so the holder stopped before the database would let anyone else claim.
+   */
   default void lost(Lease lease, LossReason reason) {}
 
   /** This process released the lease. */

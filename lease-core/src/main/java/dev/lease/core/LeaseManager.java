@@ -8,8 +8,6 @@ import dev.lease.core.internal.TestFault;
 import java.net.InetAddress;
 import java.security.SecureRandom;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
@@ -99,6 +97,7 @@ public final class LeaseManager implements AutoCloseable {
   private final Set<TestFault> faults;
   private final Consumer<Lease> afterWork;
   private final Set<Lease> held = ConcurrentHashMap.newKeySet();
+  private final BatchRenewal renewals;
   private final AtomicBoolean closing = new AtomicBoolean();
   private volatile boolean closed;
 
@@ -129,6 +128,7 @@ public final class LeaseManager implements AutoCloseable {
             ? b.lossExecutor
             : Executors.newCachedThreadPool(daemon("lease-loss-"));
     this.workThreads = daemon("lease-work-");
+    this.renewals = new BatchRenewal(this);
   }
 
   public static Builder builder(DataSource dataSource) {
@@ -184,34 +184,47 @@ public final class LeaseManager implements AutoCloseable {
     LeaseNames.validate(name);
     ensureOpen("claim lease " + name);
     String holder = newHolder();
-    execute(
-        "create the lease row",
-        c -> {
-          dialect.createRow(c, name);
-          return null;
-        });
     // the local deadline counts from before the claim is sent: the database's expiry can only be
     // later
     long start = clock.nanoTime();
-    Dialect.Claimed claimed =
-        execute(
-            "claim lease " + name,
-            c -> dialect.claim(c, name, holder, instance, timings.leaseDuration().toMillis()),
-            // the caller stopped waiting (attempt timeout) and the claim went through after all:
-            // nobody holds this claim, so give the row back at once
-            late -> {
-              if (late != null) {
-                releaseOrphan(name, holder, late.term());
-              }
-            });
-    if (claimed == null) {
+    Dialect.ClaimResult claimed = claimStep(name, holder);
+    if (claimed.term() == null && !Boolean.TRUE.equals(claimed.rowExists())) {
+      // the row is missing (or the statement cannot tell, MySQL/MariaDB): one more statement, once
+      // per name; it creates the row only if it is missing
+      boolean created =
+          executeStep(
+              "create the lease row",
+              (c, timeoutMs) -> dialect.createRowStep(c, name, timeoutMs),
+              null);
+      if (created || Boolean.FALSE.equals(claimed.rowExists())) {
+        start = clock.nanoTime();
+        claimed = claimStep(name, holder);
+      }
+    }
+    if (claimed.term() == null) {
       log.debug("lease {} is held by another holder", name);
+      safely(l -> l.claimRefused(name));
       return Optional.empty();
     }
     Lease lease = track(new Lease(this, name, holder, instance, claimed.term(), start));
     log.info("claimed lease {} term {} instance {}", name, lease.term(), instance);
     safely(l -> l.claimed(lease));
     return Optional.of(lease);
+  }
+
+  /** One claim statement; a claim that completes after its caller gave up is released at once. */
+  private Dialect.ClaimResult claimStep(String name, String holder) {
+    long leaseMs = timings.leaseDuration().toMillis();
+    return executeStep(
+        "claim lease " + name,
+        (c, timeoutMs) -> dialect.claimStep(c, name, holder, instance, leaseMs, timeoutMs),
+        // the caller stopped waiting (attempt timeout) and the claim went through after all:
+        // nobody holds this claim, so give the row back at once
+        late -> {
+          if (late != null && late.term() != null) {
+            releaseOrphan(name, holder, late.term());
+          }
+        });
   }
 
   /**
@@ -529,6 +542,11 @@ public final class LeaseManager implements AutoCloseable {
     return attemptExecutor;
   }
 
+  /** The batched renewal of the leases this manager keeps. */
+  BatchRenewal renewals() {
+    return renewals;
+  }
+
   boolean has(TestFault fault) {
     return faults.contains(fault);
   }
@@ -595,25 +613,26 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   boolean renewInDatabase(Lease lease) {
-    return execute("renew lease " + lease.name(), renewCall(lease));
+    return executeStep("renew lease " + lease.name(), renewCall(lease), null);
   }
 
-  Dialect.SqlCall<Boolean> renewCall(Lease lease) {
+  Dialect.StepCall<Boolean> renewCall(Lease lease) {
     long leaseMs = timings.leaseDuration().toMillis();
-    return c -> dialect.renew(c, lease.name(), lease.holder(), lease.term(), leaseMs);
+    return (c, timeoutMs) ->
+        dialect.renewStep(c, lease.name(), lease.holder(), lease.term(), leaseMs, timeoutMs);
   }
 
   boolean verifyInDatabase(Lease lease) {
-    return execute(
+    return executeStep(
         "verify lease " + lease.name(),
-        c -> {
-          try (PreparedStatement ps = c.prepareStatement(dialect.verifySql(false))) {
-            dialect.bindVerify(ps, 1, lease.name(), lease.holder(), lease.term(), false, 0);
-            try (ResultSet rs = ps.executeQuery()) {
-              return rs.next();
-            }
-          }
-        });
+        (c, timeoutMs) ->
+            dialect.verifyStep(c, lease.name(), lease.holder(), lease.term(), timeoutMs),
+        null);
+  }
+
+  /** The release statement of {@code lease}, one bounded step. */
+  private Dialect.StepCall<Boolean> releaseCall(String name, String holder, long term) {
+    return (c, timeoutMs) -> dialect.releaseStep(c, name, holder, term, timeoutMs);
   }
 
   /** True once {@link #close()} began. */
@@ -755,9 +774,10 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   private boolean releaseInDatabase(Lease lease) {
-    return execute(
+    return executeStep(
         "release lease " + lease.name(),
-        c -> dialect.release(c, lease.name(), lease.holder(), lease.term()));
+        releaseCall(lease.name(), lease.holder(), lease.term()),
+        null);
   }
 
   /**
@@ -849,9 +869,9 @@ public final class LeaseManager implements AutoCloseable {
    * only give back our own claim. Best effort, bounded by the attempt timeout, never waited for.
    */
   private void releaseLost(Lease lease) {
-    submitAttempt(
+    submitStep(
             "release lost lease " + lease.name(),
-            c -> dialect.release(c, lease.name(), lease.holder(), lease.term()),
+            releaseCall(lease.name(), lease.holder(), lease.term()),
             null)
         .whenComplete(
             (released, e) -> {
@@ -877,8 +897,7 @@ public final class LeaseManager implements AutoCloseable {
         "the claim of lease {} term {} completed after its attempt timed out; releasing it",
         name,
         term);
-    submitAttempt(
-        "release orphaned claim of " + name, c -> dialect.release(c, name, holder, term), null);
+    submitStep("release orphaned claim of " + name, releaseCall(name, holder, term), null);
   }
 
   private static boolean awaitQuietly(BoundWork w, long nanos) {
@@ -916,10 +935,22 @@ public final class LeaseManager implements AutoCloseable {
    * completed after the caller gave up on it.
    */
   <T> T execute(String what, Dialect.SqlCall<T> call, Consumer<T> late) {
+    return run(what, (c, timeoutMs) -> call.call(c), false, late);
+  }
+
+  /**
+   * A lease step (claim, renew, release, verify): one statement that carries its own bounds ({@link
+   * Dialect#inStep}), bounded as a whole like {@link #execute(String, Dialect.SqlCall)}.
+   */
+  <T> T executeStep(String what, Dialect.StepCall<T> call, Consumer<T> late) {
+    return run(what, call, true, late);
+  }
+
+  private <T> T run(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
     if (faults.contains(TestFault.UNBOUNDED_ATTEMPT)) {
-      return attempt(what, call, -1, null); // the bug: the borrow has no bound
+      return attempt(what, call, step, -1, null); // the bug: the borrow has no bound
     }
-    CompletableFuture<T> f = submitAttempt(what, call, late);
+    CompletableFuture<T> f = submit(what, call, step, late);
     long budget = timings.attemptTimeout().toNanos();
     long deadline = System.nanoTime() + budget;
     boolean interrupted = false;
@@ -956,6 +987,16 @@ public final class LeaseManager implements AutoCloseable {
    * result, if it has one.
    */
   <T> CompletableFuture<T> submitAttempt(String what, Dialect.SqlCall<T> call, Consumer<T> late) {
+    return submit(what, (c, timeoutMs) -> call.call(c), false, late);
+  }
+
+  /** {@link #submitAttempt} of a one-statement step ({@link #executeStep}). */
+  <T> CompletableFuture<T> submitStep(String what, Dialect.StepCall<T> call, Consumer<T> late) {
+    return submit(what, call, true, late);
+  }
+
+  private <T> CompletableFuture<T> submit(
+      String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
     long deadline = System.nanoTime() + timings.attemptTimeout().toNanos();
     CompletableFuture<T> f = new CompletableFuture<>();
     Runnable task =
@@ -964,7 +1005,7 @@ public final class LeaseManager implements AutoCloseable {
             return; // abandoned before it started
           }
           try {
-            T result = attempt(what, call, deadline, f);
+            T result = attempt(what, call, step, deadline, f);
             if (!f.complete(result) && late != null) {
               late.accept(result);
             }
@@ -997,8 +1038,17 @@ public final class LeaseManager implements AutoCloseable {
     return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
   }
 
+  /** An attempt that ran out of its attempt timeout ({@link RenewalOutcome#TIMEOUT}). */
+  static final class AttemptTimedOut extends LeaseException {
+    private static final long serialVersionUID = 1L;
+
+    AttemptTimedOut(String message) {
+      super(message);
+    }
+  }
+
   private LeaseException timedOut(String what) {
-    return new LeaseException(
+    return new AttemptTimedOut(
         "could not "
             + what
             + " in lease table "
@@ -1017,7 +1067,11 @@ public final class LeaseManager implements AutoCloseable {
    * (the negative control of an unbounded borrow).
    */
   private <T> T attempt(
-      String what, Dialect.SqlCall<T> call, long deadlineNanos, CompletableFuture<?> abandoned) {
+      String what,
+      Dialect.StepCall<T> call,
+      boolean step,
+      long deadlineNanos,
+      CompletableFuture<?> abandoned) {
     try (Connection c = dataSource.getConnection()) {
       long timeoutMs =
           deadlineNanos == -1
@@ -1038,7 +1092,16 @@ public final class LeaseManager implements AutoCloseable {
         // SQLite has no network; the busy timeout bounds it instead
       }
       try {
-        return dialect.inLeaseSession(c, timeoutMs, call);
+        if (step && !faults.contains(TestFault.STEP_IN_SESSION)) {
+          // the statement's own bound (lock wait, busy timeout) ends a little before the caller
+          // stops waiting: a claim that waited for a lock then fails in the database instead of
+          // going through just after its caller gave up (it would be released at once, but its
+          // term would be spent: StrictFencingTest on SQLite)
+          long margin = Math.min(timeoutMs / 5, 250);
+          return dialect.inStep(c, Math.max(1, timeoutMs - margin), call);
+        }
+        long bound = timeoutMs;
+        return dialect.inLeaseSession(c, timeoutMs, conn -> call.call(conn, bound));
       } finally {
         if (savedNetworkTimeout >= 0) {
           restoreNetworkTimeout(c, savedNetworkTimeout);

@@ -1,7 +1,7 @@
 package dev.lease.core;
 
-import dev.lease.core.internal.TestFault;
-import java.util.concurrent.CompletableFuture;
+import java.sql.SQLException;
+import java.sql.SQLTimeoutException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -13,16 +13,16 @@ import org.slf4j.LoggerFactory;
  * keep the holder believing it holds the lease:
  *
  * <ul>
- *   <li>the renewal timer starts an attempt every renew interval (a failed attempt is retried at
- *       the same cadence), each on the attempt executor and bounded as a whole (connection borrow
- *       included) by the attempt timeout: an attempt that has not completed by then counts as
- *       failed and the next one starts on time;
+ *   <li>the renewal: the lease takes part in its manager's {@link BatchRenewal}, which renews every
+ *       lease the manager keeps with one statement per renew interval (per 1,000 leases); a lease
+ *       the batch failed to renew is in the next one;
  *   <li>the deadline timer fires at the local deadline, {@code localDeadline} after the start of
- *       the last successful renewal, and declares the lease lost unless a renewal moved it.
+ *       the last successful renewal (the start of the batch that renewed it), and declares the
+ *       lease lost unless a renewal moved it.
  * </ul>
  *
- * <p>Both timers run on the manager's scheduler and never run user code there: a loss is handed to
- * the manager's loss handling ({@link LeaseManager#handleLoss}), and listeners of renewals run on
+ * <p>Both run on the manager's scheduler and never run user code there: a loss is handed to the
+ * manager's loss handling ({@link LeaseManager#handleLoss}), and listeners of renewals run on
  * attempt threads.
  */
 final class RenewalKeeper {
@@ -33,11 +33,9 @@ final class RenewalKeeper {
   private final LeaseManager manager;
   private final long renewIntervalNanos;
   private final long localDeadlineNanos;
-  private final long attemptTimeoutNanos;
 
   // guarded by this
   private boolean stopped;
-  private ScheduledFuture<?> renewal;
   private ScheduledFuture<?> deadline;
 
   RenewalKeeper(Lease lease, LeaseManager manager) {
@@ -45,43 +43,31 @@ final class RenewalKeeper {
     this.manager = manager;
     this.renewIntervalNanos = manager.timings().renewInterval().toNanos();
     this.localDeadlineNanos = manager.timings().localDeadline().toNanos();
-    this.attemptTimeoutNanos = manager.timings().attemptTimeout().toNanos();
+  }
+
+  Lease lease() {
+    return lease;
   }
 
   void start() {
     long last = lease.lastRenewalStart();
     long now = manager.clock().nanoTime();
-    scheduleRenewal(Math.max(0, last + renewIntervalNanos - now));
     scheduleDeadline(Math.max(0, last + localDeadlineNanos - now));
+    manager.renewals().add(this);
   }
 
-  synchronized void stop() {
-    stopped = true;
-    if (renewal != null) {
-      renewal.cancel(false);
-    }
-    if (deadline != null) {
-      deadline.cancel(false);
-    }
-  }
-
-  private void scheduleRenewal(long delayNanos) {
-    boolean rejected;
+  void stop() {
     synchronized (this) {
-      if (stopped) {
-        return;
-      }
-      try {
-        renewal =
-            manager.scheduler().schedule(this::startAttempt, delayNanos, TimeUnit.NANOSECONDS);
-        return;
-      } catch (RejectedExecutionException e) {
-        rejected = true;
+      stopped = true;
+      if (deadline != null) {
+        deadline.cancel(false);
       }
     }
-    if (rejected) {
-      keeperGone();
-    }
+    manager.renewals().remove(this);
+  }
+
+  synchronized boolean isStopped() {
+    return stopped;
   }
 
   private void scheduleDeadline(long delayNanos) {
@@ -109,7 +95,7 @@ final class RenewalKeeper {
    * more, so it is given up now, as at its local deadline, and its loss handled as any loss (the
    * work interrupted, the failure policy after the grace period if it does not stop).
    */
-  private void keeperGone() {
+  void keeperGone() {
     synchronized (this) {
       stopped = true;
     }
@@ -123,93 +109,81 @@ final class RenewalKeeper {
     }
   }
 
-  private synchronized boolean isStopped() {
-    return stopped;
-  }
-
-  /** On the keeper's scheduler: starts one attempt, never waits for it. */
-  private void startAttempt() {
-    if (isStopped() || !lease.held()) {
-      return;
-    }
-    long start = manager.clock().nanoTime();
-    lease.renewalStarted();
-    String what = "renew lease " + lease.name();
-    if (manager.has(TestFault.UNBOUNDED_ATTEMPT)) {
-      // the bug: the next attempt waits for this one, however long its borrow blocks
-      try {
-        manager
-            .attemptExecutor()
-            .execute(
-                () -> {
-                  try {
-                    attemptDone(start, manager.renewInDatabase(lease), null);
-                  } catch (RuntimeException e) {
-                    attemptDone(start, null, e);
-                  }
-                });
-      } catch (RejectedExecutionException e) {
-        lease.renewalEnded();
-        stop();
-      }
-      return;
-    }
-    CompletableFuture<Boolean> attempt =
-        manager.submitAttempt(what, manager.renewCall(lease), null);
-    ScheduledFuture<?> timeout = null;
-    if (!attempt.isDone()) {
-      try {
-        timeout =
-            manager
-                .scheduler()
-                .schedule(
-                    () -> manager.expire(attempt, what), attemptTimeoutNanos, TimeUnit.NANOSECONDS);
-      } catch (RejectedExecutionException e) {
-        // shutting down: the attempt's own database and network timeouts still bound it
-      }
-    }
-    ScheduledFuture<?> pending = timeout;
-    attempt.whenComplete(
-        (renewed, error) -> {
-          if (pending != null) {
-            pending.cancel(false);
-          }
-          attemptDone(start, renewed, error);
-        });
-  }
-
-  /** On the attempt's thread: records the outcome and schedules the next attempt. */
-  private void attemptDone(long start, Boolean renewed, Throwable error) {
+  /**
+   * On an attempt's thread: records the outcome of the renewal that started at {@code start}.
+   *
+   * @param renewed whether the database renewed it; null if the attempt failed with {@code error}
+   * @param timedOut the attempt was abandoned at the attempt timeout
+   * @return the outcome
+   */
+  RenewalOutcome attemptDone(long start, Boolean renewed, Throwable error, boolean timedOut) {
     try {
       if (error != null) {
         Throwable cause = LeaseManager.unwrap(error);
+        RenewalOutcome outcome =
+            timedOut || isTimeout(cause) ? RenewalOutcome.TIMEOUT : RenewalOutcome.ERROR;
         log.warn(
-            "renewal of lease {} term {} instance {} failed, retrying in {} ms: {}",
+            "renewal of lease {} term {} instance {} failed ({}), retrying in {} ms: {}",
             lease.name(),
             lease.term(),
             lease.instance(),
+            outcome,
             renewIntervalNanos / 1_000_000,
             cause.getMessage());
         Exception failure =
             cause instanceof Exception e ? e : new LeaseException(String.valueOf(cause), cause);
         manager.safely(l -> l.renewalFailed(lease, failure));
-      } else if (renewed) {
+        manager.safely(l -> l.renewalCompleted(lease, outcome));
+        return outcome;
+      }
+      if (renewed) {
         if (lease.renewed(start)) {
           log.debug("renewed lease {} term {}", lease.name(), lease.term());
           manager.safely(l -> l.renewed(lease));
+          manager.safely(l -> l.renewalCompleted(lease, RenewalOutcome.RENEWED));
           scheduleDeadline(
               Math.max(
                   0, lease.lastRenewalStart() + localDeadlineNanos - manager.clock().nanoTime()));
+          return RenewalOutcome.RENEWED;
         }
-      } else {
-        lease.lose(LossReason.NOT_HELD);
-        return;
+        // too late: the local deadline had passed (lost, self-fenced), or released meanwhile
+        RenewalOutcome outcome = lease.isLost() ? RenewalOutcome.LOST : RenewalOutcome.RENEWED;
+        manager.safely(l -> l.renewalCompleted(lease, outcome));
+        return outcome;
       }
+      manager.safely(l -> l.renewalCompleted(lease, RenewalOutcome.LOST));
+      lease.lose(LossReason.NOT_HELD);
+      return RenewalOutcome.LOST;
     } finally {
       lease.renewalEnded();
     }
-    long next = start + renewIntervalNanos - manager.clock().nanoTime();
-    scheduleRenewal(Math.max(0, next));
+  }
+
+  /**
+   * Whether {@code t} (or a cause of it) is a timeout: the JDBC timeout type, PostgreSQL's lock or
+   * statement timeout, MySQL/MariaDB's lock wait or statement time limit.
+   */
+  static boolean isTimeout(Throwable t) {
+    for (Throwable c = t; c != null; c = c.getCause()) {
+      if (c instanceof SQLTimeoutException || c instanceof LeaseManager.AttemptTimedOut) {
+        return true;
+      }
+      if (c instanceof SQLException s) {
+        String state = s.getSQLState();
+        int code = s.getErrorCode();
+        if ("55P03".equals(state)
+            || "57014".equals(state)
+            || code == 1205
+            || code == 1969
+            || code == 3024) {
+          return true;
+        }
+      }
+      if (c.getCause() == c) {
+        break;
+      }
+    }
+    return false;
   }
 
   private void deadlineCheck() {

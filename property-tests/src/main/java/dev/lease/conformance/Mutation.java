@@ -34,9 +34,17 @@ public enum Mutation {
           + " alone");
 
   /** A claim statement of every dialect (the scheduler's slot claims included). */
-  private static final Pattern CLAIM = Pattern.compile("SET holder = \\?, instance = \\?, term = ");
+  // the claim's SET, as a plain UPDATE (?) and as SQLite's create-or-claim upsert (excluded.)
+  private static final Pattern CLAIM =
+      Pattern.compile(
+          "SET holder = (\\?|excluded\\.holder), instance = (\\?|excluded\\.instance), ");
 
   private static final Pattern TERM_INCREMENT = Pattern.compile("term = (t\\.)?term \\+ 1");
+
+  /** MariaDB's claim returns the new term through LAST_INSERT_ID. */
+  private static final Pattern TERM_INCREMENT_RETURNED =
+      Pattern.compile("LAST_INSERT_ID\\(term \\+ 1\\)");
+
   private static final String VERIFY_CONDITION = "name = ? AND holder = ? AND term = ?";
 
   private final String breaks;
@@ -55,7 +63,8 @@ public enum Mutation {
     switch (this) {
       case CLAIM_KEEPS_TERM:
         if (CLAIM.matcher(sql).find()) {
-          return TERM_INCREMENT.matcher(sql).replaceAll("term = $1term");
+          String kept = TERM_INCREMENT.matcher(sql).replaceAll("term = $1term");
+          return TERM_INCREMENT_RETURNED.matcher(kept).replaceAll("LAST_INSERT_ID(term)");
         }
         return sql;
       case CLAIM_IGNORES_EXPIRY:

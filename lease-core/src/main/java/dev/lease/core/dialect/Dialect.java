@@ -13,6 +13,7 @@ import java.sql.Types;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -43,6 +44,28 @@ public abstract class Dialect {
   public interface SqlCall<T> {
     T call(Connection c) throws SQLException;
   }
+
+  /**
+   * A lease step that runs as one statement: {@code timeoutMs} is what is left of the attempt, for
+   * the bounds the statement carries in its own text.
+   */
+  @FunctionalInterface
+  public interface StepCall<T> {
+    T call(Connection c, long timeoutMs) throws SQLException;
+  }
+
+  /**
+   * What one claim statement found: the new term when it claimed, else null; and whether the row
+   * exists (null when the statement cannot tell: MySQL and MariaDB, whose UPDATE returns only a
+   * count).
+   */
+  public record ClaimResult(Long term, Boolean rowExists) {}
+
+  /** One held lease of a batched renewal ({@link #renewAll}). */
+  public record Held(String name, String holder, long term) {}
+
+  /** How many leases one batched renewal statement takes ({@link #renewAll}). */
+  public static final int MAX_RENEWALS_PER_STATEMENT = 1000;
 
   /** A step that puts a session setting back after an attempt. */
   @FunctionalInterface
@@ -93,7 +116,12 @@ public abstract class Dialect {
    * Creates the row of {@code name} once, expired, at the term {@link #startTerm()}; does nothing
    * if it exists (its term stays what it is).
    */
-  public abstract void createRow(Connection c, String name) throws SQLException;
+  public void createRow(Connection c, String name) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(createRowSql())) {
+      ps.setString(1, name);
+      ps.executeUpdate();
+    }
+  }
 
   /**
    * The SQL expression of the term a new row starts at: the database clock in milliseconds × 1000,
@@ -110,7 +138,7 @@ public abstract class Dialect {
     if (faults.contains(TestFault.TERM_FROM_ZERO)) {
       return "0";
     }
-    return "(" + clock + ") * 1000";
+    return "(" + stepClock() + ") * 1000";
   }
 
   /** Claims {@code name} if it is expired by the database clock; null if someone holds it. */
@@ -175,6 +203,215 @@ public abstract class Dialect {
    */
   public List<String> strictSessionBounds(long idleInTransactionMs, long lockWaitMs) {
     return List.of();
+  }
+
+  // ---- one statement per step ------------------------------------------------------------------
+  //
+  // Claim, renew, release and verify are each one statement and one round trip: the statement runs
+  // in the connection's own autocommit (its own transaction, so no lock outlives it and nothing is
+  // left open between an UPDATE and a COMMIT for a paused holder to keep), and the bounds an
+  // attempt needs (lock wait, statement time) travel inside the statement's text, so the session
+  // is never changed and never has to be put back. A connection handed out with autocommit off
+  // gets the statement and a COMMIT (two round trips). The scheduler's multi-statement steps still
+  // use inLeaseSession.
+
+  /**
+   * Runs one lease step on {@code c}: the statement in autocommit, or followed by a commit when the
+   * connection was handed out with autocommit off. MySQL 8 (not MariaDB) has no per-statement
+   * lock-wait bound and uses {@link #inLeaseSession}.
+   */
+  public <T> T inStep(Connection c, long timeoutMs, StepCall<T> call) throws SQLException {
+    if (c.getAutoCommit()) {
+      return call.call(c, timeoutMs);
+    }
+    try {
+      T result = call.call(c, timeoutMs);
+      c.commit();
+      return result;
+    } catch (SQLException | RuntimeException | Error e) {
+      rollbackQuietly(c, e);
+      throw e;
+    }
+  }
+
+  /**
+   * Text put before a step's statement that bounds it on the server (MariaDB's {@code SET STATEMENT
+   * ... FOR}); empty where the bound is inside the statement or set by the session.
+   */
+  String stepPrefix(long timeoutMs) {
+    return "";
+  }
+
+  /**
+   * The claim in one statement: claims {@code name} if it is expired by the database clock. Where
+   * the statement can tell, it also says whether the row exists, so a missing row costs one more
+   * statement ({@link #createRowStep}) only when it is missing.
+   */
+  public abstract ClaimResult claimStep(
+      Connection c, String name, String holder, String instance, long leaseMs, long timeoutMs)
+      throws SQLException;
+
+  /** {@link #createRow} as a step; true if this statement created the row. */
+  public boolean createRowStep(Connection c, String name, long timeoutMs) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(stepPrefix(timeoutMs) + createRowSql())) {
+      ps.setString(1, name);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** The create statement of {@link #createRow}; its one parameter is the name. */
+  abstract String createRowSql();
+
+  /**
+   * The clock expression of the one-statement steps; the same as {@link #clock()} except on
+   * MariaDB, whose steps cannot reset a frozen session clock ({@code SET timestamp}) first.
+   */
+  String stepClock() {
+    return clock;
+  }
+
+  /** {@link #renew} as one bounded statement. */
+  public boolean renewStep(
+      Connection c, String name, String holder, long term, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET expires_at_ms = "
+            + stepClock()
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+            + stepClock();
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, leaseMs);
+      ps.setString(2, name);
+      ps.setString(3, holder);
+      ps.setLong(4, term);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** {@link #release} as one bounded statement. */
+  public boolean releaseStep(Connection c, String name, String holder, long term, long timeoutMs)
+      throws SQLException {
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ?";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      ps.setLong(3, term);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** The plain verify as one statement: a read that takes no lock, so it needs no bound. */
+  public boolean verifyStep(Connection c, String name, String holder, long term, long timeoutMs)
+      throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            stepPrefix(timeoutMs)
+                + "SELECT term FROM "
+                + table
+                + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+                + stepClock())) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      ps.setLong(3, term);
+      // execute, not executeQuery: MySQL Connector/J refuses executeQuery on SET STATEMENT ... FOR
+      ps.execute();
+      try (ResultSet rs = ps.getResultSet()) {
+        return rs != null && rs.next();
+      }
+    }
+  }
+
+  /**
+   * Renews {@code leases} (at most {@link #MAX_RENEWALS_PER_STATEMENT}) in one statement, each only
+   * for its holder at its term and only while the database has not let it expire, exactly like
+   * {@link #renew}; returns the ones it renewed. This implementation (MySQL, MariaDB: no {@code
+   * UPDATE ... RETURNING}) counts the rows; only when fewer than all were renewed does a second
+   * statement read which ones are still ours and unexpired, which after the UPDATE are exactly the
+   * ones it renewed (it set their expiry into the future; a row it skipped was expired or someone
+   * else's, and stays so).
+   */
+  public Set<Held> renewAll(Connection c, List<Held> leases, long leaseMs, long timeoutMs)
+      throws SQLException {
+    checkBatch(leases);
+    String match = heldMatch(leases.size());
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET expires_at_ms = "
+            + stepClock()
+            + " + ?, revision = revision + 1 WHERE "
+            + match
+            + " AND expires_at_ms > "
+            + stepClock();
+    int updated;
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, leaseMs);
+      bindHeld(ps, 2, leases);
+      updated = ps.executeUpdate();
+    }
+    if (updated == leases.size()) {
+      return Set.copyOf(leases);
+    }
+    Set<Held> renewed = new HashSet<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT name, holder, term FROM "
+                + table
+                + " WHERE "
+                + match
+                + " AND expires_at_ms > "
+                + stepClock())) {
+      bindHeld(ps, 1, leases);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          renewed.add(new Held(rs.getString(1), rs.getString(2), rs.getLong(3)));
+        }
+      }
+    }
+    return renewed;
+  }
+
+  static void checkBatch(List<Held> leases) {
+    if (leases.isEmpty() || leases.size() > MAX_RENEWALS_PER_STATEMENT) {
+      throw new IllegalArgumentException(
+          "renewAll takes 1 to " + MAX_RENEWALS_PER_STATEMENT + " leases, got " + leases.size());
+    }
+  }
+
+  /**
+   * The WHERE of a batch: the name list first, so the primary key finds the rows (only they are
+   * read and locked), then the exact (name, holder, term) of each.
+   */
+  String heldMatch(int n) {
+    return "name IN ("
+        + "?, ".repeat(n - 1)
+        + "?) AND (name, holder, term) IN ("
+        + "(?, ?, ?), ".repeat(n - 1)
+        + "(?, ?, ?))";
+  }
+
+  /** Binds {@link #heldMatch}'s parameters from {@code first}; returns the next free index. */
+  static int bindHeld(PreparedStatement ps, int first, List<Held> leases) throws SQLException {
+    int i = first;
+    for (Held h : leases) {
+      ps.setString(i++, h.name());
+    }
+    for (Held h : leases) {
+      ps.setString(i++, h.name());
+      ps.setString(i++, h.holder());
+      ps.setLong(i++, h.term());
+    }
+    return i;
   }
 
   // ---- statements every dialect writes the same way -------------------------------------------

@@ -170,12 +170,101 @@ final class MySqlDialect extends Dialect {
    * lock, compatible with strict verifies, and its affected-row count is never used.
    */
   @Override
-  public void createRow(Connection c, String name) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "INSERT IGNORE INTO " + table + " (name, term) VALUES (?, " + startTerm() + ")")) {
-      ps.setString(1, name);
-      ps.executeUpdate();
+  String createRowSql() {
+    return "INSERT IGNORE INTO " + table + " (name, term) VALUES (?, " + startTerm() + ")";
+  }
+
+  /**
+   * MariaDB's steps bound themselves: {@code SET STATEMENT ... FOR} sets the lock wait, the
+   * statement time and the UTC time zone for this one statement only (MariaDB manual, SET
+   * STATEMENT), so the session is never changed. MySQL 8 has no per-statement lock-wait bound
+   * ({@code SET_VAR} does not take {@code innodb_lock_wait_timeout}): its steps keep {@link
+   * #inLeaseSession}.
+   */
+  @Override
+  String stepPrefix(long timeoutMs) {
+    if (!mariadb) {
+      return "";
+    }
+    long ms = Math.max(1, timeoutMs);
+    long lockWaitSeconds = Math.max(1, (ms + 999) / 1000);
+    return "SET STATEMENT time_zone = '+00:00', innodb_lock_wait_timeout = "
+        + lockWaitSeconds
+        + ", max_statement_time = "
+        + (ms / 1000)
+        + "."
+        + String.format(java.util.Locale.ROOT, "%03d", ms % 1000)
+        + " FOR ";
+  }
+
+  /**
+   * MariaDB steps: {@code SYSDATE(6)} in the statement's pinned UTC zone. Unlike {@code
+   * UTC_TIMESTAMP}, {@code SYSDATE} ignores a frozen session clock ({@code SET timestamp}), which
+   * the old session setup reset with an extra statement (MariaDB manual, SYSDATE); it is read at
+   * each use, so the expressions of one statement may differ by microseconds.
+   */
+  @Override
+  String stepClock() {
+    if (!mariadb || !clock.equals(CLOCK)) {
+      return clock;
+    }
+    return "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) DIV 1000)";
+  }
+
+  @Override
+  public <T> T inStep(Connection c, long timeoutMs, StepCall<T> call) throws SQLException {
+    if (!mariadb) {
+      return inLeaseSession(c, timeoutMs, conn -> call.call(conn, timeoutMs));
+    }
+    return super.inStep(c, timeoutMs, call);
+  }
+
+  /**
+   * One UPDATE: {@code term = LAST_INSERT_ID(term + 1)} puts the new term into the statement's OK
+   * packet, which both Connector/Js hand out as the generated key (checked on MySQL Connector/J 9.5
+   * and MariaDB Connector/J 3.5), so nothing is read back. It changes {@code term}, so 1 means
+   * claimed whether the driver counts found or changed rows. The UPDATE takes an exclusive lock on
+   * a row it claims, so it waits for every transaction whose strict verify holds a share lock on
+   * it. In the session's own isolation: under READ COMMITTED a claimer of a live lease does not
+   * wait for the holder's transactions (semi-consistent read); under REPEATABLE READ, InnoDB locks
+   * the row before it evaluates the WHERE, so such a claim waits for the holder's transactions in
+   * flight (bounded by the lock wait) and then finds the lease held. The count cannot tell a held
+   * row from a missing one: the caller creates the row when a claim finds nothing.
+   *
+   * <p>Side effect: {@code LAST_INSERT_ID()} of the borrowed session then returns the term (a value
+   * only the statement right after one's own INSERT may rely on).
+   */
+  @Override
+  public ClaimResult claimStep(
+      Connection c, String name, String holder, String instance, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String clk = stepClock();
+    String update =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, expires_at_ms = "
+            + clk
+            + " + ?, revision = revision + 1,"
+            // last: a stored function called after it (the tests' clock) resets the OK packet's id
+            + " term = LAST_INSERT_ID(term + 1)"
+            + " WHERE name = ? AND expires_at_ms <= "
+            + clk;
+    try (PreparedStatement ps = c.prepareStatement(update, Statement.RETURN_GENERATED_KEYS)) {
+      ps.setString(1, holder);
+      ps.setString(2, instance);
+      ps.setLong(3, leaseMs);
+      ps.setString(4, name);
+      if (ps.executeUpdate() != 1) {
+        return new ClaimResult(null, null);
+      }
+      try (ResultSet keys = ps.getGeneratedKeys()) {
+        if (!keys.next()) {
+          throw new SQLException(
+              "the claim of lease row '" + name + "' returned no term (LAST_INSERT_ID)");
+        }
+        return new ClaimResult(keys.getLong(1), true);
+      }
     }
   }
 

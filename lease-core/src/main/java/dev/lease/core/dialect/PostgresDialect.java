@@ -7,6 +7,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
@@ -108,17 +109,198 @@ final class PostgresDialect extends Dialect {
   }
 
   @Override
-  public void createRow(Connection c, String name) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "INSERT INTO "
-                + table
-                + " (name, term) VALUES (?, "
-                + startTerm()
-                + ") ON CONFLICT (name) DO NOTHING")) {
-      ps.setString(1, name);
-      ps.executeUpdate();
+  String createRowSql() {
+    return "INSERT INTO "
+        + table
+        + " (name, term) VALUES (?, "
+        + startTerm()
+        + ") ON CONFLICT (name) DO NOTHING";
+  }
+
+  /**
+   * Under REPEATABLE READ or SERIALIZABLE (a pool's default), a create that races another one fails
+   * with a serialization error instead of doing nothing: the row exists then, created by the other.
+   */
+  @Override
+  public boolean createRowStep(Connection c, String name, long timeoutMs) throws SQLException {
+    try {
+      return super.createRowStep(c, name, timeoutMs);
+    } catch (SQLException e) {
+      if (!serializationFailure(e)) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      return false;
     }
+  }
+
+  /**
+   * The bounds of a step, inside its WHERE: {@code lock_timeout} (and, for a connection handed out
+   * with autocommit off, {@code idle_in_transaction_session_timeout}) set LOCAL, so they end with
+   * the statement's own transaction and the session keeps its settings. The server reads {@code
+   * lock_timeout} when a lock wait begins, and a row reaches the lock (the {@code FOR UPDATE}, the
+   * UPDATE's row lock) only after its filter, this condition included, passed. The statement's time
+   * is bounded by the network timeout the attempt sets (client side, no round trip). Two
+   * parameters, both the timeout in ms as text ({@link #bindBound}).
+   */
+  private static final String BOUND =
+      "(set_config('lock_timeout', ?, true)"
+          + " || set_config('idle_in_transaction_session_timeout', ?, true)) IS NOT NULL";
+
+  private static int bindBound(PreparedStatement ps, int i, long timeoutMs) throws SQLException {
+    String ms = Long.toString(Math.max(1, timeoutMs));
+    ps.setString(i, ms);
+    ps.setString(i + 1, ms);
+    return i + 2;
+  }
+
+  /** SQLSTATE serialization_failure: a pool that defaults to REPEATABLE READ or SERIALIZABLE. */
+  private static boolean serializationFailure(SQLException e) {
+    return "40001".equals(e.getSQLState());
+  }
+
+  /**
+   * {@link #claim} in one statement: the same {@code FOR UPDATE} CTE (so the claim of term t+1
+   * still waits for every transaction a strict verify let in under term t), and the statement also
+   * says whether the row exists. It runs in the session's own isolation: one statement is one
+   * transaction, where READ COMMITTED re-checks the newest row version after a lock wait and
+   * REPEATABLE READ or SERIALIZABLE fail with a serialization error instead, which is a lost race
+   * (another process changed the row since the statement began) and reported as held
+   * (ClaimRaceTest).
+   */
+  @Override
+  public ClaimResult claimStep(
+      Connection c, String name, String holder, String instance, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String sql =
+        "WITH expired AS (SELECT name FROM "
+            + table
+            + " WHERE name = ? AND "
+            + BOUND
+            + " AND expires_at_ms <= "
+            + clock
+            + " FOR UPDATE),"
+            + " claimed AS (UPDATE "
+            + table
+            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = t.revision + 1"
+            + " FROM expired WHERE t.name = expired.name RETURNING t.term)"
+            + " SELECT (SELECT term FROM claimed), EXISTS (SELECT 1 FROM "
+            + table
+            + " WHERE name = ?)";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = 1;
+      ps.setString(i++, name);
+      i = bindBound(ps, i, timeoutMs);
+      ps.setString(i++, holder);
+      ps.setString(i++, instance);
+      ps.setLong(i++, leaseMs);
+      ps.setString(i, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        long term = rs.getLong(1);
+        return new ClaimResult(rs.wasNull() ? null : term, rs.getBoolean(2));
+      }
+    } catch (SQLException e) {
+      if (!serializationFailure(e)) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      return new ClaimResult(null, true);
+    }
+  }
+
+  @Override
+  public boolean renewStep(
+      Connection c, String name, String holder, long term, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ? AND "
+            + BOUND
+            + " AND expires_at_ms > "
+            + clock;
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, leaseMs);
+      ps.setString(2, name);
+      ps.setString(3, holder);
+      ps.setLong(4, term);
+      bindBound(ps, 5, timeoutMs);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  @Override
+  public boolean releaseStep(Connection c, String name, String holder, long term, long timeoutMs)
+      throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ? AND "
+            + BOUND;
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      ps.setLong(3, term);
+      bindBound(ps, 4, timeoutMs);
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /**
+   * One UPDATE for the whole batch whatever its size (three array parameters, so the text and its
+   * prepared plan never change), returning the rows it renewed.
+   */
+  @Override
+  public Set<Held> renewAll(Connection c, List<Held> leases, long leaseMs, long timeoutMs)
+      throws SQLException {
+    checkBatch(leases);
+    String[] names = new String[leases.size()];
+    String[] holders = new String[leases.size()];
+    Long[] terms = new Long[leases.size()];
+    for (int i = 0; i < leases.size(); i++) {
+      Held h = leases.get(i);
+      names[i] = h.name();
+      holders[i] = h.holder();
+      terms[i] = h.term();
+    }
+    String sql =
+        "UPDATE "
+            + table
+            + " t SET expires_at_ms = "
+            + clock
+            + " + ?, revision = t.revision + 1"
+            + " FROM unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS k(name, holder, term)"
+            + " WHERE t.name = k.name AND t.holder = k.holder AND t.term = k.term AND "
+            + BOUND
+            + " AND t.expires_at_ms > "
+            + clock
+            + " RETURNING t.name, t.holder, t.term";
+    Set<Held> renewed = new HashSet<>();
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, leaseMs);
+      ps.setArray(2, c.createArrayOf("varchar", names));
+      ps.setArray(3, c.createArrayOf("varchar", holders));
+      ps.setArray(4, c.createArrayOf("bigint", terms));
+      bindBound(ps, 5, timeoutMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          renewed.add(new Held(rs.getString(1), rs.getString(2), rs.getLong(3)));
+        }
+      }
+    }
+    return renewed;
   }
 
   /**

@@ -7,6 +7,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
@@ -112,17 +113,170 @@ final class SqliteDialect extends Dialect {
   }
 
   @Override
-  public void createRow(Connection c, String name) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "INSERT INTO "
-                + table
-                + " (name, term) VALUES (?, "
-                + startTerm()
-                + ") ON CONFLICT (name) DO NOTHING")) {
-      ps.setString(1, name);
-      ps.executeUpdate();
+  String createRowSql() {
+    return "INSERT INTO "
+        + table
+        + " (name, term) VALUES (?, "
+        + startTerm()
+        + ") ON CONFLICT (name) DO NOTHING";
+  }
+
+  /**
+   * A step is one statement in autocommit, bounded by the busy timeout, set and put back through
+   * sqlite-jdbc's own API ({@code SQLiteConnection.getBusyTimeout/setBusyTimeout}: a call into the
+   * library, not a statement). sqlite-jdbc reports the busy timeout it was configured with (URL
+   * {@code busy_timeout}, {@code SQLiteConfig}, {@code setBusyTimeout}); a {@code PRAGMA
+   * busy_timeout} an application ran itself is not seen there and is replaced by that value. A
+   * connection of another SQLite driver gets the PRAGMAs.
+   */
+  @Override
+  public <T> T inStep(Connection c, long timeoutMs, StepCall<T> call) throws SQLException {
+    Connection raw = sqliteJdbc(c);
+    if (raw == null) {
+      return inLeaseSession(c, timeoutMs, conn -> call.call(conn, timeoutMs));
     }
+    int saved;
+    try {
+      saved = (int) GET_BUSY_TIMEOUT.invoke(raw);
+      SET_BUSY_TIMEOUT.invoke(raw, (int) Math.min(Integer.MAX_VALUE, Math.max(1, timeoutMs)));
+    } catch (SQLException | RuntimeException | Error e) {
+      throw e;
+    } catch (Throwable t) {
+      throw new SQLException(t);
+    }
+    Throwable failure = null;
+    try {
+      return super.inStep(c, timeoutMs, call);
+    } catch (SQLException | RuntimeException | Error e) {
+      failure = e;
+      throw e;
+    } finally {
+      restore(
+          failure,
+          () -> {
+            try {
+              SET_BUSY_TIMEOUT.invoke(raw, saved);
+            } catch (SQLException | RuntimeException | Error e) {
+              throw e;
+            } catch (Throwable t) {
+              throw new SQLException(t);
+            }
+          });
+    }
+  }
+
+  private static final Class<?> SQLITE_CONNECTION;
+  private static final java.lang.invoke.MethodHandle GET_BUSY_TIMEOUT;
+  private static final java.lang.invoke.MethodHandle SET_BUSY_TIMEOUT;
+
+  static {
+    Class<?> type = null;
+    java.lang.invoke.MethodHandle get = null;
+    java.lang.invoke.MethodHandle set = null;
+    try {
+      type = Class.forName("org.sqlite.SQLiteConnection");
+      java.lang.invoke.MethodHandles.Lookup lookup = java.lang.invoke.MethodHandles.publicLookup();
+      get =
+          lookup.findVirtual(
+              type, "getBusyTimeout", java.lang.invoke.MethodType.methodType(int.class));
+      set =
+          lookup.findVirtual(
+              type,
+              "setBusyTimeout",
+              java.lang.invoke.MethodType.methodType(void.class, int.class));
+    } catch (ReflectiveOperationException | LinkageError e) {
+      type = null; // another SQLite driver: the PRAGMAs of inLeaseSession
+    }
+    SQLITE_CONNECTION = type;
+    GET_BUSY_TIMEOUT = get;
+    SET_BUSY_TIMEOUT = set;
+  }
+
+  /** The sqlite-jdbc connection behind {@code c} (a pool's proxy), or null. */
+  private static Connection sqliteJdbc(Connection c) throws SQLException {
+    if (SQLITE_CONNECTION == null) {
+      return null;
+    }
+    if (SQLITE_CONNECTION.isInstance(c)) {
+      return c;
+    }
+    if (c.isWrapperFor(SQLITE_CONNECTION)) {
+      return (Connection) c.unwrap(SQLITE_CONNECTION);
+    }
+    return null;
+  }
+
+  /**
+   * Create and claim in one statement: an upsert that inserts a missing row already claimed (at
+   * {@link #startTerm()} + 1, the term the create-then-claim of the servers reaches) or claims the
+   * existing row if it is expired; RETURNING gives the term only when it claimed. SQLite's single
+   * writer serialises it with every other write, strict verifies included.
+   */
+  @Override
+  public ClaimResult claimStep(
+      Connection c, String name, String holder, String instance, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String sql =
+        "INSERT INTO "
+            + table
+            + " (name, holder, instance, term, expires_at_ms, revision) VALUES (?, ?, ?, "
+            + startTerm()
+            + " + 1, "
+            + clock
+            + " + ?, 1)"
+            + " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
+            + " instance = excluded.instance, term = term + 1,"
+            + " expires_at_ms = excluded.expires_at_ms, revision = revision + 1"
+            + " WHERE expires_at_ms <= "
+            + clock
+            + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, name);
+      ps.setString(2, holder);
+      ps.setString(3, instance);
+      ps.setLong(4, leaseMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return new ClaimResult(rs.next() ? rs.getLong(1) : null, true);
+      }
+    }
+  }
+
+  /** SQLite takes row values only from a subquery: {@code IN (VALUES ...)}. */
+  @Override
+  String heldMatch(int n) {
+    return "name IN ("
+        + "?, ".repeat(n - 1)
+        + "?) AND (name, holder, term) IN (VALUES "
+        + "(?, ?, ?), ".repeat(n - 1)
+        + "(?, ?, ?))";
+  }
+
+  /** One UPDATE ... RETURNING of the whole batch. */
+  @Override
+  public Set<Held> renewAll(Connection c, List<Held> leases, long leaseMs, long timeoutMs)
+      throws SQLException {
+    checkBatch(leases);
+    String sql =
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1 WHERE "
+            + heldMatch(leases.size())
+            + " AND expires_at_ms > "
+            + clock
+            + " RETURNING name, holder, term";
+    Set<Held> renewed = new HashSet<>();
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setLong(1, leaseMs);
+      bindHeld(ps, 2, leases);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          renewed.add(new Held(rs.getString(1), rs.getString(2), rs.getLong(3)));
+        }
+      }
+    }
+    return renewed;
   }
 
   /** One UPDATE ... RETURNING, run with executeQuery (sqlite-jdbc refuses executeUpdate on it). */

@@ -85,4 +85,6 @@ public abstract class LeaseAccess {
   public abstract void release(LeaseManager manager, Collection<Lease> leases);
 
   public abstract CallerWork bindCurrentThread(Lease lease);
+
+  public abstract java.util.concurrent.CompletableFuture<Void> renewalPassNow(LeaseManager manager);
 }

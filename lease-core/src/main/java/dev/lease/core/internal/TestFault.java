@@ -34,5 +34,12 @@ public enum TestFault {
   /** A failed session restore after a failed attempt replaces the attempt's own error. */
   RESTORE_HIDES_ERROR,
   /** MySQL/MariaDB sessions keep the saved settings in {@code @lease_*} user variables. */
-  SESSION_USER_VARIABLES
+  SESSION_USER_VARIABLES,
+  /**
+   * Claim, renew, release and verify run in the multi-statement lease session (isolation, bounds,
+   * commit, restore) instead of one statement each.
+   */
+  STEP_IN_SESSION,
+  /** A manager renews each lease with a statement of its own instead of one batch for all. */
+  RENEW_ONE_BY_ONE
 }

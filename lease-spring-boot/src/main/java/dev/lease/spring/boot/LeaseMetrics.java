@@ -3,6 +3,7 @@ package dev.lease.spring.boot;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LossReason;
+import dev.lease.core.RenewalOutcome;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
@@ -31,8 +32,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <tr><td>{@code lease.handovers}</td><td>claims of a lease whose previous term this replica did
  *       not hold (as far as it remembers: the first claim of a name since it started counts):
  *       the lease came from another replica (or from an expired holder)</td></tr>
- *   <tr><td>{@code lease.renewals}</td><td>renewal attempts, tag {@code outcome} = success |
- *       failure</td></tr>
+ *   <tr><td>{@code lease.claims.refused}</td><td>claims that found the lease held by another
+ *       holder</td></tr>
+ *   <tr><td>{@code lease.renewals}</td><td>renewals, tag {@code outcome} = renewed | lost | timeout
+ *       | error</td></tr>
+ *   <tr><td>{@code lease.renewal.pass}</td><td>timer, no lease tag: one batched renewal pass over
+ *       every lease held</td></tr>
  *   <tr><td>{@code lease.renewal.latency}</td><td>timer: duration of successful renewals, from
  *       the start of the attempt (the connection borrow included) to the renewal's event</td></tr>
  *   <tr><td>{@code lease.releases}</td><td>leases released by this replica</td></tr>
@@ -51,23 +56,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * unbounded lease sets. A new event is one line: {@code count("lease.x", lease, "outcome", ...)}.
  * The lease of the starter's start-up check ({@link FencingCheck#PROBE}) is not counted.
  *
- * <p>lease-core reports a hand-over and a renewal's duration to no listener, so both are derived
- * here, from what its API documents: a claim's term is the previous term + 1 (terms grow by one per
- * hand-over; a row made anew starts far above), so a claim whose term follows this replica's last
- * term of the name did not change hands; and right after a successful renewal, {@code
- * Lease.remaining()} is the local deadline minus the time since that renewal's attempt started (the
- * deadline counts from the start of the last successful renewal), which makes that time the
- * renewal's duration.
- *
- * <p>The {@link LeaseListener} events lease-core has (main at 6fa2476), and the meter each feeds:
- * {@code claimed} (claims, handovers, held), {@code renewed} (renewals success, renewal latency),
- * {@code renewalFailed} (renewals failure), {@code lost} (losses, held), {@code released}
- * (releases, held), {@code transactionVerified} / {@code transactionRefused} / {@code
- * transactionPoisoned} (transactions, from lease-jdbc), {@code instantSuperseded} / {@code
- * instantSkipped} (scheduler instants). Not wired yet: lease-core is getting events for a renewal's
- * outcome (with its duration, which would replace the derivation above) and for the holder fencing
- * itself (its local deadline passed); once they exist, override them here, one meter line each, and
- * drop the derivations they make unnecessary.
+ * <p>lease-core reports a hand-over and a single lease's renewal duration to no listener, so both
+ * are derived here, from what its API documents: a claim's term is the previous term + 1 (terms
+ * grow by one per hand-over; a row made anew starts far above), so a claim whose term follows this
+ * replica's last term of the name did not change hands; and right after a successful renewal,
+ * {@code Lease.remaining()} is the local deadline minus the time since that renewal's attempt
+ * started (the deadline counts from the start of the last successful renewal), which makes that
+ * time the renewal's duration. Self-fencing is {@code lease.losses} with reason {@code
+ * local_deadline}.
  */
 public final class LeaseMetrics implements LeaseListener, LeasedCallListener, MeterBinder {
 
@@ -122,12 +118,21 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
   }
 
   @Override
+  public void claimRefused(String name) {
+    if (FencingCheck.PROBE.equals(name)) {
+      return;
+    }
+    count("lease.claims.refused", name);
+  }
+
+  @Override
   public void renewed(Lease lease) {
     if (ignored(lease)) {
       return;
     }
     // the lease's local deadline now counts from the start of this renewal (the listener runs right
-    // after it was recorded), so what is missing of it is the time the renewal took
+    // after it was recorded), so what is missing of it is the time the renewal took; lease-core
+    // calls this before renewalCompleted, so a reader that sees n renewals sees their latencies
     Duration took = lease.manager().timings().localDeadline().minus(lease.remaining());
     if (!took.isNegative() && lease.isHeld()) {
       for (MeterRegistry r : registries) {
@@ -138,16 +143,24 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
             .record(took);
       }
     }
-    // counted after the latency is recorded: a reader that sees n renewals sees their latencies
-    count("lease.renewals", lease.name(), "outcome", "success");
   }
 
   @Override
-  public void renewalFailed(Lease lease, Exception cause) {
+  public void renewalCompleted(Lease lease, RenewalOutcome outcome) {
     if (ignored(lease)) {
       return;
     }
-    count("lease.renewals", lease.name(), "outcome", "failure");
+    count("lease.renewals", lease.name(), "outcome", outcome.name().toLowerCase(Locale.ROOT));
+  }
+
+  @Override
+  public void renewalPass(int leases, int renewed, int lost, int failed, Duration elapsed) {
+    for (MeterRegistry r : registries) {
+      Timer.builder("lease.renewal.pass")
+          .description("duration of one batched renewal pass over every lease this replica holds")
+          .register(r)
+          .record(elapsed);
+    }
   }
 
   @Override

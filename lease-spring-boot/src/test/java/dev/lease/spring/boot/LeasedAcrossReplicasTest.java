@@ -196,6 +196,8 @@ class LeasedAcrossReplicasTest {
       assertEquals(0.0, Replicas.count(b, "lease.calls", "lease", "billing-eu", "outcome", "ran"));
       assertEquals(1.0, Replicas.count(a, "lease.claims", "lease", "billing-eu"));
       assertEquals(0.0, Replicas.count(b, "lease.claims", "lease", "billing-eu"));
+      assertEquals(1.0, Replicas.count(b, "lease.claims.refused", "lease", "billing-eu"));
+      assertEquals(0.0, Replicas.count(a, "lease.claims.refused", "lease", "billing-eu"));
       assertEquals(1.0, Replicas.count(a, "lease.releases", "lease", "billing-eu"));
       assertEquals(
           1.0,

@@ -351,7 +351,15 @@ public final class LeaseManager implements AutoCloseable {
     BoundWork bound = new BoundWork(worker);
     self.set(bound);
     attach(lease, bound);
-    lease.hold();
+    try {
+      lease.hold();
+    } catch (RuntimeException e) {
+      // close() came between the claim and here: the worker never starts, so nothing may wait for
+      // it
+      bound.workEnded();
+      lease.detach(bound);
+      throw e;
+    }
     worker.start();
     try {
       bound.awaitSettled();

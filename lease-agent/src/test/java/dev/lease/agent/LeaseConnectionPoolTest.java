@@ -110,7 +110,8 @@ class LeaseConnectionPoolTest {
     assertFalse(
         opened.leader() <= 2 && opened.replica() <= 2,
         "the count missed one connection per statement: " + opened);
-    assertTrue(opened.leader() > STATEMENTS && opened.replica() >= 2 * STATEMENTS, "" + opened);
+    // a renewal is one statement; a refused claim one (two on MySQL/MariaDB): a connection each
+    assertTrue(opened.leader() > STATEMENTS && opened.replica() >= STATEMENTS, "" + opened);
   }
 
   record Opened(long leader, long replica) {}

@@ -236,20 +236,25 @@ class LeaderModeIT {
         b.awaitStderr(0, "this process waits as a replica", "B waiting as a replica");
         b.send("slow-shutdown");
         b.awaitLine(l -> l.equals("SLOW-SHUTDOWN"), "B's slow shutdown hook");
-        // the row is replaced by an expired one in a transaction left open: B's next poll creates
-        // the row (INSERT ... ON CONFLICT DO NOTHING), which waits for this transaction
+        // the lease held elsewhere runs out in 1.5 s while this open transaction keeps its row
+        // locked: B's next poll finds it expired and its claim (one UPDATE ... FOR UPDATE) waits
+        // for this transaction
+        long termBefore = d.holder(LEASE).orElseThrow().term();
+        try (PreparedStatement shorten =
+            locker.prepareStatement(
+                "UPDATE "
+                    + d.leases
+                    + " SET expires_at_ms = (extract(epoch from clock_timestamp()) * 1000)::bigint"
+                    + " + 1500 WHERE name = ?")) {
+          shorten.setString(1, LEASE);
+          shorten.executeUpdate();
+        }
         locker.setAutoCommit(false);
-        try (PreparedStatement del =
-                locker.prepareStatement("DELETE FROM " + d.leases + " WHERE name = ?");
-            PreparedStatement ins =
-                locker.prepareStatement(
-                    "INSERT INTO "
-                        + d.leases
-                        + " (name, holder, instance, term, expires_at_ms) VALUES (?, 'z', 'Z', 2, 0)")) {
-          del.setString(1, LEASE);
-          del.executeUpdate();
-          ins.setString(1, LEASE);
-          ins.executeUpdate();
+        try (PreparedStatement lock =
+            locker.prepareStatement(
+                "SELECT term FROM " + d.leases + " WHERE name = ? FOR UPDATE")) {
+          lock.setString(1, LEASE);
+          lock.executeQuery().close();
         }
         awaitClaimWaitingOnLock(d);
         int from = b.stderrLength();
@@ -264,7 +269,8 @@ class LeaderModeIT {
         locker.commit(); // the claim completes now, while both hooks run
         // B's claim, released by whoever ended it (the election, or the closed manager)
         long deadline = System.nanoTime() + AppProcess.TIMEOUT.toNanos();
-        while (d.expiresAt(LEASE).orElse(1L) != 0 || d.holder(LEASE).orElseThrow().term() == 2) {
+        while (d.expiresAt(LEASE).orElse(1L) != 0
+            || d.holder(LEASE).orElseThrow().term() == termBefore) {
           assertTrue(System.nanoTime() < deadline, "B's claim was not released" + b.describe());
           Thread.sleep(50); // polling the database with a deadline
         }

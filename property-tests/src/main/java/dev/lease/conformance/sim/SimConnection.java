@@ -101,6 +101,13 @@ final class SimConnection implements InvocationHandler {
           verified = false;
         }
         return call(m, args);
+      case "isWrapperFor":
+        // no unwrapping to sqlite-jdbc's connection: lease-core then bounds its steps with PRAGMA
+        // busy_timeout, which this connection serves in virtual time (sqlite-jdbc's own
+        // setBusyTimeout would make SQLite wait in real time, stopping the simulation's clock)
+        return false;
+      case "unwrap":
+        throw new SQLException("a simulated connection does not unwrap");
       case "createStatement":
         return statement((Statement) call(m, args), null, Statement.class);
       case "prepareStatement":

@@ -167,28 +167,39 @@ public final class TakeoverScriptProperty implements ConformanceProperty {
       ScriptGrammar grammar = new ScriptGrammar(target, tables.counter, tables.scratch);
       AtomicInteger round = new AtomicInteger();
       String[] broke = {null};
-      QuickCheck.Falsified f =
-          QuickCheck.run(
-              seed,
-              size.pick(5, 30),
-              size.pick(2, 10),
-              scripts(target, grammar),
-              script -> {
-                int r = round.incrementAndGet();
-                progress.update(
-                    r, counts.observed("takeovers attempted with the script's transaction open"));
-                try {
-                  String v =
-                      round(target, tables, holderSide, successorSide, ds, script, r, counts);
-                  if (v != null) {
-                    broke[0] = v;
-                    return false;
+      // QuickTheories may stop a run early when its generator's assumptions reject too many
+      // candidates (a script needs a write): more runs, from derived seeds, until the takeovers
+      // this property needs were observed or a violation found (at most four)
+      QuickCheck.Falsified f = null;
+      for (int run = 0;
+          run < 4
+              && f == null
+              && counts.observed("takeovers attempted with the script's transaction open")
+                  < requiredTakeovers(size);
+          run++) {
+        f =
+            QuickCheck.run(
+                seed + run,
+                size.pick(5, 30),
+                size.pick(2, 10),
+                scripts(target, grammar),
+                script -> {
+                  int r = round.incrementAndGet();
+                  progress.update(
+                      r, counts.observed("takeovers attempted with the script's transaction open"));
+                  try {
+                    String v =
+                        round(target, tables, holderSide, successorSide, ds, script, r, counts);
+                    if (v != null) {
+                      broke[0] = v;
+                      return false;
+                    }
+                    return true;
+                  } catch (SQLException e) {
+                    throw new IllegalStateException("cannot read the counter table", e);
                   }
-                  return true;
-                } catch (SQLException e) {
-                  throw new IllegalStateException("cannot read the counter table", e);
-                }
-              });
+                });
+      }
       String failure = null;
       if (f != null) {
         failure =

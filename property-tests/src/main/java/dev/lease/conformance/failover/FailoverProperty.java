@@ -385,7 +385,7 @@ public final class FailoverProperty implements ConformanceProperty {
       List<LeaseManager> managers = new ArrayList<>();
       List<Thread> threads = new ArrayList<>();
       try {
-        HikariDataSource admin = pool("admin", 2);
+        HikariDataSource admin = pool("admin", 2, 15_000);
         pools.add(admin);
         try (LeaseManager creator =
             LeaseManager.builder(admin)
@@ -399,8 +399,8 @@ public final class FailoverProperty implements ConformanceProperty {
           creator.describe(NAME); // creates nothing; checks the table answers
         }
         for (int h = 0; h < HOLDERS; h++) {
-          HikariDataSource leasePool = pool("lease-" + h, 3);
-          HikariDataSource dataPool = pool("data-" + h, 2);
+          HikariDataSource leasePool = pool("lease-" + h, 3, 5000);
+          HikariDataSource dataPool = pool("data-" + h, 2, 5000);
           pools.add(leasePool);
           pools.add(dataPool);
           LeaseManager manager =
@@ -486,7 +486,11 @@ public final class FailoverProperty implements ConformanceProperty {
       }
     }
 
-    private HikariDataSource pool(String name, int size) {
+    /**
+     * A pool on the target URL. The borrow waits long enough for a multi-host URL to try a dead
+     * host and a standby before the primary on a loaded machine (2 s was not, measured).
+     */
+    private HikariDataSource pool(String name, int size, long connectionTimeoutMs) {
       HikariConfig config = new HikariConfig();
       config.setPoolName("failover-" + index + "-" + name);
       config.setJdbcUrl(target.url());
@@ -494,7 +498,7 @@ public final class FailoverProperty implements ConformanceProperty {
       config.setPassword(target.password());
       config.setMaximumPoolSize(size);
       config.setMinimumIdle(0);
-      config.setConnectionTimeout(2000);
+      config.setConnectionTimeout(connectionTimeoutMs);
       config.setValidationTimeout(500);
       config.setInitializationFailTimeout(-1);
       return new HikariDataSource(config);

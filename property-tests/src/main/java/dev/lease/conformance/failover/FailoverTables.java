@@ -15,10 +15,11 @@ import java.util.regex.Pattern;
 
 /**
  * The tables of one failover round, besides the lease table: the fenced data (each row names the
- * holder and term it was written under) and the claim history, written by a trigger on the lease
- * table in the claim's own statement. Both replicate with the lease row, so the promoted server's
- * copy is its own history: which claims it knows, and how many data rows of the previous term each
- * claim saw committed.
+ * holder and term it was written under) and what the promoted server knows of the claims. They
+ * replicate with the lease row, so the promoted server's copy is its own history: which claims it
+ * has, and how many data rows of the previous term each claim saw committed. PostgreSQL records
+ * that with a trigger in the claim's own statement; MariaDB from the lease row's versions and the
+ * order of its binary log (see {@link #create}).
  */
 final class FailoverTables {
 

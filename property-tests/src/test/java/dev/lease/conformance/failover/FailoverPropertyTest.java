@@ -23,7 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  *
  * <p>Skipped (not passed) without {@code LEASE_FAILOVER_SCRIPT} (environment or system property
  * {@code lease.failover.script}), the path of {@code .ci/replicas}. Rounds per mode: system
- * property {@code lease.failover.rounds} (default 4, the CI's time budget).
+ * property {@code lease.failover.rounds} (default 3, the CI's time budget).
  */
 class FailoverPropertyTest {
 
@@ -82,7 +82,7 @@ class FailoverPropertyTest {
   }
 
   static int rounds() {
-    return Integer.getInteger("lease.failover.rounds", 4);
+    return Integer.getInteger("lease.failover.rounds", 3);
   }
 
   private static Target target(Mode m) {

@@ -26,6 +26,16 @@ public interface FailoverHook {
    */
   default void stall() throws IOException {}
 
+  /**
+   * The database to use for the next round, after {@link #prepare}: the configured one by default.
+   * The CI's MariaDB hook lists the current primary first, as MariaDB Connector/J's sequential mode
+   * tries hosts in order and keeps a failed host on a deny list for a while.
+   */
+  default dev.lease.conformance.Target target(dev.lease.conformance.Target configured)
+      throws IOException {
+    return configured;
+  }
+
   /** Kills the primary and promotes the replica; returns once the new primary takes writes. */
   void failOver() throws IOException;
 

@@ -324,7 +324,7 @@ public final class FailoverProperty implements ConformanceProperty {
 
   /** One round: fresh tables, holders, one failover, the checks. */
   final class Round {
-    final Target target;
+    Target target;
     final Random random;
     final int index;
     final Moment moment;
@@ -381,6 +381,7 @@ public final class FailoverProperty implements ConformanceProperty {
 
     void run() throws Exception {
       hook.prepare();
+      target = hook.target(target);
       List<HikariDataSource> pools = new ArrayList<>();
       List<LeaseManager> managers = new ArrayList<>();
       List<Thread> threads = new ArrayList<>();

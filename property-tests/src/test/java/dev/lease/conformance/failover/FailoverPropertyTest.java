@@ -44,16 +44,58 @@ class FailoverPropertyTest {
               + "&connectTimeout=2&loginTimeout=3"
           // sequential: the hosts in order; .ci/replicas makes node a (3307) the primary before
           // each round, and after the failover 3307 is dead, so connections reach 3308
-          : "jdbc:mariadb:sequential://127.0.0.1:3307,127.0.0.1:3308/test?user=root"
-              + "&connectTimeout=2000";
+          // user lease: without SUPER, so a connection that lands on the read-only replica fails
+          // instead of writing there (root's writes there forked the history, measured)
+          : "jdbc:mariadb:sequential://127.0.0.1:3307,127.0.0.1:3308/test?connectTimeout=5000";
     }
 
     FailoverHook hook(String script) {
       String prefix = postgres() ? "pg" : "my";
-      return FailoverHook.commands(
-          script + " " + prefix + "-prepare " + mode,
-          script + " " + prefix + "-stall",
-          script + " " + prefix + "-failover");
+      FailoverHook commands =
+          FailoverHook.commands(
+              script + " " + prefix + "-prepare " + mode,
+              script + " " + prefix + "-stall",
+              script + " " + prefix + "-failover");
+      if (postgres()) {
+        return commands; // pgjdbc finds the primary itself (targetServerType=primary)
+      }
+      // MariaDB Connector/J's sequential mode tries hosts in order and does not look for the
+      // writable one: each round lists the pair's current primary first.
+      return new FailoverHook() {
+        @Override
+        public void prepare() throws java.io.IOException {
+          commands.prepare();
+        }
+
+        @Override
+        public void stall() throws java.io.IOException {
+          commands.stall();
+        }
+
+        @Override
+        public void failOver() throws java.io.IOException {
+          commands.failOver();
+        }
+
+        @Override
+        public Target target(Target configured) throws java.io.IOException {
+          String primary = status(script).getOrDefault("primary", "3307");
+          String replica = primary.equals("3307") ? "3308" : "3307";
+          return new Target(
+              "jdbc:mariadb:sequential://127.0.0.1:"
+                  + primary
+                  + ",127.0.0.1:"
+                  + replica
+                  + "/test?connectTimeout=5000",
+              configured.user(),
+              configured.password());
+        }
+
+        @Override
+        public String describe() {
+          return commands.describe();
+        }
+      };
     }
   }
 
@@ -72,6 +114,21 @@ class FailoverPropertyTest {
     return modes().filter(m -> !m.synchronous());
   }
 
+  /** {@code .ci/replicas my-status} as key=value pairs. */
+  static java.util.Map<String, String> status(String script) throws java.io.IOException {
+    Process p = new ProcessBuilder(script, "my-status").redirectErrorStream(true).start();
+    String out =
+        new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+    java.util.Map<String, String> m = new java.util.HashMap<>();
+    for (String line : out.split("\n")) {
+      int eq = line.indexOf('=');
+      if (eq > 0) {
+        m.put(line.substring(0, eq).trim(), line.substring(eq + 1).trim());
+      }
+    }
+    return m;
+  }
+
   static String script() {
     String s = System.getProperty("lease.failover.script", System.getenv("LEASE_FAILOVER_SCRIPT"));
     Assumptions.assumeTrue(
@@ -86,7 +143,9 @@ class FailoverPropertyTest {
   }
 
   private static Target target(Mode m) {
-    return new Target(m.url(), m.postgres() ? "postgres" : "root", "");
+    return m.postgres()
+        ? new Target(m.url(), "postgres", "")
+        : new Target(m.url(), "lease", "lease");
   }
 
   @ParameterizedTest(name = "{0}")

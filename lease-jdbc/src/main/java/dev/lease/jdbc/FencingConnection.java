@@ -64,6 +64,16 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
   }
 
   @Override
+  Object object(Object value) {
+    return DriverObjects.wrap(this, value);
+  }
+
+  @Override
+  <T> T object(T value, Class<T> type) throws SQLException {
+    return DriverObjects.wrap(this, value, type);
+  }
+
+  @Override
   public DatabaseMetaData getMetaData() throws SQLException {
     DatabaseMetaData md = delegate.getMetaData();
     return md == null ? null : new FencingDatabaseMetaData(this, md);

@@ -76,7 +76,7 @@ final class DriverObjects {
 
   /** {@code value} with every driver object it is or holds wrapped for {@code connection}. */
   static Object wrap(FencingConnection connection, Object value) {
-    if (value == null || value instanceof Fenced) {
+    if (value == null || value instanceof Fenced || connection.rawDriverObjects) {
       return value;
     }
     if (value instanceof ResultSet) {

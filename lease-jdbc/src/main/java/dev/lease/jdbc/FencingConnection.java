@@ -17,11 +17,16 @@ import java.util.concurrent.Executor;
 final class FencingConnection extends ConnectionDelegate implements FencedConnection {
 
   final TransactionFence fence;
+
+  /** Negative controls only ({@link Weakening#RAW_DRIVER_OBJECTS}): values are not wrapped. */
+  final boolean rawDriverObjects;
+
   private volatile boolean closed;
 
   FencingConnection(Connection delegate, FencingOptions options) {
     super(delegate);
     this.fence = new TransactionFence(delegate, options);
+    this.rawDriverObjects = options.weakened(Weakening.RAW_DRIVER_OBJECTS);
   }
 
   @Override

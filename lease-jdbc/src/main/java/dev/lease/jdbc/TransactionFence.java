@@ -126,6 +126,9 @@ final class TransactionFence {
   /** A statement failed before {@link #session} was looked up: its flags start out stale. */
   private boolean failedBeforeSession;
 
+  /** What may end a refused transaction, and the XA branch begun as SQL (issue 25 item 8). */
+  private final Abandoning abandoning = new Abandoning();
+
   /** The lease the open transaction was verified under; null when none was. */
   private Lease verified() {
     FencedTransaction t = txn;
@@ -232,7 +235,11 @@ final class TransactionFence {
     }
     if (poisoned()) {
       if (count == 1 && isRollback(kind)) {
-        return control(lease, st, kind, summary, call);
+        return xaControl(lease, st, kind, summary, call, text(st, source, sql));
+      }
+      int abandon = abandons(count, summary, st, source, sql);
+      if (abandon != Abandoning.NONE) {
+        return abandon(abandon, call, text(st, source, sql));
       }
       throw poisonedException(null);
     }
@@ -249,7 +256,52 @@ final class TransactionFence {
     if (kind == SqlKind.OTHER) {
       return ordinary(lease, st, call, count == 1 ? shape : SHAPE_NONE, source, sql);
     }
-    return control(lease, st, kind, summary, call);
+    return xaControl(lease, st, kind, summary, call, text(st, source, sql));
+  }
+
+  /**
+   * {@link #control}, and on MySQL/MariaDB the XA branch begun as SQL remembered ({@link
+   * Abandoning#observe}): its XA ROLLBACK or XA COMMIT ends the session's transaction.
+   */
+  private <T> T xaControl(
+      Lease lease, FencingStatement st, int kind, long summary, SqlCall<T> call, String text)
+      throws SQLException {
+    T result = control(lease, st, kind, summary, call);
+    if (isMySql()
+        && (kind == SqlKind.BEGIN
+            || kind == SqlKind.PREPARE_TRANSACTION
+            || kind == SqlKind.COMMIT_PREPARED
+            || kind == SqlKind.ROLLBACK_PREPARED)
+        && abandoning.observe(lexer, text)) {
+      endTransaction();
+      markSqlTransaction(false);
+    }
+    return result;
+  }
+
+  /** What a one-statement text does to abandon a transaction ({@link Abandoning#of}). */
+  private int abandons(int count, long summary, FencingStatement st, int source, String sql) {
+    if (count != 1 || SqlSummary.ambiguous(summary) || lexer == null) {
+      return Abandoning.NONE;
+    }
+    return Abandoning.of(lexer, text(st, source, sql));
+  }
+
+  /** A statement that only ends or abandons a refused transaction: it runs (issue 25 item 8). */
+  private <T> T abandon(int what, SqlCall<T> call, String text) throws SQLException {
+    if (what == Abandoning.UNLOCK_TABLES) {
+      rollbackOpenTransaction(); // UNLOCK TABLES would commit it implicitly
+      endTransaction();
+    }
+    T result = runUnverified(call);
+    if (what == Abandoning.XA_END) {
+      abandoning.observe(lexer, text);
+    }
+    return result;
+  }
+
+  private static String text(FencingStatement st, int source, String sql) {
+    return source == TEXT ? sql : st == null ? null : st.sql;
   }
 
   /** No lease bound: pass through, after cleaning up what a lease-bound user left. */
@@ -265,6 +317,10 @@ final class TransactionFence {
       } else {
         long summary = summary(st, source, sql, lexer(null));
         int kind = SqlSummary.count(summary) == 1 ? SqlSummary.single(summary) : 0;
+        int abandon = abandons(SqlSummary.count(summary), summary, st, source, sql);
+        if (abandon != Abandoning.NONE) {
+          return abandon(abandon, call, text(st, source, sql));
+        }
         if (isRollback(kind)) {
           try {
             return call.call();
@@ -613,6 +669,12 @@ final class TransactionFence {
       finishPending(); // an autocommit statement completes; the driver then refuses rollback()
     }
     try {
+      if (abandoning.xaOpen()) {
+        abandoning.abandonXa(delegate); // MariaDB refuses ROLLBACK in an XA branch (XAE07)
+        if (delegate.getAutoCommit()) {
+          return;
+        }
+      }
       delegate.rollback();
     } finally {
       endTransaction();
@@ -1496,6 +1558,9 @@ final class TransactionFence {
 
   /** Rolls back the open transaction: through JDBC, or as SQL if it was begun as SQL. */
   private void rollbackOpenTransaction() throws SQLException {
+    if (abandoning.xaOpen()) {
+      abandoning.abandonXa(delegate); // else the pool gets the connection back in XA ACTIVE
+    }
     if (!delegate.getAutoCommit()) {
       delegate.rollback();
       return;

@@ -1179,7 +1179,10 @@ final class TransactionFence {
             && ((FencingPreparedStatement) st).canReplay())) {
       return false;
     }
-    return st.delegate.getFetchSize() <= 0 && !delegate.isReadOnly() && lease.isHeld();
+    return st.delegate.getFetchSize() <= 0
+        && !delegate.isReadOnly()
+        && !readOnlyByDefault()
+        && lease.isHeld();
   }
 
   /**
@@ -1421,24 +1424,37 @@ final class TransactionFence {
    * pgjdbc answers the flag from memory and makes the server transaction read-only only when it
    * sends the BEGIN itself, so a BEGIN or {@code SET TRANSACTION READ WRITE} sent as SQL leaves a
    * flagged connection's transaction writable (review S1). The extra round trip runs only when the
-   * flag is set. SQLite: sqlite-jdbc's flag is the open mode ({@code SQLITE_OPEN_READONLY},
-   * enforced by SQLite; it refuses to set it on an open connection). MySQL/MariaDB: no server
-   * variable tells the open transaction's access mode ({@code START TRANSACTION READ WRITE} leaves
-   * {@code @@tx_read_only} at 1 on MariaDB 10.11), so the answer there is always no; InnoDB allows
-   * the share lock in a read-only transaction anyway.
+   * flag is set or the server reported a read-only session default ({@link PgSessionDefaults}).
+   * SQLite: sqlite-jdbc's flag is the open mode ({@code SQLITE_OPEN_READONLY}, enforced by SQLite;
+   * it refuses to set it on an open connection). MySQL/MariaDB: no server variable tells the open
+   * transaction's access mode ({@code START TRANSACTION READ WRITE} leaves {@code @@tx_read_only}
+   * at 1 on MariaDB 10.11), so the answer there is always no; InnoDB allows the share lock in a
+   * read-only transaction anyway.
    */
   private boolean readOnlyWithoutLocks(Lease lease) throws SQLException {
     String product = lease.manager().databaseProduct();
     if ("SQLite".equals(product) || options.weakened(Weakening.TRUST_READ_ONLY_FLAG)) {
       return delegate.isReadOnly();
     }
-    if (!"PostgreSQL".equals(product) || !delegate.isReadOnly()) {
+    if (!"PostgreSQL".equals(product) || !(delegate.isReadOnly() || readOnlyByDefault())) {
       return false;
     }
     try (Statement s = delegate.createStatement();
         ResultSet rs = s.executeQuery("SELECT current_setting('transaction_read_only')")) {
       return rs.next() && "on".equals(rs.getString(1));
     }
+  }
+
+  private PgSessionDefaults pgDefaults;
+
+  /** PostgreSQL: the session's default access mode is read-only ({@link PgSessionDefaults}). */
+  private boolean readOnlyByDefault() {
+    PgSessionDefaults d = pgDefaults;
+    if (d == null) {
+      d = PgSessionDefaults.of(delegate);
+      pgDefaults = d;
+    }
+    return d.readOnlyByDefault();
   }
 
   /**

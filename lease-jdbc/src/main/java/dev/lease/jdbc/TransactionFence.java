@@ -266,6 +266,14 @@ final class TransactionFence {
   private <T> T xaControl(
       Lease lease, FencingStatement st, int kind, long summary, SqlCall<T> call, String text)
       throws SQLException {
+    if (kind == SqlKind.IMPLICIT_COMMIT
+        && isMySql()
+        && Abandoning.of(lexer, text) == Abandoning.UNLOCK_TABLES) {
+      Mode mode = mode();
+      if (mode == Mode.AUTOCOMMIT || verified() == lease) {
+        return unlockTables(lease, mode, call);
+      }
+    }
     T result = control(lease, st, kind, summary, call);
     if (isMySql()
         && (kind == SqlKind.BEGIN
@@ -277,6 +285,27 @@ final class TransactionFence {
       markSqlTransaction(false);
     }
     return result;
+  }
+
+  /**
+   * MySQL/MariaDB {@code UNLOCK TABLES} under a lease is never refused for want of a verify: under
+   * LOCK TABLES the verify cannot read the lease table ("was not locked with LOCK TABLES"), and a
+   * refused UNLOCK sent the pooled connection back with its tables locked (issue 25 item 6). In
+   * autocommit mode no transaction is open, so it commits nothing and runs as it is; in the
+   * verified transaction it commits implicitly, so it passes the checks of {@code commit()} first.
+   * An unverified transaction takes the general rule.
+   */
+  private <T> T unlockTables(Lease lease, Mode mode, SqlCall<T> call) throws SQLException {
+    if (mode == Mode.AUTOCOMMIT) {
+      return runUnverified(call);
+    }
+    checkCommit(lease);
+    try {
+      return runUnverified(call);
+    } finally {
+      endTransaction(); // MySQL committed it
+      markSqlTransaction(false);
+    }
   }
 
   /** What a one-statement text does to abandon a transaction ({@link Abandoning#of}). */

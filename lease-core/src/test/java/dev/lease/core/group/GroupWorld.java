@@ -60,6 +60,10 @@ final class GroupWorld implements AutoCloseable {
 
   final AtomicInteger orderingChecks = new AtomicInteger();
   final AtomicInteger failedPasses = new AtomicInteger();
+
+  /** The messages of the passes the database refused, in order. */
+  final List<String> failures = new CopyOnWriteArrayList<>();
+
   final AtomicInteger acquisitions = new AtomicInteger();
 
   /**
@@ -85,7 +89,11 @@ final class GroupWorld implements AutoCloseable {
     final Map<String, Lease> leases = new ConcurrentHashMap<>();
     volatile boolean killed;
 
-    Member(String name, LeaseGroup.Fault fault, Supplier<? extends List<String>> candidates) {
+    Member(
+        String name,
+        LeaseGroup.Fault fault,
+        Supplier<? extends List<String>> candidates,
+        java.util.function.Consumer<LeaseGroup.Builder> options) {
       this.name = name;
       // SQLite: commits without an fsync each (as FencingBenchmark does), so that the renewals of
       // 1,000 leases, one transaction each until the manager renews in batches, do not queue
@@ -130,6 +138,7 @@ final class GroupWorld implements AutoCloseable {
       if (fault != null) {
         b.faultForTesting(fault);
       }
+      options.accept(b);
       this.group = fixture.track(b.build());
     }
 
@@ -208,7 +217,14 @@ final class GroupWorld implements AutoCloseable {
   }
 
   Member join(String name, LeaseGroup.Fault fault) {
-    Member m = new Member(name, fault, () -> keys);
+    return join(name, fault, b -> {});
+  }
+
+  Member join(
+      String name,
+      LeaseGroup.Fault fault,
+      java.util.function.Consumer<LeaseGroup.Builder> options) {
+    Member m = new Member(name, fault, () -> keys, options);
     members.add(m);
     return m;
   }
@@ -239,6 +255,7 @@ final class GroupWorld implements AutoCloseable {
                     return m.group.runPass();
                   } catch (LeaseException e) {
                     failedPasses.incrementAndGet();
+                    failures.add(m + ": " + e.getMessage());
                     if (attempt == 3) {
                       throw e;
                     }

@@ -92,7 +92,13 @@ public final class LeaseGroup implements AutoCloseable {
     /** Runs the release statement before {@link GroupCallbacks#onReleasing}. */
     RELEASE_BEFORE_CALLBACK,
     /** Claims without locking the rows first (PostgreSQL: does not wait for strict verifies). */
-    CLAIM_WITHOUT_ROW_LOCK
+    CLAIM_WITHOUT_ROW_LOCK,
+    /**
+     * The first pass as it was: heartbeat (inserting the row), purge of dead members by a range
+     * DELETE and count in one transaction, not retried (MySQL/MariaDB deadlocked when members
+     * started together).
+     */
+    FIRST_PASS_IN_ONE_TRANSACTION
   }
 
   /** What one pass did: for tests and for the listener. */
@@ -390,10 +396,26 @@ public final class LeaseGroup implements AutoCloseable {
       // see each other before anyone claims, instead of the first one taking every key
       boolean firstPass = !announced;
       passes++;
-      if (!announced) {
-        announce(leaving);
-        announced = true;
+      int live;
+      if (firstPass && faults.contains(Fault.FIRST_PASS_IN_ONE_TRANSACTION)) {
+        live =
+            LeaseInternals.execute(
+                manager,
+                "heartbeat of member " + member + " of group " + group,
+                c -> {
+                  if (sql.beat(c, group, member, leaving) == 0) {
+                    sql.announce(c, group, member, manager.instance(), leaving);
+                  }
+                  sql.forgetDeadInRange(c, group, 10 * memberTimeoutMs);
+                  return sql.liveMembers(c, group, memberTimeoutMs);
+                });
+      } else {
+        if (!announced) {
+          announce(leaving);
+        }
+        live = heartbeat(leaving);
       }
+      announced = true;
       if (firstPass && !leaving) {
         // the lease rows too, while nobody claims: on MySQL/MariaDB an INSERT IGNORE that meets a
         // row a peer is inserting share-locks it until it commits, and a peer's claim in that
@@ -401,7 +423,6 @@ public final class LeaseGroup implements AutoCloseable {
         // pass to take every key
         createMissingRows(new ArrayList<>(candidates));
       }
-      int live = heartbeat(leaving);
       if (housekeeping) {
         executeRetrying(
             "forget the long gone members of group " + group,

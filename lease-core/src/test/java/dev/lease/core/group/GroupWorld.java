@@ -84,6 +84,10 @@ final class GroupWorld implements AutoCloseable {
   final class Member implements GroupCallbacks {
     final String name;
     final FailingDataSource ds;
+
+    /** What this member sends (inside the failing wrapper: a killed member sends nothing). */
+    final dev.lease.testing.CountingDataSource counting;
+
     final LeaseManager manager;
     final LeaseGroup group;
     final Map<String, Lease> leases = new ConcurrentHashMap<>();
@@ -98,8 +102,8 @@ final class GroupWorld implements AutoCloseable {
       // SQLite: commits without an fsync each (as FencingBenchmark does), so that the renewals of
       // 1,000 leases, one transaction each until the manager renews in batches, do not queue
       // behind the disk on a loaded machine
-      this.ds =
-          new FailingDataSource(
+      this.counting =
+          new dev.lease.testing.CountingDataSource(
               fixture.pool(
                   8,
                   cfg -> {
@@ -113,6 +117,7 @@ final class GroupWorld implements AutoCloseable {
                       }
                     }
                   }));
+      this.ds = new FailingDataSource(counting);
       this.manager =
           fixture.track(
               fixture
@@ -240,9 +245,8 @@ final class GroupWorld implements AutoCloseable {
   }
 
   /**
-   * One pass of every participant, all at once. A pass the database refused (a deadlock between
-   * members starting together) is run again at once, up to three times: the test counts passes, not
-   * the database's transient refusals.
+   * One pass of every participant, all at once. A pass that failed (an attempt timed out on a
+   * loaded machine) is run again at once, up to three times, and recorded in {@link #failures}.
    */
   void round() {
     List<Future<?>> passes = new ArrayList<>();

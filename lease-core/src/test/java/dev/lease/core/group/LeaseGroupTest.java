@@ -48,10 +48,19 @@ class LeaseGroupTest {
       rounds = w.converge("a fourth member joined", JOIN_PASSES);
       System.out.printf("%s: 4 members converged in %d passes: %s%n", db, rounds, w.counts());
 
-      // b drains: it hands everything over at once, its peers take it at their next pass
+      // b drains: it hands everything over at once (one release statement for its 250 keys), its
+      // peers take it at their next pass
       int lostBefore = w.losses.get();
+      int before = b.counting.texts().size();
       b.group.drain();
       assertEquals(0, b.held(), "a drained member holds nothing");
+      List<String> sent = b.counting.texts();
+      assertEquals(
+          1,
+          sent.subList(before, sent.size()).stream()
+              .filter(t -> t.contains("SET expires_at_ms = 0"))
+              .count(),
+          db + ": release statements of the drain of 250 keys");
       w.round(); // the peers' next pass sees the flag
       assertFairOrExcused(w, lostBefore, "one pass after the drain the peers hold everything");
 

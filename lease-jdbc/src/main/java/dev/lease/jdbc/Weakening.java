@@ -46,7 +46,12 @@ enum Weakening {
   /** Hand out driver objects through {@code unwrap} after the transaction's verify only. */
   NO_UNWRAP_CHECKS,
   /** Send the verify in the same round trip as the first statement but ignore an empty result. */
-  PIGGYBACK_IGNORES_REFUSAL;
+  PIGGYBACK_IGNORES_REFUSAL,
+  /**
+   * Hand out the driver's arrays, LOBs, refs, structs and {@code getObject} values unwrapped, as
+   * before issue 25 (their result sets and writes bypass the fence).
+   */
+  RAW_DRIVER_OBJECTS;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

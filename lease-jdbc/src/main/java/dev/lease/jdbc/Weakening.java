@@ -46,7 +46,14 @@ enum Weakening {
   /** Hand out driver objects through {@code unwrap} after the transaction's verify only. */
   NO_UNWRAP_CHECKS,
   /** Send the verify in the same round trip as the first statement but ignore an empty result. */
-  PIGGYBACK_IGNORES_REFUSAL;
+  PIGGYBACK_IGNORES_REFUSAL,
+  /** Keep a refusal by the database to the fence: the lease stays held locally (issue 23). */
+  REFUSAL_NOT_REPORTED,
+  /**
+   * Commit without reading the lease's own state: only the loss listener, which runs later on the
+   * loss executor, poisons a transaction whose lease was lost (issue 23).
+   */
+  COMMIT_TRUSTS_LOSS_LISTENER;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

@@ -149,6 +149,16 @@ public final class LeaseInternals {
   }
 
   /**
+   * The database refused a fenced transaction under {@code lease} (lease-jdbc's LF001): the lease
+   * is lost at once ({@link dev.lease.core.LossReason#DATABASE}), its loss handling runs (the work
+   * under it is interrupted), and {@code isHeld()} answers false from now on, so every later
+   * transaction is refused locally without a round trip. Nothing happens if it already ended.
+   */
+  public static void lostInDatabase(Lease lease) {
+    access().lostInDatabase(lease);
+  }
+
+  /**
    * The statements lease-jdbc runs once on a connection before STRICT verifies, bounding how long a
    * paused holder's open transaction can delay a takeover (MySQL/MariaDB lock wait and idle
    * timeouts); empty on databases whose verify statement carries the bound (PostgreSQL) or that

@@ -408,7 +408,8 @@ final class PostgresDialect extends Dialect {
             + BOUND
             + " AND expires_at_ms > "
             + clock
-            + " FOR UPDATE)"
+            // the negative control: no row lock that waits for FOR KEY SHARE
+            + (faults.contains(TestFault.TRANSFER_WITHOUT_FOR_UPDATE) ? ")" : " FOR UPDATE)")
             + " UPDATE "
             + table
             + " t SET holder = ?, instance = ?, term = t.term + 1,"

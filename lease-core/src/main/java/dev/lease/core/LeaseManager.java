@@ -540,6 +540,7 @@ public final class LeaseManager implements AutoCloseable {
     if (!closing.compareAndSet(false, true)) {
       return;
     }
+    removeShutdownHook();
     release(new ArrayList<>(held), false);
     if (ownsScheduler) {
       scheduler.shutdownNow();
@@ -551,6 +552,45 @@ public final class LeaseManager implements AutoCloseable {
     }
     if (ownsLossExecutor) {
       ((ExecutorService) lossExecutor).shutdown();
+    }
+  }
+
+  /**
+   * Installs {@link #close()} as a JVM shutdown hook, so that leases this manager holds are handed
+   * back (work stopped first, then the rows released) when the JVM exits without a call to close,
+   * for example when {@code main} returns or on SIGTERM; otherwise they stay live in the database
+   * until they expire. Idempotent; the hook is the same thread on every call, and a close() before
+   * the JVM exits makes it do nothing. Close a {@code LeaseGroup} or scheduler on this manager
+   * before it: install their hooks, or close them in a hook of your own, then this manager.
+   *
+   * @return the hook's thread
+   * @throws IllegalStateException if this manager is closed
+   */
+  public Thread closeOnShutdown() {
+    ensureOpen("install a shutdown hook");
+    synchronized (shutdownHookLock) {
+      if (shutdownHook == null) {
+        Thread hook = new Thread(this::close, "lease-manager-shutdown-" + instance);
+        Runtime.getRuntime().addShutdownHook(hook);
+        shutdownHook = hook;
+      }
+      return shutdownHook;
+    }
+  }
+
+  private final Object shutdownHookLock = new Object();
+  private Thread shutdownHook; // guarded by shutdownHookLock
+
+  /** A close() before the JVM exits takes its hook back (nothing keeps the manager reachable). */
+  private void removeShutdownHook() {
+    synchronized (shutdownHookLock) {
+      if (shutdownHook != null && shutdownHook != Thread.currentThread()) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException e) {
+          // the JVM is shutting down: the hook runs (or ran) close(), which does nothing more
+        }
+      }
     }
   }
 

@@ -45,6 +45,11 @@ final class InternalAccess extends LeaseAccess {
   }
 
   @Override
+  public void lostInDatabase(Lease lease) {
+    lease.lose(LossReason.DATABASE);
+  }
+
+  @Override
   public List<String> strictSessionStatements(
       LeaseManager manager, Duration idleInTransaction, Duration lockWait) {
     return manager.strictSessionStatements(idleInTransaction, lockWait);

@@ -201,6 +201,12 @@ public final class LeaseManager implements AutoCloseable {
         claimed = claimStep(name, holder);
       }
     }
+    if (claimed.term() == null && !Boolean.FALSE.equals(claimed.rowExists())) {
+      Optional<Lease> adopted = tryAdopt(name); // a transfer to this instance: adopt it
+      if (adopted.isPresent()) {
+        return adopted;
+      }
+    }
     if (claimed.term() == null) {
       log.debug("lease {} is held by another holder", name);
       safely(l -> l.claimRefused(name));
@@ -225,6 +231,41 @@ public final class LeaseManager implements AutoCloseable {
             releaseOrphan(name, holder, late.term());
           }
         });
+  }
+
+  /**
+   * Adopts {@code name} if its holder transferred it to this manager's instance ({@link
+   * Lease#transferTo}) and the transfer has not expired: one statement that makes this manager the
+   * holder at the term the transfer wrote. {@link #tryClaim} tries it whenever a claim finds the
+   * lease held, so a successor that polls with {@code tryClaim} adopts without calling this.
+   *
+   * @return the lease, or empty when nothing was transferred to this instance
+   * @throws IllegalArgumentException if the name is not a valid lease name ({@link LeaseNames})
+   * @throws IllegalStateException if this manager is closed
+   * @throws LeaseException if the database could not be asked within the attempt timeout
+   */
+  public Optional<Lease> tryAdopt(String name) {
+    LeaseNames.validate(name);
+    ensureOpen("adopt lease " + name);
+    String holder = newHolder();
+    long start = clock.nanoTime();
+    long leaseMs = timings.leaseDuration().toMillis();
+    Long term =
+        executeStep(
+            "adopt lease " + name,
+            (c, timeoutMs) -> dialect.adoptStep(c, name, instance, holder, leaseMs, timeoutMs),
+            late -> {
+              if (late != null) {
+                releaseOrphan(name, holder, late);
+              }
+            });
+    if (term == null) {
+      return Optional.empty();
+    }
+    Lease lease = track(new Lease(this, name, holder, instance, term, start));
+    log.info("adopted lease {} term {} instance {} (transferred to it)", name, term, instance);
+    safely(l -> l.adopted(lease));
+    return Optional.of(lease);
   }
 
   /**
@@ -499,6 +540,7 @@ public final class LeaseManager implements AutoCloseable {
     if (!closing.compareAndSet(false, true)) {
       return;
     }
+    removeShutdownHook();
     release(new ArrayList<>(held), false);
     if (ownsScheduler) {
       scheduler.shutdownNow();
@@ -510,6 +552,45 @@ public final class LeaseManager implements AutoCloseable {
     }
     if (ownsLossExecutor) {
       ((ExecutorService) lossExecutor).shutdown();
+    }
+  }
+
+  /**
+   * Installs {@link #close()} as a JVM shutdown hook, so that leases this manager holds are handed
+   * back (work stopped first, then the rows released) when the JVM exits without a call to close,
+   * for example when {@code main} returns or on SIGTERM; otherwise they stay live in the database
+   * until they expire. Idempotent; the hook is the same thread on every call, and a close() before
+   * the JVM exits makes it do nothing. Close a {@code LeaseGroup} or scheduler on this manager
+   * before it: install their hooks, or close them in a hook of your own, then this manager.
+   *
+   * @return the hook's thread
+   * @throws IllegalStateException if this manager is closed
+   */
+  public Thread closeOnShutdown() {
+    ensureOpen("install a shutdown hook");
+    synchronized (shutdownHookLock) {
+      if (shutdownHook == null) {
+        Thread hook = new Thread(this::close, "lease-manager-shutdown-" + instance);
+        Runtime.getRuntime().addShutdownHook(hook);
+        shutdownHook = hook;
+      }
+      return shutdownHook;
+    }
+  }
+
+  private final Object shutdownHookLock = new Object();
+  private Thread shutdownHook; // guarded by shutdownHookLock
+
+  /** A close() before the JVM exits takes its hook back (nothing keeps the manager reachable). */
+  private void removeShutdownHook() {
+    synchronized (shutdownHookLock) {
+      if (shutdownHook != null && shutdownHook != Thread.currentThread()) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException e) {
+          // the JVM is shutting down: the hook runs (or ran) close(), which does nothing more
+        }
+      }
     }
   }
 
@@ -848,6 +929,83 @@ public final class LeaseManager implements AutoCloseable {
         released ? "" : " (the database no longer had it)");
     safely(l -> l.released(lease));
     return null;
+  }
+
+  /**
+   * Transfers {@code lease} to {@code successor} in the order of a release: stops the work bound to
+   * it (interrupts, waits up to the grace period), ends the lease here (keeper stopped), then runs
+   * the transfer statement, which fences this holder as a claim of the next term would.
+   *
+   * @return the new term, or null if the lease was not ours any more (ended, being released, or the
+   *     database no longer had it)
+   */
+  Long transfer(Lease lease, String successor, Duration adoptWithin) {
+    List<BoundWork> works = lease.beginRelease();
+    if (works == null) {
+      return null;
+    }
+    works.forEach(BoundWork::requestStop);
+    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
+    boolean interrupted = false;
+    for (BoundWork w : works) {
+      try {
+        w.awaitEnd(deadline - System.nanoTime());
+      } catch (InterruptedException e) {
+        interrupted = true;
+        deadline = System.nanoTime();
+      }
+    }
+    try {
+      for (BoundWork w : works) {
+        if (!w.hasEnded()) {
+          log.error(
+              "work thread {} under lease {} term {} did not stop within the grace period of {} ms"
+                  + " of its transfer; transferred anyway (its fenced transactions are refused"
+                  + " from now on)",
+              w.thread.getName(),
+              lease.name(),
+              lease.term(),
+              timings.gracePeriod().toMillis());
+          w.giveUp();
+        } else {
+          lease.detach(w);
+        }
+      }
+      if (!lease.completeRelease()) {
+        return null; // lost meanwhile: not ours to hand over
+      }
+      long adoptMs = adoptWithin.toMillis();
+      Long newTerm =
+          executeStep(
+              "transfer lease " + lease.name() + " to " + successor,
+              (c, timeoutMs) ->
+                  dialect.transferStep(
+                      c, lease.name(), lease.holder(), lease.term(), successor, adoptMs, timeoutMs),
+              null);
+      if (newTerm == null) {
+        log.warn(
+            "could not transfer lease {} term {} instance {} to {}: the database no longer had it",
+            lease.name(),
+            lease.term(),
+            instance,
+            successor);
+        return null;
+      }
+      log.info(
+          "transferred lease {} term {} instance {} to {} at term {} (adopt within {} ms)",
+          lease.name(),
+          lease.term(),
+          instance,
+          successor,
+          newTerm,
+          adoptMs);
+      safely(l -> l.transferred(lease, successor, newTerm));
+      return newTerm;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /** Marks {@code leases} released and runs their release statements. */

@@ -16,6 +16,16 @@ import java.util.concurrent.Executor;
  */
 final class FencingConnection extends ConnectionDelegate implements FencedConnection {
 
+  static {
+    // the agent's XA support resets a fence through the internal bridge, not a public method
+    dev.lease.jdbc.internal.FenceInternals.register(
+        c -> {
+          if (c instanceof FencingConnection) {
+            ((FencingConnection) c).fence.endedElsewhere();
+          }
+        });
+  }
+
   final TransactionFence fence;
 
   /** Negative controls only ({@link Weakening#RAW_DRIVER_OBJECTS}): values are not wrapped. */

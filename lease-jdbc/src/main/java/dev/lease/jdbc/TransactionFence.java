@@ -1699,6 +1699,9 @@ final class TransactionFence {
   }
 
   private LeaseLostSQLException refuse(Lease lease, String why) {
+    if (!options.weakened(Weakening.REFUSAL_NOT_REPORTED)) {
+      LeaseInternals.lostInDatabase(lease); // lost at once; later transactions refused locally
+    }
     FencedTransaction t = transaction(lease);
     synchronized (this) {
       t.poisoned = true;
@@ -1832,6 +1835,14 @@ final class TransactionFence {
    */
   private void checkStillHeld() throws LeaseLostSQLException {
     Lease lease = verified();
+    if (lease != null
+        && lease.isLost()
+        && !options.weakened(Weakening.COMMIT_TRUSTS_LOSS_LISTENER)) {
+      // the loss listener that poisons this transaction runs later, on the loss executor: the
+      // lease's own state decides a commit that comes first
+      poison(lease, "its lease was lost while it was open");
+      throw poisonedException(null);
+    }
     if (!strict && lease != null && lease.isReleased()) {
       throw refuse(
           lease,

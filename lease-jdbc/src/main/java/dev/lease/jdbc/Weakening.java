@@ -51,7 +51,14 @@ enum Weakening {
    * Hand out the driver's arrays, LOBs, refs, structs and {@code getObject} values unwrapped, as
    * before issue 25 (their result sets and writes bypass the fence).
    */
-  RAW_DRIVER_OBJECTS;
+  RAW_DRIVER_OBJECTS,
+  /** Keep a refusal by the database to the fence: the lease stays held locally (issue 23). */
+  REFUSAL_NOT_REPORTED,
+  /**
+   * Commit without reading the lease's own state: only the loss listener, which runs later on the
+   * loss executor, poisons a transaction whose lease was lost (issue 23).
+   */
+  COMMIT_TRUSTS_LOSS_LISTENER;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

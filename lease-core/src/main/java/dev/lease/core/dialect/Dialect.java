@@ -436,6 +436,97 @@ public abstract class Dialect {
     return i;
   }
 
+  // ---- transfer: hand a held lease to a named successor ----------------------------------------
+  //
+  // A transfer is a claim made by the holder for someone else: one statement that, only while the
+  // caller still holds the lease (holder and term match, not expired), writes the new term t+1, the
+  // successor's instance and a pending holder, and an expiry of now + the adoption bound. It
+  // changes the row exactly as a claim does, so on every database it waits for the transactions a
+  // strict verify let in under term t, exactly as a claim does (PostgreSQL: FOR UPDATE, see
+  // PostgresDialect), and the old holder's verifies, renewals and releases match nothing from then
+  // on (its term is gone). The row is not expired while the transfer is pending, so no third
+  // process can claim it; the successor adopts it in a statement of its own (adoptStep) that swaps
+  // the pending holder for its freshly minted token at the same term. If it never does, the row
+  // expires at the bound and is free as usual.
+
+  /**
+   * The holder value of a transferred lease not adopted yet. Minted holders are 32 hex digits, so
+   * no lease of any process ever has this value: nothing verifies, renews or releases under it.
+   */
+  public static final String TRANSFER_PENDING = "~transfer-pending";
+
+  /**
+   * Transfers {@code name} from {@code holder} at {@code term} to {@code successor}: term + 1,
+   * holder {@link #TRANSFER_PENDING}, instance {@code successor}, expiry database clock + {@code
+   * adoptWithinMs}. The new term, or null if {@code holder} no longer held it at {@code term}. This
+   * implementation (SQLite): one UPDATE ... RETURNING; SQLite's single writer orders it after every
+   * transaction whose strict verify (a write) came first.
+   */
+  public Long transferStep(
+      Connection c,
+      String name,
+      String holder,
+      long term,
+      String successor,
+      long adoptWithinMs,
+      long timeoutMs)
+      throws SQLException {
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1, expires_at_ms = "
+            + stepClock()
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+            + stepClock()
+            + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, TRANSFER_PENDING);
+      ps.setString(2, successor);
+      ps.setLong(3, adoptWithinMs);
+      ps.setString(4, name);
+      ps.setString(5, holder);
+      ps.setLong(6, term);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    }
+  }
+
+  /**
+   * Adopts {@code name} if it was transferred to {@code instance} and the transfer has not expired:
+   * the pending holder becomes {@code holder}, the expiry database clock + {@code leaseMs}; the
+   * term stays the one the transfer wrote. It needs no lock beyond its own row lock: the transfer
+   * already waited for term t's transactions, and nothing can have verified under the pending
+   * holder. The term, or null if there is nothing to adopt. This implementation (SQLite): UPDATE
+   * ... RETURNING.
+   */
+  public Long adoptStep(
+      Connection c, String name, String instance, String holder, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, expires_at_ms = "
+            + stepClock()
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND instance = ? AND expires_at_ms > "
+            + stepClock()
+            + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, holder);
+      ps.setLong(2, leaseMs);
+      ps.setString(3, name);
+      ps.setString(4, TRANSFER_PENDING);
+      ps.setString(5, instance);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    }
+  }
+
   // ---- statements every dialect writes the same way -------------------------------------------
 
   /**

@@ -363,6 +363,89 @@ final class MySqlDialect extends Dialect {
             + idle);
   }
 
+  // ---- transfer ---------------------------------------------------------------------------------
+
+  /**
+   * One UPDATE, the new term read from the OK packet through {@code LAST_INSERT_ID} as in {@link
+   * #claimStep}. It takes an exclusive lock on the row it matches, so it waits for every
+   * transaction whose strict verify holds a share lock on it, then re-reads the newest committed
+   * row (READ COMMITTED) before it changes it.
+   */
+  @Override
+  public Long transferStep(
+      Connection c,
+      String name,
+      String holder,
+      long term,
+      String successor,
+      long adoptWithinMs,
+      long timeoutMs)
+      throws SQLException {
+    String clk = stepClock();
+    String update =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, expires_at_ms = "
+            + clk
+            + " + ?, revision = revision + 1,"
+            + " term = LAST_INSERT_ID(term + 1)"
+            + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+            + clk;
+    try (PreparedStatement ps = c.prepareStatement(update, Statement.RETURN_GENERATED_KEYS)) {
+      ps.setString(1, TRANSFER_PENDING);
+      ps.setString(2, successor);
+      ps.setLong(3, adoptWithinMs);
+      ps.setString(4, name);
+      ps.setString(5, holder);
+      ps.setLong(6, term);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+      return generatedTerm(ps, name);
+    }
+  }
+
+  /**
+   * One UPDATE; {@code term = LAST_INSERT_ID(term)} hands the unchanged term back in the OK packet,
+   * and {@code revision} changes, so 1 means adopted whatever rows the driver counts.
+   */
+  @Override
+  public Long adoptStep(
+      Connection c, String name, String instance, String holder, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String clk = stepClock();
+    String update =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, expires_at_ms = "
+            + clk
+            + " + ?, revision = revision + 1, term = LAST_INSERT_ID(term)"
+            + " WHERE name = ? AND holder = ? AND instance = ? AND expires_at_ms > "
+            + clk;
+    try (PreparedStatement ps = c.prepareStatement(update, Statement.RETURN_GENERATED_KEYS)) {
+      ps.setString(1, holder);
+      ps.setLong(2, leaseMs);
+      ps.setString(3, name);
+      ps.setString(4, TRANSFER_PENDING);
+      ps.setString(5, instance);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+      return generatedTerm(ps, name);
+    }
+  }
+
+  private static long generatedTerm(PreparedStatement ps, String name) throws SQLException {
+    try (ResultSet keys = ps.getGeneratedKeys()) {
+      if (!keys.next()) {
+        throw new SQLException("the lease row '" + name + "' returned no term (LAST_INSERT_ID)");
+      }
+      return keys.getLong(1);
+    }
+  }
+
   // ---- scheduler slots ------------------------------------------------------------------------
 
   /** {@link Dialect#claimSlot}'s compare-and-set compares the slot columns with this. */

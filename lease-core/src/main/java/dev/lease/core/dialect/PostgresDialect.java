@@ -413,6 +413,102 @@ final class PostgresDialect extends Dialect {
     return values;
   }
 
+  // ---- transfer ---------------------------------------------------------------------------------
+
+  /**
+   * The transfer locks the row {@code FOR UPDATE} in a CTE, as {@link #claimStep} does: a plain
+   * UPDATE takes only {@code FOR NO KEY UPDATE}, which does not wait for the {@code FOR KEY SHARE}
+   * of a strict verify, so the old holder's verified transactions could commit after term t+1. With
+   * it the transfer waits for them; READ COMMITTED then re-checks holder, term and expiry against
+   * the newest row version. A serialization failure (a pool defaulting to REPEATABLE READ) means
+   * the row changed under it: not transferred.
+   */
+  @Override
+  public Long transferStep(
+      Connection c,
+      String name,
+      String holder,
+      long term,
+      String successor,
+      long adoptWithinMs,
+      long timeoutMs)
+      throws SQLException {
+    String sql =
+        "WITH held AS (SELECT name FROM "
+            + table
+            + " WHERE name = ? AND holder = ? AND term = ? AND "
+            + BOUND
+            + " AND expires_at_ms > "
+            + clock
+            // the negative control: no row lock that waits for FOR KEY SHARE
+            + (faults.contains(TestFault.TRANSFER_WITHOUT_FOR_UPDATE) ? ")" : " FOR UPDATE)")
+            + " UPDATE "
+            + table
+            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = t.revision + 1"
+            + " FROM held WHERE t.name = held.name RETURNING t.term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = 1;
+      ps.setString(i++, name);
+      ps.setString(i++, holder);
+      ps.setLong(i++, term);
+      i = bindBound(ps, i, timeoutMs);
+      ps.setString(i++, TRANSFER_PENDING);
+      ps.setString(i++, successor);
+      ps.setLong(i, adoptWithinMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    } catch (SQLException e) {
+      if (!serializationFailure(e)) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      return null;
+    }
+  }
+
+  @Override
+  public Long adoptStep(
+      Connection c, String name, String instance, String holder, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET holder = ?, expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND instance = ? AND "
+            + BOUND
+            + " AND expires_at_ms > "
+            + clock
+            + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = 1;
+      ps.setString(i++, holder);
+      ps.setLong(i++, leaseMs);
+      ps.setString(i++, name);
+      ps.setString(i++, TRANSFER_PENDING);
+      ps.setString(i++, instance);
+      bindBound(ps, i, timeoutMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    } catch (SQLException e) {
+      if (!serializationFailure(e)) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      return null;
+    }
+  }
+
   // ---- scheduler slots ------------------------------------------------------------------------
 
   /**

@@ -40,6 +40,8 @@ public abstract class LeaseAccess {
 
   public abstract void awaitRenewal(Lease lease, Duration max) throws InterruptedException;
 
+  public abstract void lostInDatabase(Lease lease);
+
   public abstract List<String> strictSessionStatements(
       LeaseManager manager, Duration idleInTransaction, Duration lockWait);
 

@@ -149,6 +149,16 @@ public final class LeaseInternals {
   }
 
   /**
+   * The database refused a fenced transaction under {@code lease} (lease-jdbc's LF001): the lease
+   * is lost at once ({@link dev.lease.core.LossReason#DATABASE}), its loss handling runs (the work
+   * under it is interrupted), and {@code isHeld()} answers false from now on, so every later
+   * transaction is refused locally without a round trip. Nothing happens if it already ended.
+   */
+  public static void lostInDatabase(Lease lease) {
+    access().lostInDatabase(lease);
+  }
+
+  /**
    * The statements lease-jdbc runs once on a connection before STRICT verifies, bounding how long a
    * paused holder's open transaction can delay a takeover (MySQL/MariaDB lock wait and idle
    * timeouts); empty on databases whose verify statement carries the bound (PostgreSQL) or that
@@ -325,12 +335,51 @@ public final class LeaseInternals {
   }
 
   /**
-   * Builds a deliberately broken manager: the negative controls of the tests. Never in production.
+   * Builds a deliberately broken manager: the negative controls of the tests. Honoured only in a
+   * test JVM: with lease's test support or conformance runner on the class path ({@link
+   * #TEST_MARKERS}), or in the agent's test JVM ({@code -Dlease.agent.testJvm=true} with the agent
+   * loaded); refused anywhere else, so the hook in the shipped jar cannot break a production
+   * manager.
+   *
+   * @throws IllegalStateException outside a test JVM
    */
   public static LeaseManager.Builder faultForTesting(
       LeaseManager.Builder builder, TestFault fault) {
+    if (!testJvm()) {
+      throw new IllegalStateException(
+          "TestFault."
+              + fault
+              + " deliberately breaks a lease manager (negative controls of lease's own tests);"
+              + " it is honoured only with lease's test support or conformance runner on the"
+              + " class path, and refused here");
+    }
     access().fault(builder, fault);
     return builder;
+  }
+
+  /** Classes only lease's test support and conformance runner contain. */
+  static final List<String> TEST_MARKERS =
+      List.of(
+          "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
+
+  private static boolean testJvm() {
+    ClassLoader loader = LeaseInternals.class.getClassLoader();
+    for (String marker : TEST_MARKERS) {
+      if (present(marker, loader)) {
+        return true;
+      }
+    }
+    return Boolean.getBoolean("lease.agent.testJvm")
+        && present("dev.lease.agent.LeaseAgent", loader);
+  }
+
+  private static boolean present(String name, ClassLoader loader) {
+    try {
+      Class.forName(name, false, loader);
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   /**

@@ -41,6 +41,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <tr><td>{@code lease.renewal.latency}</td><td>timer: duration of successful renewals, from
  *       the start of the attempt (the connection borrow included) to the renewal's event</td></tr>
  *   <tr><td>{@code lease.releases}</td><td>leases released by this replica</td></tr>
+ *   <tr><td>{@code lease.transfers}</td><td>leases this replica handed to a named successor
+ *       ({@code Lease.transferTo})</td></tr>
+ *   <tr><td>{@code lease.adoptions}</td><td>leases transferred to this replica that it adopted
+ *       (each also a hand-over when the previous term was not its own)</td></tr>
  *   <tr><td>{@code lease.losses}</td><td>leases lost, tag {@code reason} = not_held |
  *       local_deadline</td></tr>
  *   <tr><td>{@code lease.transactions}</td><td>fenced transactions, tag {@code outcome} = verified |
@@ -179,6 +183,28 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
     }
     held(lease.name(), -1);
     count("lease.releases", lease.name());
+  }
+
+  @Override
+  public void transferred(Lease lease, String successor, long newTerm) {
+    if (ignored(lease)) {
+      return;
+    }
+    held(lease.name(), -1);
+    count("lease.transfers", lease.name());
+  }
+
+  @Override
+  public void adopted(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
+    held(lease.name(), +1);
+    count("lease.adoptions", lease.name());
+    Long previous = lastOwnTerm.put(lease.name(), lease.term());
+    if (previous == null || previous != lease.term() - 1) {
+      count("lease.handovers", lease.name());
+    }
   }
 
   @Override

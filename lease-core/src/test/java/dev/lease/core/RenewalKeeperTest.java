@@ -16,6 +16,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.opentest4j.AssertionFailedError;
@@ -74,6 +76,7 @@ class RenewalKeeperTest {
     }
   }
 
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void holdsThroughTenLeaseDurationsThenGivesUpBeforeTheDatabaseLetsAnyoneClaim(TestDatabase db)
@@ -138,6 +141,7 @@ class RenewalKeeperTest {
    * configured {@code maxClockRateError}) makes its local deadline effectively 1800 ms, later than
    * the 1200 ms lease; the same order check catches its late declaration.
    */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void slowProcessClockIsCaughtByTheSameOrderCheck(TestDatabase db) throws InterruptedException {

@@ -15,8 +15,6 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
-import org.junit.jupiter.api.parallel.Execution;
-import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.opentest4j.AssertionFailedError;
@@ -35,7 +33,6 @@ class ExpiryAndReleaseTest {
     return TestDatabase.all();
   }
 
-  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void leaseExpiresByTheDatabaseClockAndNotBefore(TestDatabase db) {
@@ -80,7 +77,6 @@ class ExpiryAndReleaseTest {
    * Negative control: a claim that forgets the expiry predicate ({@code expires_at_ms <= :now}) is
    * caught by the same check.
    */
-  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void claimIgnoringTheExpiryIsCaughtByTheSameCheck(TestDatabase db) {
@@ -140,7 +136,6 @@ class ExpiryAndReleaseTest {
     return claimed;
   }
 
-  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void releaseLetsAnotherClaimAtOnce(TestDatabase db) {
@@ -166,7 +161,6 @@ class ExpiryAndReleaseTest {
     }
   }
 
-  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void renewExtendsTheExpiryByTheDatabaseClock(TestDatabase db) {
@@ -197,7 +191,6 @@ class ExpiryAndReleaseTest {
    * A holder whose own clock stands still (a paused process) never reaches its local deadline; the
    * database still expires its lease, lets another claim, and then tells the old holder it lost.
    */
-  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void holderThatOversleptItsLeaseIsToldByTheDatabase(TestDatabase db) {
@@ -234,7 +227,6 @@ class ExpiryAndReleaseTest {
     }
   }
 
-  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void localDeadlineEndsTheHoldWithoutAskingTheDatabase(TestDatabase db) {

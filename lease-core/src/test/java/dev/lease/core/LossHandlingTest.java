@@ -11,8 +11,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.parallel.Execution;
-import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -29,7 +27,6 @@ class LossHandlingTest {
     return TestDatabase.all();
   }
 
-  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void aBlockingLostListenerDelaysNoOtherLease(TestDatabase db) throws Exception {

@@ -1213,8 +1213,13 @@ public final class LeaseManager implements AutoCloseable {
 
   private <T> T run(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
     if (faults.contains(TestFault.UNBOUNDED_ATTEMPT)) {
-      return attempt(what, call, step, -1, null); // the bug: the borrow has no bound
+      return attempt(what, call, step, -1, null, null); // the bug: the borrow has no bound
     }
+    if (ownsAttemptExecutor) {
+      return runHere(what, call, step, late);
+    }
+    // an attempt executor given through the test hook is where every attempt runs (a paused
+    // process's seam), so the hand-off stays
     CompletableFuture<T> f = submit(what, call, step, late);
     long budget = timings.attemptTimeout().toNanos();
     long deadline = System.nanoTime() + budget;
@@ -1246,6 +1251,79 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   /**
+   * Runs an attempt on the calling thread. Handing it to an attempt thread and waiting for the
+   * answer cost about as much as the claim statement itself (issue 24: a claim+release cycle spent
+   * about 1 ms outside the database). The bounds stay those of the hand-off: the borrow is
+   * interrupted at the deadline ({@link BorrowWatchdog}); the statements carry the rest of the
+   * attempt timeout as their network timeout and lock or busy timeout; a result that comes after
+   * the deadline is a timeout for the caller and goes to {@code late}, as it did when the caller
+   * stopped waiting. An interrupt of the caller is deferred until the attempt ends, as the
+   * hand-off's bounded wait deferred it: a release from a thread that loss handling interrupted
+   * still runs.
+   */
+  private <T> T runHere(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
+    long deadline = System.nanoTime() + timings.attemptTimeout().toNanos();
+    boolean[] interrupted = {Thread.interrupted()}; // a pool refuses an interrupted borrower
+    try {
+      T result = attempt(what, call, step, deadline, null, interrupted);
+      if (System.nanoTime() - deadline > 0) {
+        if (late != null) {
+          late.accept(result);
+        }
+        throw timedOut(what);
+      }
+      return result;
+    } finally {
+      if (interrupted[0]) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * Borrows a connection on the calling thread, interrupted at {@code deadlineNanos}. An interrupt
+   * from elsewhere ends the pool's wait too: it is noted in {@code interrupted} and the borrow
+   * tried again until the deadline.
+   */
+  private Connection borrowHere(String what, long deadlineNanos, boolean[] interrupted)
+      throws SQLException {
+    while (true) {
+      BorrowWatchdog.Guard guard = BorrowWatchdog.guard(deadlineNanos);
+      Connection c;
+      try {
+        c = dataSource.getConnection();
+      } catch (SQLException | RuntimeException e) {
+        if (!guard.end()) {
+          LeaseException timeout = timedOut(what);
+          timeout.addSuppressed(e);
+          throw timeout;
+        }
+        if (Thread.interrupted()) {
+          interrupted[0] = true;
+          if (System.nanoTime() - deadlineNanos < 0) {
+            continue;
+          }
+          throw timedOut(what);
+        }
+        throw e;
+      }
+      if (!guard.end()) {
+        closeQuietly(c);
+        throw timedOut(what);
+      }
+      return c;
+    }
+  }
+
+  private static void closeQuietly(Connection c) {
+    try {
+      c.close();
+    } catch (SQLException | RuntimeException e) {
+      log.debug("could not give back a connection borrowed after the attempt timeout", e);
+    }
+  }
+
+  /**
    * Starts an attempt on the attempt executor (on the calling thread if the executor refuses it, as
    * after {@link #close()}); the future completes with its result or its {@link LeaseException}.
    * Completing the future first (a timeout) abandons the attempt: {@code late} then gets its
@@ -1270,7 +1348,7 @@ public final class LeaseManager implements AutoCloseable {
             return; // abandoned before it started
           }
           try {
-            T result = attempt(what, call, step, deadline, f);
+            T result = attempt(what, call, step, deadline, f, null);
             if (!f.complete(result) && late != null) {
               late.accept(result);
             }
@@ -1329,15 +1407,18 @@ public final class LeaseManager implements AutoCloseable {
   /**
    * One attempt on a connection of its own. {@code deadlineNanos} (System.nanoTime) bounds what is
    * left for the statements after the borrow; -1: the attempt timeout counts from after the borrow
-   * (the negative control of an unbounded borrow).
+   * (the negative control of an unbounded borrow). {@code here}: on the caller's thread ({@link
+   * #runHere}), which the borrow then notes a deferred interrupt in.
    */
   private <T> T attempt(
       String what,
       Dialect.StepCall<T> call,
       boolean step,
       long deadlineNanos,
-      CompletableFuture<?> abandoned) {
-    try (Connection c = dataSource.getConnection()) {
+      CompletableFuture<?> abandoned,
+      boolean[] here) {
+    try (Connection c =
+        here != null ? borrowHere(what, deadlineNanos, here) : dataSource.getConnection()) {
       long timeoutMs =
           deadlineNanos == -1
               ? timings.attemptTimeout().toMillis()

@@ -1,5 +1,6 @@
 package dev.lease.spring.boot;
 
+import dev.lease.core.Database;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseListener;
@@ -13,6 +14,7 @@ import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -123,6 +125,10 @@ public class LeaseAutoConfiguration {
       throw new InvalidConfigurationPropertyValueException(
           "lease.table", properties.getTable(), message);
     } catch (LeaseException e) {
+      LeaseException missing = missingTable(properties.getTable(), e);
+      if (missing != null) {
+        throw missing;
+      }
       throw new LeaseException(
           "the lease database cannot be used (lease.table="
               + properties.getTable()
@@ -132,6 +138,33 @@ public class LeaseAutoConfiguration {
               + e.getMessage(),
           e);
     }
+  }
+
+  /**
+   * lease-core's missing-table failure told in the starter's terms (a property, or the DDL), not in
+   * the builder's ({@code createTableIfMissing()}); null for any other failure. Its cause is the
+   * database's error, so the builder's advice is nowhere in what a Spring user reads.
+   */
+  static LeaseException missingTable(String table, LeaseException e) {
+    String message = e.getMessage() == null ? "" : e.getMessage();
+    int at = message.indexOf("LeaseManager.ddl(Database.");
+    if (!message.startsWith("lease table ") || !message.contains(" does not exist ") || at < 0) {
+      return null;
+    }
+    String product = message.substring(at + "LeaseManager.ddl(Database.".length());
+    product = product.substring(0, Math.max(0, product.indexOf(',')));
+    String ddl;
+    try {
+      ddl = String.join(";\n", LeaseManager.ddl(Database.valueOf(product), table)) + ";";
+    } catch (IllegalArgumentException unknown) {
+      ddl = "(see LeaseManager.ddl)";
+    }
+    return new LeaseException(
+        message.substring(0, message.indexOf(" database; ") + " database".length())
+            + ": set lease.create-table=true to create it at start, or create it in your"
+            + " migrations (Flyway, Liquibase) with:\n"
+            + ddl,
+        e.getCause() != null ? e.getCause() : e);
   }
 
   /** The pool under a fenced DataSource: lease SQL must never be fenced itself. */
@@ -153,12 +186,17 @@ public class LeaseAutoConfiguration {
       Environment environment,
       BeanFactory beanFactory,
       LeasesInUse inUse,
-      ObjectProvider<LeasedCallListener> callListeners) {
+      ObjectProvider<LeasedCallListener> callListeners,
+      ObjectProvider<FencedDataSourcePostProcessor> fencer) {
     return new LeasedMethodInterceptor(
         manager::getObject,
         new LeaseNameResolver(environment, beanFactory),
         inUse,
-        new CachedList<>(callListeners));
+        new CachedList<>(callListeners),
+        () -> {
+          FencedDataSourcePostProcessor f = fencer.getIfAvailable();
+          return f != null && !f.fenced().isEmpty();
+        });
   }
 
   @Bean
@@ -202,6 +240,13 @@ public class LeaseAutoConfiguration {
     @ConditionalOnMissingBean
     LeaseMetrics leaseMetrics(LeaseProperties properties) {
       return new LeaseMetrics(properties.getMetrics().isLeaseTag());
+    }
+
+    /** Once every bean is made, the jobs are known: their counters at zero from the start. */
+    @Bean
+    SmartInitializingSingleton leaseMetricsJobs(
+        ObjectProvider<LeaseMetrics> metrics, LeaseScheduledMethods jobs) {
+      return () -> metrics.ifAvailable(m -> m.jobs(jobs.jobs().keySet()));
     }
   }
 

@@ -46,7 +46,12 @@ enum Weakening {
   /** Hand out driver objects through {@code unwrap} after the transaction's verify only. */
   NO_UNWRAP_CHECKS,
   /** Send the verify in the same round trip as the first statement but ignore an empty result. */
-  PIGGYBACK_IGNORES_REFUSAL;
+  PIGGYBACK_IGNORES_REFUSAL,
+  /**
+   * Report a failure of a transaction whose lease is no longer held as the database's error alone
+   * (no lease-lost cause), and fail the rollback of a session the server already ended (issue 20).
+   */
+  LOSS_AS_DATABASE_ERROR;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

@@ -7,6 +7,7 @@ import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
 import dev.lease.jdbc.FencedDataSource;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.List;
 import javax.sql.DataSource;
 import org.springframework.aop.Advisor;
@@ -115,7 +116,7 @@ public class LeaseAutoConfiguration {
     listeners.orderedStream().forEach(b::listener);
     customizers.orderedStream().forEach(c -> c.customize(b));
     try {
-      return b.build();
+      return buildWithin(b, properties.getConnectTimeout(), properties.getTable());
     } catch (IllegalArgumentException e) {
       String message = e.getMessage() == null ? "" : e.getMessage();
       if (message.startsWith("instance")) {
@@ -165,6 +166,48 @@ public class LeaseAutoConfiguration {
             + " migrations (Flyway, Liquibase) with:\n"
             + ddl,
         e.getCause() != null ? e.getCause() : e);
+  }
+
+  /**
+   * Builds the manager (connect, detect the database, check or create the table) on a thread of its
+   * own, waiting at most {@code timeout}: a database that accepts TCP but never answers (a driver
+   * without a socket or login timeout) would otherwise hang start-up for good. The stuck thread is
+   * interrupted and left behind (a daemon: a blocked socket read does not end on an interrupt).
+   */
+  static LeaseManager buildWithin(LeaseManager.Builder b, Duration timeout, String table) {
+    java.util.concurrent.FutureTask<LeaseManager> build =
+        new java.util.concurrent.FutureTask<>(b::build);
+    Thread t = new Thread(build, "lease-manager-start");
+    t.setDaemon(true);
+    t.start();
+    try {
+      return build.get(timeout.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      build.cancel(true);
+      throw new LeaseException(
+          "the lease database did not answer within lease.connect-timeout="
+              + timeout.toMillis()
+              + "ms while the lease manager started (connecting, detecting the database, checking"
+              + " lease table "
+              + table
+              + "): check that the DataSource's database is up and answering; give its driver a"
+              + " connect and socket timeout (PostgreSQL: connectTimeout, socketTimeout;"
+              + " MySQL/MariaDB: connectTimeout, socketTimeout), or raise lease.connect-timeout if"
+              + " it is only slow");
+    } catch (InterruptedException e) {
+      build.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new LeaseException("interrupted while the lease manager started", e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException r) {
+        throw r;
+      }
+      if (cause instanceof Error err) {
+        throw err;
+      }
+      throw new LeaseException("the lease manager could not start: " + cause, cause);
+    }
   }
 
   /** The pool under a fenced DataSource: lease SQL must never be fenced itself. */
@@ -247,6 +290,22 @@ public class LeaseAutoConfiguration {
     SmartInitializingSingleton leaseMetricsJobs(
         ObjectProvider<LeaseMetrics> metrics, LeaseScheduledMethods jobs) {
       return () -> metrics.ifAvailable(m -> m.jobs(jobs.jobs().keySet()));
+    }
+  }
+
+  /** A lost lease as {@link LeaseLostDataAccessException}, when spring-jdbc is present. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.jdbc.support.JdbcTransactionManager")
+  static class Translation {
+    @Bean
+    static LeaseLostTranslation leaseLostTranslation() {
+      return new LeaseLostTranslation();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    LeaseLostTranslation.Persistence leaseLostPersistenceExceptionTranslator() {
+      return new LeaseLostTranslation.Persistence();
     }
   }
 

@@ -85,6 +85,7 @@ class PropertiesTest {
         Arguments.of("lease.fencing.mode", "paranoid"),
         Arguments.of("lease.fencing.idle-in-transaction-timeout", "0s"),
         Arguments.of("lease.scheduler.poll-interval", "0ms"),
+        Arguments.of("lease.connect-timeout", "0s"),
         Arguments.of("lease.tabel", "typo"),
         Arguments.of("lease.fencing.enabeld", "true"),
         Arguments.of("lease.table", "bad;name"),

@@ -23,8 +23,7 @@ class LeaseMetricsAtZeroTest {
     }
     for (String outcome : List.of("superseded", "skipped")) {
       assertEquals(
-          0.0,
-          registry.get("lease.scheduler.instants").tag("outcome", outcome).counter().count());
+          0.0, registry.get("lease.scheduler.instants").tag("outcome", outcome).counter().count());
     }
   }
 
@@ -43,12 +42,19 @@ class LeaseMetricsAtZeroTest {
             .count());
     assertEquals(
         0.0,
-        registry.get("lease.losses").tags("lease", "hourly", "reason", "not_held").counter().count());
+        registry
+            .get("lease.losses")
+            .tags("lease", "hourly", "reason", "not_held")
+            .counter()
+            .count());
 
     metrics.claimRefused("nightly"); // its first event
     assertEquals(
         1.0, registry.get("lease.claims.refused").tags("lease", "nightly").counter().count());
     assertNotNull(
-        registry.get("lease.losses").tags("lease", "nightly", "reason", "local_deadline").counter());
+        registry
+            .get("lease.losses")
+            .tags("lease", "nightly", "reason", "local_deadline")
+            .counter());
   }
 }

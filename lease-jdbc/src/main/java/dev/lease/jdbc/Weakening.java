@@ -48,6 +48,11 @@ enum Weakening {
   /** Send the verify in the same round trip as the first statement but ignore an empty result. */
   PIGGYBACK_IGNORES_REFUSAL,
   /**
+   * Hand out the driver's arrays, LOBs, refs, structs and {@code getObject} values unwrapped, as
+   * before issue 25 (their result sets and writes bypass the fence).
+   */
+  RAW_DRIVER_OBJECTS,
+  /**
    * Report a failure of a transaction whose lease is no longer held as the database's error alone
    * (no lease-lost cause), and fail the rollback of a session the server already ended (issue 20).
    */

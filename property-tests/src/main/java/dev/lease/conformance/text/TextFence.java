@@ -20,6 +20,11 @@ public enum TextFence {
   LEADING_KEYWORD,
   /** The plain verify: no lock orders the claim after the holder's commit (servers). */
   VERIFY,
+  /**
+   * STRICT, but handing out the driver's arrays, LOBs and {@code getObject} values unwrapped, as
+   * lease-jdbc did before issue 25 (its weakening {@code RAW_DRIVER_OBJECTS}).
+   */
+  RAW_DRIVER_OBJECTS,
   /** No fence at all. */
   NONE;
 
@@ -33,9 +38,10 @@ public enum TextFence {
       case VERIFY:
         return FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
       case LEADING_KEYWORD:
+      case RAW_DRIVER_OBJECTS:
         synchronized (TextFence.class) {
           String was = System.getProperty(WEAKEN);
-          System.setProperty(WEAKEN, "LEADING_KEYWORD");
+          System.setProperty(WEAKEN, name());
           try {
             return FencedDataSource.wrap(
                 ds, FencingOptions.builder().idleInTransactionTimeout(idleInTransaction).build());

@@ -16,7 +16,9 @@ import java.sql.SQLException;
  *   <li>Spring does not translate it into a transient, retryable or concurrency failure (its
  *       SQLState translator maps classes {@code 40}/{@code 61} to pessimistic locking and {@code
  *       08}, {@code 53}, {@code 54}, {@code 57}, {@code 58} to resource failures); it arrives as an
- *       {@code UncategorizedSQLException} with this exception as its cause.
+ *       {@code UncategorizedSQLException} with this exception as its cause. (The Spring Boot
+ *       starter translates {@value #REFUSED} and {@value #POISONED} into its own {@code
+ *       LeaseLostDataAccessException}, a concurrency failure.)
  * </ul>
  *
  * <table>

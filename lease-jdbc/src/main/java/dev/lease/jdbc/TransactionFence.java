@@ -687,6 +687,16 @@ final class TransactionFence {
     checkStillHeld();
     try {
       delegate.commit();
+    } catch (SQLException e) {
+      // only errors that say the session was gone before the commit arrived: any other failure
+      // of a commit leaves its outcome unknown, and the driver's error says so better
+      if (SESSION_GONE.contains(e.getSQLState())) {
+        LeaseLostSQLException lost = lostDuring(e);
+        if (lost != null) {
+          throw lost;
+        }
+      }
+      throw e;
     } finally {
       endTransaction();
     }
@@ -697,6 +707,8 @@ final class TransactionFence {
     if (pending != null) {
       finishPending(); // an autocommit statement completes; the driver then refuses rollback()
     }
+    boolean lost =
+        !options.weakened(Weakening.LOSS_AS_DATABASE_ERROR) && (poisoned() || notHeld(txn));
     try {
       if (abandoning.xaOpen()) {
         abandoning.abandonXa(delegate); // MariaDB refuses ROLLBACK in an XA branch (XAE07)
@@ -705,9 +717,60 @@ final class TransactionFence {
         }
       }
       delegate.rollback();
+    } catch (SQLException e) {
+      // the server ended the session (its idle-in-transaction bound, while this process stood
+      // still): its transaction is gone with it, nothing to roll back. Failing here would replace
+      // the lease-lost error the caller already has (Spring: "Application exception overridden by
+      // rollback exception") with "connection is closed".
+      if (!lost || !closedQuietly()) {
+        throw e;
+      }
+      log.debug("no rollback needed: the session of a lost lease's transaction is gone", e);
     } finally {
       endTransaction();
     }
+  }
+
+  /**
+   * SQLStates that say the session was gone before the call reached the server: connection does not
+   * exist (pgjdbc, HikariCP's closed proxy), PostgreSQL's idle-in-transaction termination.
+   */
+  private static final java.util.Set<String> SESSION_GONE = java.util.Set.of("08003", "25P03");
+
+  /** True if {@code t} is under a lease that was lost or whose local deadline passed. */
+  private static boolean notHeld(FencedTransaction t) {
+    Lease lease = t == null ? null : t.lease;
+    return lease != null && !lease.isReleased() && !lease.isHeld();
+  }
+
+  private boolean closedQuietly() {
+    try {
+      return delegate.isClosed();
+    } catch (SQLException e) {
+      return false;
+    }
+  }
+
+  /**
+   * A statement or commit of the open transaction failed while its lease is no longer held (lost,
+   * or past its local deadline): typically the server ended the session because of the lease's own
+   * idle-in-transaction bound while this process stood still (PostgreSQL 25P03, then "connection
+   * closed"; MariaDB's idle_transaction_timeout), before the loss was noticed here. The caller is
+   * told the lease was lost (poisoned, {@value LeaseLostSQLException#POISONED}), with the server's
+   * error as its cause; null if the lease is still held.
+   */
+  private LeaseLostSQLException lostDuring(SQLException e) {
+    FencedTransaction t = txn;
+    if (!notHeld(t) || options.weakened(Weakening.LOSS_AS_DATABASE_ERROR)) {
+      return null;
+    }
+    Lease lease = t.lease;
+    poison(
+        lease,
+        "its lease was lost ("
+            + lease.lossReason().map(Enum::name).orElse("local deadline passed")
+            + ") while it was open");
+    return poisonedException("then the database failed it: " + e.getMessage(), e);
   }
 
   /** A savepoint rollback stays in the transaction, but the verify's lock may be gone. */
@@ -1537,6 +1600,10 @@ final class TransactionFence {
       if (poisoned()) {
         // the lease was lost while the statement ran and the loss cancelled it
         throw poisonedException("its statement failed after the loss: " + e.getMessage(), e);
+      }
+      LeaseLostSQLException lost = lostDuring(e);
+      if (lost != null) {
+        throw lost;
       }
       throw e;
     } finally {

@@ -58,7 +58,12 @@ enum Weakening {
    * Commit without reading the lease's own state: only the loss listener, which runs later on the
    * loss executor, poisons a transaction whose lease was lost (issue 23).
    */
-  COMMIT_TRUSTS_LOSS_LISTENER;
+  COMMIT_TRUSTS_LOSS_LISTENER,
+  /**
+   * Report a failure of a transaction whose lease is no longer held as the database's error alone
+   * (no lease-lost cause), and fail the rollback of a session the server already ended (issue 20).
+   */
+  LOSS_AS_DATABASE_ERROR;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

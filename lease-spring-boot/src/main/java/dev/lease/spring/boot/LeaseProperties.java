@@ -37,6 +37,14 @@ public class LeaseProperties implements Validator {
    */
   private boolean createTable = false;
 
+  /**
+   * How long the lease manager's start (connecting to the lease database, detecting it, checking or
+   * creating the table) may take before start-up fails; a database that accepts connections but
+   * never answers would otherwise hang it. Later lease statements are bounded by the attempt
+   * timeout.
+   */
+  private Duration connectTimeout = Duration.ofSeconds(30);
+
   /** How long the database keeps a lease without renewal. */
   private Duration duration = Duration.ofSeconds(15);
 
@@ -307,6 +315,12 @@ public class LeaseProperties implements Validator {
               .replace("idleInTransactionTimeout", "lease.fencing.idle-in-transaction-timeout")
               .replace("lockWaitTimeout", "lease.fencing.lock-wait-timeout"));
     }
+    if (p.getConnectTimeout() == null || p.getConnectTimeout().toMillis() < 1) {
+      errors.rejectValue(
+          "connectTimeout",
+          "lease.connect-timeout",
+          "lease.connect-timeout must be at least 1 ms, got " + p.getConnectTimeout());
+    }
     if (p.getScheduler().getPollInterval() == null
         || p.getScheduler().getPollInterval().toMillis() < 1) {
       errors.rejectValue(
@@ -350,6 +364,14 @@ public class LeaseProperties implements Validator {
 
   public void setCreateTable(boolean createTable) {
     this.createTable = createTable;
+  }
+
+  public Duration getConnectTimeout() {
+    return connectTimeout;
+  }
+
+  public void setConnectTimeout(Duration connectTimeout) {
+    this.connectTimeout = connectTimeout;
   }
 
   public Duration getDuration() {

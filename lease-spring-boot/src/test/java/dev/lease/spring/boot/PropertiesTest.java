@@ -1,6 +1,7 @@
 package dev.lease.spring.boot;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -84,6 +85,7 @@ class PropertiesTest {
         Arguments.of("lease.fencing.mode", "paranoid"),
         Arguments.of("lease.fencing.idle-in-transaction-timeout", "0s"),
         Arguments.of("lease.scheduler.poll-interval", "0ms"),
+        Arguments.of("lease.connect-timeout", "0s"),
         Arguments.of("lease.tabel", "typo"),
         Arguments.of("lease.fencing.enabeld", "true"),
         Arguments.of("lease.table", "bad;name"),
@@ -112,8 +114,11 @@ class PropertiesTest {
               RuntimeException.class,
               () -> replicas.start(App.class, "A", Map.of("lease.create-table", false)));
       String all = chain(e);
-      assertTrue(all.contains("lease.create-table"), all);
+      // a Spring user is told the property or the DDL, not the builder's createTableIfMissing()
+      assertTrue(all.contains("set lease.create-table=true to create it at start"), all);
       assertTrue(all.contains("does not exist"), all);
+      assertTrue(all.contains("CREATE TABLE"), all);
+      assertFalse(all.contains("createTableIfMissing"), all);
     }
   }
 

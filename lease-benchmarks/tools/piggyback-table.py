@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Makes the README's lease-jdbc benchmark table from PiggybackBenchmark's JMH CSV.
+"""Makes docs/benchmarks.md's lease-jdbc benchmark table from PiggybackBenchmark's JMH CSV.
 
 Each row: a trial (database, commits, statements, threads); each variant's figure is its
 transactions per second from its mean transaction time (threads / mean time; the variants are

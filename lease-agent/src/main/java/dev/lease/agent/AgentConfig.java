@@ -23,7 +23,7 @@ import java.util.stream.Collectors;
 /**
  * The agent's configuration: parsed from the agent arguments ({@code key=value,...}), an optional
  * properties file ({@code config=PATH}) and the environment, then validated as a whole. Every key
- * is a {@link Key}; the README's table lists the same keys.
+ * is a {@link Key}; docs/agent.md's table lists the same keys.
  *
  * <p>Precedence: agent arguments, then the file, then the environment ({@code LEASE_AGENT_URL},
  * {@code LEASE_AGENT_USER}, {@code LEASE_AGENT_PASSWORD}). {@link #toString()} never shows the
@@ -61,7 +61,7 @@ final class AgentConfig {
     LOG
   }
 
-  /** Every configuration key, with what it means; the README lists the same. */
+  /** Every configuration key, with what it means; docs/agent.md lists the same. */
   enum Key {
     CONFIG("config", "path of a properties file with any of these keys (agent arguments win)"),
     MODE("mode", "leader or methods (required)"),

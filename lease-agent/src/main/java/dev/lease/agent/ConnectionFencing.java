@@ -12,8 +12,8 @@ import org.slf4j.LoggerFactory;
 /**
  * What the instrumented connection methods call: the advice bodies only call these static methods,
  * so this class must be visible from the application's class loader (it is, while the agent jar is
- * on the system class path; see the README's class-loader limits). Public for the instrumented code
- * only; not an API.
+ * on the system class path; see docs/agent.md, class-loader limits). Public for the instrumented
+ * code only; not an API.
  *
  * <p>The rules, per thread:
  *

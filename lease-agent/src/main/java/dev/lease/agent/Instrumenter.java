@@ -75,7 +75,7 @@ final class Instrumenter {
   /**
    * Where the pools that legacy applications use open, test and evict their physical connections,
    * mostly on their own helper threads, outside any call of the application. Read from each pool's
-   * source (versions in the README's pool table).
+   * source (versions in the pool table of docs/agent.md).
    */
   static final List<MethodSpec> BUILT_IN_POOL_INTERNALS =
       List.of(
@@ -513,7 +513,7 @@ final class Instrumenter {
               + loader
               + ") cannot see the agent's classes, so its connections cannot be fenced; put the"
               + " application's JDBC classes in a class loader that delegates to the system class"
-              + " loader (see the README's class-loader limits)");
+              + " loader (see docs/agent.md, class-loader limits)");
       return b;
     }
   }

@@ -161,7 +161,7 @@ public final class LeaseAgent {
     if (message.contains("does not exist") && advice >= 0) {
       return message.substring(0, advice)
           + "; start the agent with create-table=true to create it, or create it with the DDL in"
-          + " the README (section \"The lease table\")";
+          + " docs/leases.md (section \"The lease table\")";
     }
     return message;
   }

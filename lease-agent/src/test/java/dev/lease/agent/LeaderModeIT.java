@@ -331,7 +331,7 @@ class LeaderModeIT {
    * yet to come): the server ends that transaction (idle-in-transaction timeout) so that B can
    * claim. On SQLite, where the verify of a STRICT transaction takes the database's single write
    * lock and no server can end a stopped process's transaction, no one can write (B's claim
-   * included) until A resumes (lease-jdbc's README, takeover table); A is stopped between two
+   * included) until A resumes (docs/benchmarks.md, takeover table); A is stopped between two
    * transactions there.
    */
   private static Takeover stopLeaderInsideATransaction(LegacyDatabase d, AppProcess a, AppProcess b)

@@ -21,7 +21,8 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * Two JVMs of the legacy writer (HikariCP, two connections) in leader mode, a leader and a replica,
  * on a database of their own, so that the server's count of sessions established to it ({@code
  * pg_stat_database.sessions}) counts theirs alone; beside it, each agent's debug log of the
- * connections it opened. Writes target/lease-connections-postgresql.txt; the README quotes a run.
+ * connections it opened. Writes target/lease-connections-postgresql.txt; docs/agent.md quotes a
+ * run.
  *
  * <p>A long run (a minute per case by default; {@code -Dlease.agent.measure.seconds=N}), so not
  * part of {@code mvn verify}: run it with {@code -Dlease.agent.measure=true

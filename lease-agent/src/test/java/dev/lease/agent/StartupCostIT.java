@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * A measurement, not a timing test (nothing about the numbers is asserted): the legacy
  * application's time from JVM start to its first query (HikariCP, SELECT 1), without and with the
  * agent in leader mode, runs interleaved. Prints the medians and writes them to
- * target/startup-cost-DB.txt; the README quotes a run.
+ * target/startup-cost-DB.txt; docs/benchmarks.md quotes a run.
  *
  * <p>A long run (ten JVMs), so not part of {@code mvn verify}: run it with {@code mvn -B -ntp -pl
  * lease-agent -am verify -Dlease.agent.measure=true -Dit.test=StartupCostIT -Dtest=NONE

@@ -1158,7 +1158,7 @@ public final class LeaseManager implements AutoCloseable {
         + dialect.product().toUpperCase(Locale.ROOT)
         + ", \""
         + table
-        + "\") in your migrations (the DDL is also in the README)";
+        + "\") in your migrations (the DDL is also in docs/leases.md)";
   }
 
   private static String newHolder() {

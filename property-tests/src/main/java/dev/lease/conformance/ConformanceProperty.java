@@ -3,11 +3,11 @@ package dev.lease.conformance;
 import java.util.List;
 
 /**
- * One guarantee of the README's "Guarantees" section, checkable against a database. Implementations
- * live in this module's main sources, so the conformance runner jar carries them and the module's
- * tests run the very same code against the four CI databases. To add a property, implement this
- * interface and list it in {@link Properties#all()}; the runner, its table, {@code --only} and
- * {@code --controls} pick it up from there.
+ * One guarantee of docs/conformance.md's "Guarantees" section, checkable against a database.
+ * Implementations live in this module's main sources, so the conformance runner jar carries them
+ * and the module's tests run the very same code against the four CI databases. To add a property,
+ * implement this interface and list it in {@link Properties#all()}; the runner, its table, {@code
+ * --only} and {@code --controls} pick it up from there.
  *
  * <h2>The counting contract: a run that saw nothing is not a pass</h2>
  *
@@ -48,7 +48,10 @@ public interface ConformanceProperty {
   /** The property in one sentence. */
   String summary();
 
-  /** What a run must observe to count as a test, in one sentence (the README's table says it). */
+  /**
+   * What a run must observe to count as a test, in one sentence (docs/conformance.md's table says
+   * it).
+   */
   String countsAsATest();
 
   /**

@@ -21,8 +21,8 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /**
- * Keeps the README's "Sharing keys across processes" code compiling and true: the code between the
- * README markers below must appear verbatim in README.md, and it runs here on SQLite.
+ * Keeps docs/groups.md's code compiling and true: the code between the README markers below must
+ * appear verbatim in docs/groups.md, and it runs here on SQLite.
  */
 class ReadmeGroupExampleTest {
 
@@ -115,17 +115,14 @@ class ReadmeGroupExampleTest {
   void theReadmeShowsExactlyTheCodeThatCompilesHere() throws IOException {
     Path module = Path.of("").toAbsolutePath();
     Path source = module.resolve("src/test/java/dev/lease/core/group/ReadmeGroupExampleTest.java");
-    Path readme = module.resolveSibling("README.md");
-    if (!Files.exists(readme)) {
-      readme = module.resolve("README.md");
-    }
+    Path readme = module.resolveSibling("docs").resolve("groups.md");
     String readmeText = Files.readString(readme);
     for (String marker : List.of("README", "README:work")) {
       List<String> block = block(source, marker);
       assertTrue(block.size() >= 3, "found the example " + marker + " in " + source);
       assertTrue(
           readmeText.contains(String.join("\n", block)),
-          "README.md must contain the example of "
+          "docs/groups.md must contain the example of "
               + source.getFileName()
               + " verbatim:\n"
               + String.join("\n", block));

@@ -21,8 +21,8 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /**
- * Keeps the README's "Scheduling across replicas" code compiling and true: the code between the
- * README markers below must appear verbatim in README.md, and it runs here on SQLite.
+ * Keeps docs/scheduling.md's code compiling and true: the code between the README markers below
+ * must appear verbatim in docs/scheduling.md, and it runs here on SQLite.
  */
 class ReadmeSchedulingExampleTest {
 
@@ -79,10 +79,7 @@ class ReadmeSchedulingExampleTest {
     Path module = Path.of("").toAbsolutePath();
     Path source =
         module.resolve("src/test/java/dev/lease/core/scheduler/ReadmeSchedulingExampleTest.java");
-    Path readme = module.resolveSibling("README.md");
-    if (!Files.exists(readme)) {
-      readme = module.resolve("README.md");
-    }
+    Path readme = module.resolveSibling("docs").resolve("scheduling.md");
     List<String> block = new ArrayList<>();
     boolean in = false;
     for (String line : Files.readAllLines(source)) {
@@ -98,7 +95,7 @@ class ReadmeSchedulingExampleTest {
     String readmeText = Files.readString(readme);
     assertTrue(
         readmeText.contains(String.join("\n", block)),
-        "README.md must contain the example of "
+        "docs/scheduling.md must contain the example of "
             + source.getFileName()
             + " verbatim:\n"
             + String.join("\n", block));

@@ -23,10 +23,10 @@ import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
- * Keeps the README's "Spring Boot" section true: its properties are {@code
- * readme-application.properties} and its class is {@link Billing} (the file between its README
- * markers, imports included), character for character (checked); the application runs with them on
- * SQLite, and a call skipped while another replica holds the lease returns null.
+ * Keeps docs/spring-boot.md true: its properties are {@code readme-application.properties} and its
+ * class is {@link Billing} (the file between its README markers, imports included), character for
+ * character (checked); the application runs with them on SQLite, and a call skipped while another
+ * replica holds the lease returns null.
  */
 class ReadmeStarterExampleTest {
 
@@ -81,7 +81,7 @@ class ReadmeStarterExampleTest {
   @Test
   @DisplayName("the README shows exactly the example's class and properties")
   void readmeShowsExactlyTheExample() throws IOException {
-    String readme = Files.readString(Path.of("../README.md"));
+    String readme = Files.readString(Path.of("../docs/spring-boot.md"));
     String source =
         Files.readString(
             Path.of("../lease-spring-boot/src/test/java/dev/lease/spring/boot/Billing.java"));
@@ -90,12 +90,12 @@ class ReadmeStarterExampleTest {
     String snippet = source.substring(begin, end);
     assertTrue(
         readme.contains("```java\n" + snippet + "```"),
-        "README.md must show Billing.java between its markers exactly:\n" + snippet);
+        "docs/spring-boot.md must show Billing.java between its markers exactly:\n" + snippet);
     String properties =
         Files.readString(
             Path.of("../lease-spring-boot/src/test/resources/readme-application.properties"));
     assertTrue(
         readme.contains("```properties\n" + properties + "```"),
-        "README.md must show readme-application.properties exactly:\n" + properties);
+        "docs/spring-boot.md must show readme-application.properties exactly:\n" + properties);
   }
 }

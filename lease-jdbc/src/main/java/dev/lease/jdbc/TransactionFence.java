@@ -648,6 +648,12 @@ final class TransactionFence {
     return Boolean.TRUE.equals(driverSession().inTransaction()) ? bound : null;
   }
 
+  /** The server has a transaction open under the bound lease that the fence never verified. */
+  private boolean unprovenUnderLease() {
+    Lease bound = LeaseInternals.currentOrNull();
+    return verified() == null && bound != null && proofLease(bound) != null;
+  }
+
   /**
    * True when the driver says the server has no transaction open although the fence verified one:
    * it ended behind the fence (a MySQL implicit commit such as MariaDB's {@code CREATE TEMPORARY
@@ -826,7 +832,10 @@ final class TransactionFence {
     if (pending != null) {
       finishPendingQuietly();
     }
-    if ((poisoned() || verified() != null) && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
+    // also a transaction the fence never verified that the server has open under the bound lease
+    // (writes through a driver object): the next borrower must not commit it
+    if ((poisoned() || verified() != null || unprovenUnderLease())
+        && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
       try {
         if (!delegate.isClosed()) {
           rollbackOpenTransaction();

@@ -199,6 +199,35 @@ class ServerRefusalTest {
   }
 
   /**
+   * A pool's request boundary with a transaction the fence never verified still open under the
+   * lease (a write through the driver's own connection): it is rolled back, so the next borrower
+   * cannot commit it. The previous mechanism knew of no transaction and left it open.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void aRequestBoundaryRollsBackWritesTheFenceDidNotSee(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 2)) {
+      Lease lease = stale(f);
+      for (Refusal refusal : new Refusal[] {Refusal.SERVER, Refusal.CLIENT}) {
+        int id = refusal == Refusal.SERVER ? 1 : 2;
+        try (Connection c = fenced(f, refusal).getConnection()) {
+          Connection raw = driverConnection(db, c);
+          c.beginRequest();
+          try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+            c.setAutoCommit(false);
+            f.insert(raw, id, lease.term());
+            c.endRequest();
+          }
+          c.commit(); // the next borrower, no lease bound
+          c.setAutoCommit(true);
+        }
+      }
+      assertEquals(0, f.count("id = 1"), "rolled back at the request boundary");
+      assertEquals(1, f.count("id = 2"), "negative control: committed by the next borrower");
+    }
+  }
+
+  /**
    * PostgreSQL: the lease changes hands while a verified transaction is open (the test's takeover
    * writes the row directly; a real claim would wait for STRICT's lock). The verify riding in the
    * COMMIT refuses it; the previous commit trusted its earlier verify.

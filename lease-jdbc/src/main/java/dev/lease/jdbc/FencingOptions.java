@@ -49,7 +49,7 @@ public final class FencingOptions {
     this.weakenings = w;
     this.cancelExecutor = b.cancelExecutor;
     this.piggybackVerify = b.piggybackVerify;
-    this.refusal = b.refusal;
+    this.refusal = w.contains(Weakening.PREVIOUS_REFUSAL) ? Refusal.CLIENT : b.refusal;
   }
 
   public static FencingOptions defaults() {

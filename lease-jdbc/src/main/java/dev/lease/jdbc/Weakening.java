@@ -46,7 +46,14 @@ enum Weakening {
   /** Hand out driver objects through {@code unwrap} after the transaction's verify only. */
   NO_UNWRAP_CHECKS,
   /** Send the verify in the same round trip as the first statement but ignore an empty result. */
-  PIGGYBACK_IGNORES_REFUSAL;
+  PIGGYBACK_IGNORES_REFUSAL,
+  /**
+   * The refusal mechanism before issue 25 ({@link Refusal#CLIENT}: the client reads the verify's
+   * empty result, commits carry no proof, the server's transaction state is not read), for the
+   * conformance runner's negative controls, which cannot reach {@code
+   * FencingOptions.Builder.refusal} (another package); tests in this package use that seam.
+   */
+  PREVIOUS_REFUSAL;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

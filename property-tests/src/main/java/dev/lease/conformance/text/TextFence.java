@@ -31,11 +31,28 @@ public enum TextFence {
       case NONE:
         return ds;
       case VERIFY:
-        return FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
+        // with the refusal before issue 25: the commit proof alone refuses a stale VERIFY commit
+        // on PostgreSQL now, and this control shows what the missing lock lets through
+        synchronized (TextFence.class) {
+          String was = System.getProperty(WEAKEN);
+          System.setProperty(WEAKEN, "PREVIOUS_REFUSAL");
+          try {
+            return FencedDataSource.wrap(
+                ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
+          } finally {
+            if (was == null) {
+              System.clearProperty(WEAKEN);
+            } else {
+              System.setProperty(WEAKEN, was);
+            }
+          }
+        }
       case LEADING_KEYWORD:
         synchronized (TextFence.class) {
           String was = System.getProperty(WEAKEN);
-          System.setProperty(WEAKEN, "LEADING_KEYWORD");
+          // the first release's reading of SQL text, with its refusal (the server's refusal and the
+          // commit proof would otherwise catch much of what the reading lets through)
+          System.setProperty(WEAKEN, "LEADING_KEYWORD,PREVIOUS_REFUSAL");
           try {
             return FencedDataSource.wrap(
                 ds, FencingOptions.builder().idleInTransactionTimeout(idleInTransaction).build());

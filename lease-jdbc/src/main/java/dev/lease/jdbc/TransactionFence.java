@@ -29,6 +29,12 @@ import org.slf4j.LoggerFactory;
  *       (checklist 7, 17); exactly once per transaction, under one lease (checklist 24); again
  *       after anything that may have taken its lock away: a driver error, a savepoint rollback, a
  *       MySQL CALL ({@link #reverify}).
+ *   <li><b>The database refuses</b>: a verify whose lease is gone fails in the server, so nothing
+ *       sent with it or after it runs; {@link #refusedByDatabase} turns its error into LF001.
+ *       <b>Every commit carries its proof</b> ({@link #commit}): on PostgreSQL the verify rides in
+ *       the COMMIT's round trip; elsewhere it runs before the COMMIT when the fence's picture is in
+ *       doubt, including when the driver says the verified transaction ended behind the fence
+ *       ({@link #endedBehindTheFence}). The mechanism is a {@link Refusal}; DESIGN-NOTE.md.
  *   <li><b>Where the transaction is</b> is asked of the driver, not assumed ({@link
  *       DriverSession}): a BEGIN sent as SQL before the lease was bound, {@code SET autocommit} as
  *       SQL, a deadlock that rolled the transaction back. With a driver that cannot tell, the fence

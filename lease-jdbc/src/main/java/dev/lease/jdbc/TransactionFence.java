@@ -370,10 +370,12 @@ final class TransactionFence {
         }
       case SqlKind.COMMIT:
       case SqlKind.PREPARE_TRANSACTION:
-        if (verified() != null && ridesInCommit(verified())) {
-          reverify = true; // PostgreSQL: every commit carries its proof; here a verify just before
-        }
         checkCommit(lease);
+        if (verified() != null && ridesInCommit(verified())) {
+          // PostgreSQL: every commit carries its proof; the user's own COMMIT text cannot carry
+          // it, so it runs just before, as commit() would send it
+          proveCommit(verified(), false);
+        }
         try {
           return runUnverified(call);
         } finally {
@@ -692,10 +694,20 @@ final class TransactionFence {
    * no transaction open and sends nothing.
    */
   private void commitWithVerify(Lease lease) throws SQLException {
+    proveCommit(lease, true);
+    delegate.commit();
+  }
+
+  /**
+   * Runs the commit's proof ({@link Refusal#commitProofSql}), followed by {@code COMMIT} in the
+   * same text when {@code commit}; on failure rolls back and throws (LF001 for a refusal).
+   */
+  private void proveCommit(Lease lease, boolean commit) throws SQLException {
     Duration idle = idleBound(lease);
     // prepared, so that pgjdbc server-prepares the text after its threshold like any statement
     try (PreparedStatement ps =
-        delegate.prepareStatement(options.refusal().commitProofSql(lease, strict) + ";\nCOMMIT")) {
+        delegate.prepareStatement(
+            options.refusal().commitProofSql(lease, strict) + (commit ? ";\nCOMMIT" : ""))) {
       LeaseInternals.bindVerify(lease, ps, 1, strict, idle);
       ps.execute();
     } catch (SQLException e) {
@@ -710,7 +722,6 @@ final class TransactionFence {
       }
       throw e;
     }
-    delegate.commit();
   }
 
   /** Never fails because of a lease. */

@@ -256,6 +256,50 @@ class ServerRefusalTest {
     }
   }
 
+  /**
+   * The same for a COMMIT written as SQL (its proof runs just before it) and setAutoCommit(true).
+   */
+  @ParameterizedTest(name = "{0} {1}")
+  @MethodSource("postgresBothMechanisms")
+  void everyCommitPathCarriesTheProof(TestDatabase db, String mechanism) throws Exception {
+    boolean server = mechanism.equals("server");
+    try (Fixture f = new Fixture(db, 2)) {
+      FencedDataSource ds = fenced(f, server ? Refusal.SERVER : Refusal.CLIENT);
+      for (int path = 1; path <= 2; path++) {
+        Lease lease =
+            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("q" + IDS.incrementAndGet()).get();
+        int id = path;
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Connection c = ds.getConnection()) {
+          c.setAutoCommit(false);
+          f.insert(c, id, lease.term());
+          f.takeOver(lease);
+          SqlCommit commit =
+              path == 1
+                  ? () -> {
+                    try (Statement s = c.createStatement()) {
+                      s.execute("COMMIT");
+                    }
+                  }
+                  : () -> c.setAutoCommit(true);
+          if (server) {
+            assertThrows(LeaseLostSQLException.class, commit::run);
+            c.rollback();
+          } else {
+            commit.run();
+          }
+          c.setAutoCommit(true);
+        }
+      }
+      assertEquals(server ? 0 : 2, f.count(null));
+    }
+  }
+
+  @FunctionalInterface
+  interface SqlCommit {
+    void run() throws SQLException;
+  }
+
   // ---- 4. the server's own transaction state -----------------------------------------------
 
   /**

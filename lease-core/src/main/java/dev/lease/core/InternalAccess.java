@@ -103,6 +103,12 @@ final class InternalAccess extends LeaseAccess {
   }
 
   @Override
+  public Lease adoptBatchClaim(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
+    return manager.adoptBatchClaim(name, holder, term, claimStartNanos);
+  }
+
+  @Override
   public boolean endWith(Lease lease, BooleanSupplier end) {
     return lease.endWith(end);
   }

@@ -668,6 +668,17 @@ public final class LeaseManager implements AutoCloseable {
     return lease;
   }
 
+  /**
+   * {@link #adoptClaim} for a claim of many keys in one statement (a group's pass): the same
+   * tracking and listeners, the per-lease line at DEBUG (the caller logs one line for the batch).
+   */
+  Lease adoptBatchClaim(String name, String holder, long term, long claimStartNanos) {
+    Lease lease = track(new Lease(this, name, holder, instance, term, claimStartNanos));
+    log.debug("claimed lease {} term {} instance {}", name, term, instance);
+    safely(l -> l.claimed(lease));
+    return lease;
+  }
+
   // ---- the end of leases: release and loss ----------------------------------------------------
 
   /**
@@ -693,7 +704,7 @@ public final class LeaseManager implements AutoCloseable {
       }
     }
     boolean releaseFirst = faults.contains(TestFault.RELEASE_BEFORE_STOPPING_WORK);
-    LeaseException failure = releaseFirst ? giveBack(ours, rethrow) : null;
+    LeaseException failure = releaseFirst ? giveBackAll(ours, rethrow) : null;
     for (List<BoundWork> works : stopping) {
       works.forEach(BoundWork::requestStop);
     }
@@ -710,7 +721,7 @@ public final class LeaseManager implements AutoCloseable {
       }
     }
     if (!releaseFirst) {
-      failure = giveBack(ours, rethrow);
+      failure = giveBackAll(ours, rethrow);
     }
     for (int i = 0; i < ours.size(); i++) {
       Lease lease = ours.get(i);
@@ -749,6 +760,94 @@ public final class LeaseManager implements AutoCloseable {
     if (failure != null && rethrow) {
       throw failure;
     }
+  }
+
+  /**
+   * Marks {@code leases} released and releases their rows in batches: one statement per {@link
+   * Dialect#MAX_RENEWALS_PER_STATEMENT} leases ({@link Dialect#releaseAll}), one INFO line per
+   * batch and a DEBUG line per lease. A single lease keeps its own statement ({@link #giveBack}).
+   * The caller has stopped the work under every lease before (the order of every release).
+   */
+  private LeaseException giveBackAll(List<Lease> leases, boolean rethrow) {
+    if (leases.size() <= 1 || faults.contains(TestFault.RELEASE_ONE_BY_ONE)) {
+      return giveBack(leases, rethrow);
+    }
+    List<Lease> releasing = new ArrayList<>();
+    for (Lease lease : leases) {
+      if (lease.completeRelease()) {
+        releasing.add(lease); // else lost meanwhile: not ours to release
+      }
+    }
+    LeaseException first = null;
+    int chunk = Dialect.MAX_RENEWALS_PER_STATEMENT;
+    for (int from = 0; from < releasing.size(); from += chunk) {
+      List<Lease> batch = releasing.subList(from, Math.min(releasing.size(), from + chunk));
+      if (batch.size() == 1) {
+        LeaseException e = releaseOne(batch.get(0), rethrow);
+        first = first == null ? e : first;
+        continue;
+      }
+      List<Dialect.Held> held = new ArrayList<>(batch.size());
+      long minTerm = Long.MAX_VALUE;
+      long maxTerm = Long.MIN_VALUE;
+      for (Lease l : batch) {
+        held.add(new Dialect.Held(l.name(), l.holder(), l.term()));
+        minTerm = Math.min(minTerm, l.term());
+        maxTerm = Math.max(maxTerm, l.term());
+      }
+      int released;
+      try {
+        released =
+            executeStep(
+                "release " + batch.size() + " leases",
+                (c, timeoutMs) -> dialect.releaseAll(c, held, timeoutMs),
+                null);
+      } catch (LeaseException e) {
+        first = first == null ? e : first;
+        if (!rethrow) {
+          log.warn(
+              "could not release {} leases; they expire by themselves: {}",
+              batch.size(),
+              e.getMessage());
+        }
+        continue;
+      }
+      log.info(
+          "released {} leases (terms {}..{}) instance {} in one statement{}",
+          batch.size(),
+          minTerm,
+          maxTerm,
+          instance,
+          released == batch.size()
+              ? ""
+              : "; the database no longer had " + (batch.size() - released) + " of them");
+      for (Lease lease : batch) {
+        log.debug("released lease {} term {} instance {}", lease.name(), lease.term(), instance);
+        safely(l -> l.released(lease));
+      }
+    }
+    return first;
+  }
+
+  /** The release statement of one lease already marked released; its failure, if any. */
+  private LeaseException releaseOne(Lease lease, boolean rethrow) {
+    boolean released;
+    try {
+      released = releaseInDatabase(lease);
+    } catch (LeaseException e) {
+      if (!rethrow) {
+        log.warn("could not release {}; it expires by itself: {}", lease, e.getMessage());
+      }
+      return e;
+    }
+    log.info(
+        "released lease {} term {} instance {}{}",
+        lease.name(),
+        lease.term(),
+        instance,
+        released ? "" : " (the database no longer had it)");
+    safely(l -> l.released(lease));
+    return null;
   }
 
   /** Marks {@code leases} released and runs their release statements. */

@@ -135,6 +135,9 @@ final class TransactionFence {
   /** A statement failed before {@link #session} was looked up: its flags start out stale. */
   private boolean failedBeforeSession;
 
+  /** What may end a refused transaction, and the XA branch begun as SQL (issue 25 item 8). */
+  private final Abandoning abandoning = new Abandoning();
+
   /** The lease the open transaction was verified under; null when none was. */
   private Lease verified() {
     FencedTransaction t = txn;
@@ -241,7 +244,11 @@ final class TransactionFence {
     }
     if (poisoned()) {
       if (count == 1 && isRollback(kind)) {
-        return control(lease, st, kind, summary, call);
+        return xaControl(lease, st, kind, summary, call, text(st, source, sql));
+      }
+      int abandon = abandons(count, summary, st, source, sql);
+      if (abandon != Abandoning.NONE) {
+        return abandon(abandon, call, text(st, source, sql));
       }
       throw poisonedException(null);
     }
@@ -258,7 +265,81 @@ final class TransactionFence {
     if (kind == SqlKind.OTHER) {
       return ordinary(lease, st, call, count == 1 ? shape : SHAPE_NONE, source, sql);
     }
-    return control(lease, st, kind, summary, call);
+    return xaControl(lease, st, kind, summary, call, text(st, source, sql));
+  }
+
+  /**
+   * {@link #control}, and on MySQL/MariaDB the XA branch begun as SQL remembered ({@link
+   * Abandoning#observe}): its XA ROLLBACK or XA COMMIT ends the session's transaction.
+   */
+  private <T> T xaControl(
+      Lease lease, FencingStatement st, int kind, long summary, SqlCall<T> call, String text)
+      throws SQLException {
+    if (kind == SqlKind.IMPLICIT_COMMIT
+        && isMySql()
+        && Abandoning.of(lexer, text) == Abandoning.UNLOCK_TABLES) {
+      Mode mode = mode();
+      if (mode == Mode.AUTOCOMMIT || verified() == lease) {
+        return unlockTables(lease, mode, call);
+      }
+    }
+    T result = control(lease, st, kind, summary, call);
+    if (isMySql()
+        && (kind == SqlKind.BEGIN
+            || kind == SqlKind.PREPARE_TRANSACTION
+            || kind == SqlKind.COMMIT_PREPARED
+            || kind == SqlKind.ROLLBACK_PREPARED)
+        && abandoning.observe(lexer, text)) {
+      endTransaction();
+      markSqlTransaction(false);
+    }
+    return result;
+  }
+
+  /**
+   * MySQL/MariaDB {@code UNLOCK TABLES} under a lease is never refused for want of a verify: under
+   * LOCK TABLES the verify cannot read the lease table ("was not locked with LOCK TABLES"), and a
+   * refused UNLOCK sent the pooled connection back with its tables locked (issue 25 item 6). In
+   * autocommit mode no transaction is open, so it commits nothing and runs as it is; in the
+   * verified transaction it commits implicitly, so it passes the checks of {@code commit()} first.
+   * An unverified transaction takes the general rule.
+   */
+  private <T> T unlockTables(Lease lease, Mode mode, SqlCall<T> call) throws SQLException {
+    if (mode == Mode.AUTOCOMMIT) {
+      return runUnverified(call);
+    }
+    checkCommit(lease);
+    try {
+      return runUnverified(call);
+    } finally {
+      endTransaction(); // MySQL committed it
+      markSqlTransaction(false);
+    }
+  }
+
+  /** What a one-statement text does to abandon a transaction ({@link Abandoning#of}). */
+  private int abandons(int count, long summary, FencingStatement st, int source, String sql) {
+    if (count != 1 || SqlSummary.ambiguous(summary) || lexer == null) {
+      return Abandoning.NONE;
+    }
+    return Abandoning.of(lexer, text(st, source, sql));
+  }
+
+  /** A statement that only ends or abandons a refused transaction: it runs (issue 25 item 8). */
+  private <T> T abandon(int what, SqlCall<T> call, String text) throws SQLException {
+    if (what == Abandoning.UNLOCK_TABLES) {
+      rollbackOpenTransaction(); // UNLOCK TABLES would commit it implicitly
+      endTransaction();
+    }
+    T result = runUnverified(call);
+    if (what == Abandoning.XA_END) {
+      abandoning.observe(lexer, text);
+    }
+    return result;
+  }
+
+  private static String text(FencingStatement st, int source, String sql) {
+    return source == TEXT ? sql : st == null ? null : st.sql;
   }
 
   /** No lease bound: pass through, after cleaning up what a lease-bound user left. */
@@ -274,6 +355,10 @@ final class TransactionFence {
       } else {
         long summary = summary(st, source, sql, lexer(null));
         int kind = SqlSummary.count(summary) == 1 ? SqlSummary.single(summary) : 0;
+        int abandon = abandons(SqlSummary.count(summary), summary, st, source, sql);
+        if (abandon != Abandoning.NONE) {
+          return abandon(abandon, call, text(st, source, sql));
+        }
         if (isRollback(kind)) {
           try {
             return call.call();
@@ -730,6 +815,12 @@ final class TransactionFence {
       finishPending(); // an autocommit statement completes; the driver then refuses rollback()
     }
     try {
+      if (abandoning.xaOpen()) {
+        abandoning.abandonXa(delegate); // MariaDB refuses ROLLBACK in an XA branch (XAE07)
+        if (delegate.getAutoCommit()) {
+          return;
+        }
+      }
       delegate.rollback();
     } finally {
       endTransaction();
@@ -1249,7 +1340,10 @@ final class TransactionFence {
             && ((FencingPreparedStatement) st).canReplay())) {
       return false;
     }
-    return st.delegate.getFetchSize() <= 0 && !delegate.isReadOnly() && lease.isHeld();
+    return st.delegate.getFetchSize() <= 0
+        && !delegate.isReadOnly()
+        && !readOnlyByDefault()
+        && lease.isHeld();
   }
 
   /**
@@ -1498,24 +1592,37 @@ final class TransactionFence {
    * pgjdbc answers the flag from memory and makes the server transaction read-only only when it
    * sends the BEGIN itself, so a BEGIN or {@code SET TRANSACTION READ WRITE} sent as SQL leaves a
    * flagged connection's transaction writable (review S1). The extra round trip runs only when the
-   * flag is set. SQLite: sqlite-jdbc's flag is the open mode ({@code SQLITE_OPEN_READONLY},
-   * enforced by SQLite; it refuses to set it on an open connection). MySQL/MariaDB: no server
-   * variable tells the open transaction's access mode ({@code START TRANSACTION READ WRITE} leaves
-   * {@code @@tx_read_only} at 1 on MariaDB 10.11), so the answer there is always no; InnoDB allows
-   * the share lock in a read-only transaction anyway.
+   * flag is set or the server reported a read-only session default ({@link PgSessionDefaults}).
+   * SQLite: sqlite-jdbc's flag is the open mode ({@code SQLITE_OPEN_READONLY}, enforced by SQLite;
+   * it refuses to set it on an open connection). MySQL/MariaDB: no server variable tells the open
+   * transaction's access mode ({@code START TRANSACTION READ WRITE} leaves {@code @@tx_read_only}
+   * at 1 on MariaDB 10.11), so the answer there is always no; InnoDB allows the share lock in a
+   * read-only transaction anyway.
    */
   private boolean readOnlyWithoutLocks(Lease lease) throws SQLException {
     String product = lease.manager().databaseProduct();
     if ("SQLite".equals(product) || options.weakened(Weakening.TRUST_READ_ONLY_FLAG)) {
       return delegate.isReadOnly();
     }
-    if (!"PostgreSQL".equals(product) || !delegate.isReadOnly()) {
+    if (!"PostgreSQL".equals(product) || !(delegate.isReadOnly() || readOnlyByDefault())) {
       return false;
     }
     try (Statement s = delegate.createStatement();
         ResultSet rs = s.executeQuery("SELECT current_setting('transaction_read_only')")) {
       return rs.next() && "on".equals(rs.getString(1));
     }
+  }
+
+  private PgSessionDefaults pgDefaults;
+
+  /** PostgreSQL: the session's default access mode is read-only ({@link PgSessionDefaults}). */
+  private boolean readOnlyByDefault() {
+    PgSessionDefaults d = pgDefaults;
+    if (d == null) {
+      d = PgSessionDefaults.of(delegate);
+      pgDefaults = d;
+    }
+    return d.readOnlyByDefault();
   }
 
   /**
@@ -1639,6 +1746,9 @@ final class TransactionFence {
 
   /** Rolls back the open transaction: through JDBC, or as SQL if it was begun as SQL. */
   private void rollbackOpenTransaction() throws SQLException {
+    if (abandoning.xaOpen()) {
+      abandoning.abandonXa(delegate); // else the pool gets the connection back in XA ACTIVE
+    }
     if (!delegate.getAutoCommit()) {
       delegate.rollback();
       return;

@@ -48,6 +48,11 @@ enum Weakening {
   /** Send the verify in the same round trip as the first statement but ignore an empty result. */
   PIGGYBACK_IGNORES_REFUSAL,
   /**
+   * Hand out the driver's arrays, LOBs, refs, structs and {@code getObject} values unwrapped, as
+   * before issue 25 (their result sets and writes bypass the fence).
+   */
+  RAW_DRIVER_OBJECTS,
+  /**
    * The refusal mechanism before issue 25 ({@link Refusal#CLIENT}: the client reads the verify's
    * empty result, commits carry no proof, the server's transaction state is not read), for the
    * conformance runner's negative controls, which cannot reach {@code

@@ -433,10 +433,32 @@ public abstract class Dialect {
     return renewed;
   }
 
+  /**
+   * Releases {@code leases} (at most {@link #MAX_RENEWALS_PER_STATEMENT}) in one statement, each
+   * only for its holder at its term, exactly like {@link #releaseStep}: the batched release of a
+   * group's drain and close and of a manager's close. Returns how many rows it released (fewer when
+   * a lease was meanwhile taken over). {@code revision} changes in every matched row, so both MySQL
+   * drivers count each match whether they count found or changed rows. This implementation serves
+   * MySQL, MariaDB (the step's bounds in front) and SQLite (its own {@link #heldMatch}).
+   */
+  public int releaseAll(Connection c, List<Held> leases, long timeoutMs) throws SQLException {
+    checkBatch(leases);
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1 WHERE "
+            + heldMatch(leases.size());
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      bindHeld(ps, 1, leases);
+      return ps.executeUpdate();
+    }
+  }
+
   static void checkBatch(List<Held> leases) {
     if (leases.isEmpty() || leases.size() > MAX_RENEWALS_PER_STATEMENT) {
       throw new IllegalArgumentException(
-          "renewAll takes 1 to " + MAX_RENEWALS_PER_STATEMENT + " leases, got " + leases.size());
+          "a batch takes 1 to " + MAX_RENEWALS_PER_STATEMENT + " leases, got " + leases.size());
     }
   }
 

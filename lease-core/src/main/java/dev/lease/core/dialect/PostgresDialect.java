@@ -304,6 +304,38 @@ final class PostgresDialect extends Dialect {
   }
 
   /**
+   * One UPDATE for the whole batch, as {@link #renewAll}: three array parameters (the text and its
+   * plan never change with the batch's size), the step's bounds inside the WHERE.
+   */
+  @Override
+  public int releaseAll(Connection c, List<Held> leases, long timeoutMs) throws SQLException {
+    checkBatch(leases);
+    String[] names = new String[leases.size()];
+    String[] holders = new String[leases.size()];
+    Long[] terms = new Long[leases.size()];
+    for (int i = 0; i < leases.size(); i++) {
+      Held h = leases.get(i);
+      names[i] = h.name();
+      holders[i] = h.holder();
+      terms[i] = h.term();
+    }
+    String sql =
+        "UPDATE "
+            + table
+            + " t SET expires_at_ms = 0, revision = t.revision + 1"
+            + " FROM unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS k(name, holder, term)"
+            + " WHERE t.name = k.name AND t.holder = k.holder AND t.term = k.term AND "
+            + BOUND;
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setArray(1, c.createArrayOf("varchar", names));
+      ps.setArray(2, c.createArrayOf("varchar", holders));
+      ps.setArray(3, c.createArrayOf("bigint", terms));
+      bindBound(ps, 4, timeoutMs);
+      return ps.executeUpdate();
+    }
+  }
+
+  /**
    * The claim locks the row {@code FOR UPDATE} before it changes it. A plain UPDATE takes only
    * {@code FOR NO KEY UPDATE}, which does not conflict with the {@code FOR KEY SHARE} of a strict
    * verify (measured: it went through while a verified transaction was open); {@code FOR UPDATE}

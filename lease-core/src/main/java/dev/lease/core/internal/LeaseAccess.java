@@ -65,6 +65,9 @@ public abstract class LeaseAccess {
   public abstract Lease adoptClaim(
       LeaseManager manager, String name, String holder, long term, long claimStartNanos);
 
+  public abstract Lease adoptBatchClaim(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos);
+
   public abstract boolean endWith(Lease lease, BooleanSupplier end);
 
   public abstract boolean isClosed(LeaseManager manager);

@@ -256,6 +256,15 @@ public final class LeaseInternals {
   }
 
   /**
+   * {@link #adoptClaim} of one key of a claim of many in one statement (a group's pass): the
+   * per-lease log line is at DEBUG, the caller logs one line for the batch.
+   */
+  public static Lease adoptBatchClaim(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
+    return access().adoptBatchClaim(manager, name, holder, term, claimStartNanos);
+  }
+
+  /**
    * Ends {@code lease} with {@code end} instead of the release statement (the scheduler's finish,
    * which gives the name back as release does): stops the keeper first. False, without running
    * {@code end}, if the lease is no longer held here.

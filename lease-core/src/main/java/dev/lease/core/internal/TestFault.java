@@ -41,5 +41,7 @@ public enum TestFault {
    */
   STEP_IN_SESSION,
   /** A manager renews each lease with a statement of its own instead of one batch for all. */
-  RENEW_ONE_BY_ONE
+  RENEW_ONE_BY_ONE,
+  /** A release of several leases (close, a group's drain) sends a statement per lease. */
+  RELEASE_ONE_BY_ONE
 }

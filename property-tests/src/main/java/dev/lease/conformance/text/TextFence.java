@@ -20,6 +20,11 @@ public enum TextFence {
   LEADING_KEYWORD,
   /** The plain verify: no lock orders the claim after the holder's commit (servers). */
   VERIFY,
+  /**
+   * STRICT, but handing out the driver's arrays, LOBs and {@code getObject} values unwrapped, as
+   * lease-jdbc did before issue 25 (its weakening {@code RAW_DRIVER_OBJECTS}).
+   */
+  RAW_DRIVER_OBJECTS,
   /** No fence at all. */
   NONE;
 
@@ -48,11 +53,13 @@ public enum TextFence {
           }
         }
       case LEADING_KEYWORD:
+      case RAW_DRIVER_OBJECTS:
         synchronized (TextFence.class) {
           String was = System.getProperty(WEAKEN);
-          // the first release's reading of SQL text, with its refusal (the server's refusal and the
-          // commit proof would otherwise catch much of what the reading lets through)
-          System.setProperty(WEAKEN, "LEADING_KEYWORD,PREVIOUS_REFUSAL");
+          // the first release's reading, or raw driver objects, each with the refusal before issue
+          // 25 (the server's refusal and the commit proof would otherwise catch much of what the
+          // weakened part lets through)
+          System.setProperty(WEAKEN, name() + ",PREVIOUS_REFUSAL");
           try {
             return FencedDataSource.wrap(
                 ds, FencingOptions.builder().idleInTransactionTimeout(idleInTransaction).build());

@@ -1,14 +1,25 @@
 package dev.lease.spring.boot;
 
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.lease.testing.TestDatabase;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -22,6 +33,7 @@ import javax.tools.JavaCompiler;
 import javax.tools.JavaFileObject;
 import javax.tools.SimpleJavaFileObject;
 import javax.tools.ToolProvider;
+import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -147,6 +159,47 @@ class DocSnippetsTest {
     compiles(
         new Snippet("control:3", "LeaseManager.builder(dataSource);\n", "DataSource dataSource;"),
         out);
+  }
+
+  /**
+   * The README's HikariCP example runs as written, on SQLite instead of PostgreSQL (only its JDBC
+   * URL is swapped): it commits under its lease, releases it, and its stale write is refused.
+   */
+  @Test
+  @DisplayName(
+      "sqlite: the README's FencedDataSource example commits, then its stale write is refused")
+  void readmeFencedBillingRunsOnSqlite(@TempDir Path out) throws Exception {
+    Snippet example =
+        snippets()
+            .map(a -> (Snippet) a.get()[0])
+            .filter(x -> x.where().startsWith("README.md"))
+            .filter(x -> x.code().contains("public class FencedBilling"))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("README.md has no FencedBilling example"));
+    String url = TestDatabase.SQLITE.url() + "?busy_timeout=5000";
+    String code = example.code().replace("jdbc:postgresql://127.0.0.1:5432/test", url);
+    assertNotEquals(example.code(), code, "the example's JDBC URL changed: update this test");
+    compile(example, "FencedBilling", code, out);
+    PrintStream stdout = System.out;
+    ByteArrayOutputStream printed = new ByteArrayOutputStream();
+    System.setOut(new PrintStream(printed, true, StandardCharsets.UTF_8));
+    try (URLClassLoader loader =
+        new URLClassLoader(new URL[] {out.toUri().toURL()}, getClass().getClassLoader())) {
+      loader
+          .loadClass("FencedBilling")
+          .getMethod("main", String[].class)
+          .invoke(null, (Object) new String[0]);
+    } finally {
+      System.setOut(stdout);
+    }
+    String text = printed.toString(StandardCharsets.UTF_8);
+    assertTrue(text.contains("stale write refused: LF00"), text);
+    try (Connection c = DriverManager.getConnection(url);
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT paid FROM invoice WHERE id = 42")) {
+      assertTrue(
+          rs.next() && rs.getBoolean(1), "the held lease's update committed, the stale one not");
+    }
   }
 
   @ParameterizedTest(name = "{0}")

@@ -409,15 +409,14 @@ final class AgentConfig {
    */
   private static LeaseTimings parseTimings(Map<Key, String> v) {
     Duration lease = duration(v, Key.LEASE_DURATION).orElse(Duration.ofSeconds(15));
-    long ms = lease.toMillis();
     try {
-      return LeaseTimings.builder()
-          .leaseDuration(lease)
-          .renewInterval(duration(v, Key.RENEW_INTERVAL).orElse(Duration.ofMillis(ms * 2 / 15)))
-          .attemptTimeout(duration(v, Key.ATTEMPT_TIMEOUT).orElse(Duration.ofMillis(ms / 3)))
-          .localDeadline(duration(v, Key.LOCAL_DEADLINE).orElse(Duration.ofMillis(ms * 2 / 3)))
-          .gracePeriod(duration(v, Key.GRACE_PERIOD).orElse(Duration.ofMillis(ms / 3)))
-          .build();
+      // lease-core's derivation, so the agent, the starter and LeaseTimings.of agree
+      LeaseTimings.Builder b = LeaseTimings.builderFor(lease);
+      duration(v, Key.RENEW_INTERVAL).ifPresent(b::renewInterval);
+      duration(v, Key.ATTEMPT_TIMEOUT).ifPresent(b::attemptTimeout);
+      duration(v, Key.LOCAL_DEADLINE).ifPresent(b::localDeadline);
+      duration(v, Key.GRACE_PERIOD).ifPresent(b::gracePeriod);
+      return b.build();
     } catch (IllegalArgumentException e) {
       throw new BadConfigurationException(
           "timings are inconsistent: "

@@ -1931,10 +1931,11 @@ final class TransactionFence {
       t.poisoned = true;
       t.poisonReason = "it was refused under " + lease + ": " + why;
     }
+    // term 0 is a placeholder for a lease never claimed here (as in the exception below): no term
     log.warn(
-        "refused a transaction under lease {} term {} instance {}: {}",
+        "refused a transaction under lease {}{} instance {}: {}",
         lease.name(),
-        lease.term(),
+        lease.term() == 0 ? "" : " term " + lease.term(),
         lease.instance(),
         why);
     notify(lease, l -> l.transactionRefused(lease));

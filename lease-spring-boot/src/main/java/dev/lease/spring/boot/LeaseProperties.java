@@ -240,15 +240,21 @@ public class LeaseProperties implements Validator {
    * @throws IllegalArgumentException naming the broken relation in lease-core's words
    */
   LeaseTimings toTimings() {
-    long ms = duration.toMillis();
-    return LeaseTimings.builder()
-        .leaseDuration(duration)
-        .renewInterval(renewInterval != null ? renewInterval : Duration.ofMillis(ms * 2 / 15))
-        .attemptTimeout(attemptTimeout != null ? attemptTimeout : Duration.ofMillis(ms / 3))
-        .localDeadline(localDeadline != null ? localDeadline : Duration.ofMillis(ms * 2 / 3))
-        .gracePeriod(gracePeriod != null ? gracePeriod : Duration.ofMillis(ms / 3))
-        .maxClockRateError(maxClockRateError)
-        .build();
+    // lease-core's derivation, so the starter, the agent and LeaseTimings.of agree
+    LeaseTimings.Builder b = LeaseTimings.builderFor(duration).maxClockRateError(maxClockRateError);
+    if (renewInterval != null) {
+      b.renewInterval(renewInterval);
+    }
+    if (attemptTimeout != null) {
+      b.attemptTimeout(attemptTimeout);
+    }
+    if (localDeadline != null) {
+      b.localDeadline(localDeadline);
+    }
+    if (gracePeriod != null) {
+      b.gracePeriod(gracePeriod);
+    }
+    return b.build();
   }
 
   // ---- validation (Spring Boot applies it when it binds, because this class is a Validator) -----

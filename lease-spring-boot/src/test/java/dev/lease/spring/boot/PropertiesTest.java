@@ -21,6 +21,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -41,6 +42,24 @@ class PropertiesTest {
 
   static Stream<TestDatabase> databases() {
     return TestDatabase.all();
+  }
+
+  /** lease.duration alone derives the other timings as LeaseTimings.of and the agent do. */
+  @Test
+  void leaseDurationDerivesAsLeaseCoreDoes() {
+    for (Duration d :
+        new Duration[] {
+          Duration.ofSeconds(1),
+          Duration.ofSeconds(2),
+          Duration.ofSeconds(7),
+          Duration.ofSeconds(15),
+          Duration.ofSeconds(45),
+          Duration.ofMinutes(10)
+        }) {
+      LeaseProperties p = new LeaseProperties();
+      p.setDuration(d);
+      assertEquals(LeaseTimings.of(d).toString(), p.toTimings().toString(), d.toString());
+    }
   }
 
   @ParameterizedTest(name = "{0}")

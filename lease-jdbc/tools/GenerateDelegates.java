@@ -22,7 +22,11 @@ import java.util.stream.Collectors;
  * delegate, with no reflection at run time (HikariCP generates its proxies the same way). Methods
  * that carry fencing logic are left abstract for the hand-written Fencing* subclass; execute methods
  * go through the fence hooks; returned ResultSets are wrapped so that getStatement() returns the
- * wrapper. Run from lease-jdbc/: {@code java tools/GenerateDelegates.java}.
+ * wrapper; returned driver objects that can reach the database (Array, Blob, Clob, NClob, Ref,
+ * Struct, and whatever getObject returns) go through the {@code object} hook ({@link
+ * dev.lease.jdbc.DriverObjects}), and our own wrappers passed back in as parameters are unwrapped
+ * to the driver's objects first ({@code DriverObjects.raw}). Run from lease-jdbc/: {@code java
+ * tools/GenerateDelegates.java}.
  */
 public class GenerateDelegates {
 
@@ -88,25 +92,40 @@ public class GenerateDelegates {
     Files.writeString(OUT.resolve(name + ".java"), b.toString());
   }
 
+  /** Driver objects a method may return that can reach the database: wrapped on the way out. */
+  static final Set<Class<?>> DRIVER_OBJECTS = Set.of(java.sql.Array.class, java.sql.Blob.class,
+      java.sql.Clob.class, java.sql.NClob.class, java.sql.Ref.class, java.sql.Struct.class,
+      Object.class);
+
+  /** Parameter types that may carry one of our wrappers back to the driver: unwrapped on the way in. */
+  static final Set<Class<?>> PARAMETER_OBJECTS = Set.of(java.sql.Array.class, java.sql.Blob.class,
+      java.sql.Clob.class, java.sql.NClob.class, java.sql.Ref.class, java.sql.Struct.class,
+      Object.class, Object[].class);
+
   /** The fencing hooks the generated code calls; the hand-written subclass implements them. */
   static String hooks(String name) {
     String sqlE = " throws java.sql.SQLException;\n";
+    String objects = "  abstract Object object(Object value)" + sqlE + "\n"
+        + "  abstract <T> T object(T value, Class<T> type)" + sqlE + "\n";
     switch (name) {
       case "StatementDelegate":
         return "  abstract boolean idle();\n\n"
             + "  abstract java.sql.SQLException failed(java.sql.SQLException e);\n\n"
             + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n"
-            + "  abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);\n\n";
+            + "  abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);\n\n"
+            + objects;
       case "ResultSetDelegate":
         return "  abstract boolean idle();\n\n"
             + "  abstract java.sql.SQLException failed(java.sql.SQLException e);\n\n"
-            + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n";
+            + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n"
+            + objects;
       case "DatabaseMetaDataDelegate":
         return "  abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);\n\n";
       case "ConnectionDelegate":
         return "  abstract java.sql.Statement statement(java.sql.Statement s);\n\n"
             + "  abstract java.sql.PreparedStatement prepared(java.sql.PreparedStatement s, String sql);\n\n"
-            + "  abstract java.sql.CallableStatement callable(java.sql.CallableStatement s, String sql);\n\n";
+            + "  abstract java.sql.CallableStatement callable(java.sql.CallableStatement s, String sql);\n\n"
+            + objects;
       default:
         return "";
     }
@@ -133,7 +152,11 @@ public class GenerateDelegates {
         args.append(", ");
       }
       b.append(ps[i].getTypeName()).append(" a").append(i);
-      args.append('a').append(i);
+      if (PARAMETER_OBJECTS.contains(m.getParameterTypes()[i])) {
+        args.append("DriverObjects.raw(a").append(i).append(')');
+      } else {
+        args.append('a').append(i);
+      }
     }
     b.append(')');
     if (m.getExceptionTypes().length > 0) {
@@ -176,6 +199,14 @@ public class GenerateDelegates {
       }
     } else if (rt == ResultSet.class) {
       b.append("    return resultSet(").append(call).append(");\n");
+    } else if (ret instanceof TypeVariable) {
+      // getObject(.., Class<T>): the wrapper when it is a T, else the driver's object as unwrap
+      // would hand it out
+      int type = Arrays.asList(m.getParameterTypes()).indexOf(Class.class);
+      b.append("    return object(").append(call).append(", a").append(type).append(");\n");
+    } else if (DRIVER_OBJECTS.contains(rt)) {
+      b.append("    return ").append(rt == Object.class ? "" : "(" + rt.getName() + ") ")
+          .append("object(").append(call).append(");\n");
     } else if (iface == Connection.class && n.equals("createStatement")) {
       b.append("    return statement(").append(call).append(");\n");
     } else if (iface == Connection.class && n.equals("prepareStatement")) {

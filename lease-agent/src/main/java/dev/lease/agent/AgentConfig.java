@@ -109,6 +109,11 @@ final class AgentConfig {
         "on-loss",
         "leader mode: halt (the JVM halts with status 70 after the grace period once the lease is"
             + " lost; default) or refuse (run on with every transaction refused and claim again)"),
+    TRANSFER_TO(
+        "transfer-to",
+        "leader mode: at a graceful shutdown, hand the lease to the process with this instance"
+            + " (the successor's instance=) instead of releasing it; the successor adopts it at its"
+            + " next poll and no other replica can take it in between (default: release)"),
     ON_UNFENCED(
         "on-unfenced",
         "halt (default: stop the JVM with status 78 when a JDBC class cannot be instrumented or a"
@@ -161,6 +166,10 @@ final class AgentConfig {
   final List<MethodSpec> poolInternals;
   final String logLevel;
   final OnLoss onLoss;
+
+  /** Leader mode: the successor's instance a graceful shutdown hands the lease to, or null. */
+  final String transferTo;
+
   final OnUnfenced onUnfenced;
 
   private AgentConfig(Map<Key, String> v) {
@@ -210,7 +219,21 @@ final class AgentConfig {
       }
       this.methods = List.of();
       this.onLoss = parseEnum(Key.ON_LOSS, v.getOrDefault(Key.ON_LOSS, "halt"), OnLoss.class);
+      this.transferTo = v.get(Key.TRANSFER_TO);
+      if (transferTo != null
+          && (transferTo.isBlank() || transferTo.codePointCount(0, transferTo.length()) > 128)) {
+        throw new BadConfigurationException(
+            "transfer-to must name the successor's instance (1 to 128 characters), got '"
+                + transferTo
+                + "'");
+      }
     } else {
+      if (v.containsKey(Key.TRANSFER_TO)) {
+        throw new BadConfigurationException(
+            "transfer-to is a key of leader mode, but mode is methods; a method's lease is"
+                + " released at shutdown");
+      }
+      this.transferTo = null;
       if (v.containsKey(Key.ON_LOSS)) {
         throw new BadConfigurationException(
             "on-loss is a key of leader mode, but mode is methods; a method whose lease is lost is"
@@ -386,15 +409,14 @@ final class AgentConfig {
    */
   private static LeaseTimings parseTimings(Map<Key, String> v) {
     Duration lease = duration(v, Key.LEASE_DURATION).orElse(Duration.ofSeconds(15));
-    long ms = lease.toMillis();
     try {
-      return LeaseTimings.builder()
-          .leaseDuration(lease)
-          .renewInterval(duration(v, Key.RENEW_INTERVAL).orElse(Duration.ofMillis(ms * 2 / 15)))
-          .attemptTimeout(duration(v, Key.ATTEMPT_TIMEOUT).orElse(Duration.ofMillis(ms / 3)))
-          .localDeadline(duration(v, Key.LOCAL_DEADLINE).orElse(Duration.ofMillis(ms * 2 / 3)))
-          .gracePeriod(duration(v, Key.GRACE_PERIOD).orElse(Duration.ofMillis(ms / 3)))
-          .build();
+      // lease-core's derivation, so the agent, the starter and LeaseTimings.of agree
+      LeaseTimings.Builder b = LeaseTimings.builderFor(lease);
+      duration(v, Key.RENEW_INTERVAL).ifPresent(b::renewInterval);
+      duration(v, Key.ATTEMPT_TIMEOUT).ifPresent(b::attemptTimeout);
+      duration(v, Key.LOCAL_DEADLINE).ifPresent(b::localDeadline);
+      duration(v, Key.GRACE_PERIOD).ifPresent(b::gracePeriod);
+      return b.build();
     } catch (IllegalArgumentException e) {
       throw new BadConfigurationException(
           "timings are inconsistent: "

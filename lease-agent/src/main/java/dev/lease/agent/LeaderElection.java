@@ -126,6 +126,35 @@ final class LeaderElection {
     }
   }
 
+  /**
+   * After {@link #stop()}, at a graceful shutdown: hands the lease this process still leads with to
+   * the process whose instance is {@code successor} ({@code Lease.transferTo}), so it takes over at
+   * its next poll instead of after a claim race. False if this process does not lead (nothing to
+   * hand over) or the transfer found the lease no longer ours; the manager's close then releases
+   * what is left as usual.
+   */
+  boolean transferTo(String successor) {
+    for (Lease l : manager.held()) {
+      if (l.name().equals(name)) {
+        try {
+          boolean done = l.transferTo(successor);
+          log.info(
+              done
+                  ? "shutting down: handed lease {} to {}"
+                  : "shutting down: could not hand lease {} to {}; it is no longer ours",
+              name,
+              successor);
+          return done;
+        } catch (LeaseException e) {
+          log.warn(
+              "shutting down: could not hand lease {} to {}: {}", name, successor, e.getMessage());
+          return false;
+        }
+      }
+    }
+    return false;
+  }
+
   private void loop(Lease claimed) {
     Lease lease = claimed;
     try {

@@ -114,6 +114,9 @@ public final class LeaseAgent {
                     log.info("shutting down: releasing the leases of this process");
                     if (election != null) {
                       election.stop();
+                      if (config.transferTo != null) {
+                        election.transferTo(config.transferTo);
+                      }
                     }
                     manager.close();
                     log.info("shutting down: leases released; closing the lease connections");

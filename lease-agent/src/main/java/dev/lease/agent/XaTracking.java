@@ -3,7 +3,6 @@ package dev.lease.agent;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.jdbc.FencedConnection;
-import dev.lease.jdbc.FencedConnections;
 import java.lang.ref.WeakReference;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
@@ -229,7 +228,8 @@ public final class XaTracking {
     }
     for (Connection c : handles) {
       try {
-        FencedConnections.transactionEndedElsewhere(c.unwrap(FencedConnection.class));
+        dev.lease.jdbc.internal.FenceInternals.transactionEndedElsewhere(
+            c.unwrap(FencedConnection.class));
       } catch (Throwable e) {
         // a fence that keeps the ended branch's state would let the next branch skip its verify:
         // the handle is closed instead (fail closed)

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.LeaseTimings;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -45,6 +46,14 @@ class AgentConfigTest {
     assertEquals(Duration.ofMillis(400), c.timings.renewInterval());
     assertEquals(Duration.ofMillis(1000), c.timings.attemptTimeout());
     assertEquals(Duration.ofMillis(2000), c.timings.localDeadline());
+  }
+
+  @Test
+  void leaseDurationDerivesAsLeaseCoreDoes() {
+    for (String d : new String[] {"1s", "2s", "7s", "15s", "45s", "10m"}) {
+      AgentConfig c = parse("mode=leader,lease=l,url=jdbc:sqlite:x.db,lease-duration=" + d);
+      assertEquals(LeaseTimings.of(c.timings.leaseDuration()).toString(), c.timings.toString(), d);
+    }
   }
 
   @Test

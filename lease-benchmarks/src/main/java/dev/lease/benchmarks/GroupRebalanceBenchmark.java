@@ -34,8 +34,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * the keys fairly; then a fourth member joins ({@code join}: measured until every member holds at
  * most {@code ceil(keys / 4)} and every key is held) or one of four drains ({@code drain}: measured
  * from {@code drain()} until the three others hold every key fairly). Members pass every {@code
- * passMs}; a join needs about {@code ceil(K/3) - ceil(K/4)} passes (one shed per member per pass),
- * so its time scales with the pass interval; a drain needs one pass of the peers. The passes each
+ * passMs}. {@code moves}: {@code batch} (the default: a member above its share releases its whole
+ * surplus in one pass, one statement per 1,000 keys, so a join takes two passes of the peers) or
+ * {@code one} ({@code shedOneKeyPerPass()}: about {@code ceil(K/3) - ceil(K/4)} passes, so the time
+ * scales with the pass interval); a drain needs one pass of the peers either way. The passes each
  * shot took are printed ({@code passes of the slowest member}).
  */
 @BenchmarkMode(Mode.SingleShotTime)
@@ -62,8 +64,11 @@ public class GroupRebalanceBenchmark {
   @Param({"join", "drain"})
   public String change;
 
-  @Param({"1000"})
+  @Param({"1000", "10000"})
   public int keys;
+
+  @Param({"batch", "one"})
+  public String moves;
 
   @Param({"10"})
   public int passMs;
@@ -89,7 +94,7 @@ public class GroupRebalanceBenchmark {
               .failurePolicy(FailurePolicy.logOnly())
               .createTableIfMissing()
               .build();
-      group =
+      LeaseGroup.Builder b =
           LeaseGroup.builder(manager, "bench")
               .keys(() -> keyNames)
               .passInterval(Duration.ofMillis(passMs))
@@ -100,8 +105,11 @@ public class GroupRebalanceBenchmark {
                     public void passCompleted(String g, int held, int share, int live) {
                       passes.incrementAndGet();
                     }
-                  })
-              .build();
+                  });
+      if ("one".equals(moves)) {
+        b.shedOneKeyPerPass();
+      }
+      group = b.build();
       group.start();
     }
 
@@ -143,8 +151,12 @@ public class GroupRebalanceBenchmark {
   @TearDown(Level.Invocation)
   public void tearDown() {
     System.out.printf(
-        "%s %s: passes of the slowest member %d%n",
-        database, change, members.stream().mapToInt(m -> m.passes.get()).max().orElse(0));
+        "%s %s %d keys, moves %s: passes of the slowest member %d%n",
+        database,
+        change,
+        keys,
+        moves,
+        members.stream().mapToInt(m -> m.passes.get()).max().orElse(0));
     HikariDataSource admin = members.get(0).pool;
     for (int i = members.size() - 1; i >= 0; i--) {
       Member m = members.get(i);

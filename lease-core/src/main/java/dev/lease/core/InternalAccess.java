@@ -32,16 +32,22 @@ final class InternalAccess extends LeaseAccess {
   public boolean verifyInTransaction(
       Lease lease,
       Connection connection,
+      String sql,
       boolean strict,
       Duration idleInTransaction,
       long[] sessionBounds)
       throws SQLException {
-    return lease.verifyInTransaction(connection, strict, idleInTransaction, sessionBounds);
+    return lease.verifyInTransaction(connection, sql, strict, idleInTransaction, sessionBounds);
   }
 
   @Override
   public void awaitRenewal(Lease lease, Duration max) throws InterruptedException {
     lease.awaitRenewal(max);
+  }
+
+  @Override
+  public void lostInDatabase(Lease lease) {
+    lease.lose(LossReason.DATABASE);
   }
 
   @Override
@@ -99,6 +105,12 @@ final class InternalAccess extends LeaseAccess {
   public Lease adoptClaim(
       LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
     return manager.adoptClaim(name, holder, term, claimStartNanos);
+  }
+
+  @Override
+  public Lease adoptBatchClaim(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
+    return manager.adoptBatchClaim(name, holder, term, claimStartNanos);
   }
 
   @Override

@@ -245,6 +245,53 @@ public final class Lease implements AutoCloseable {
     manager.release(List.of(this), true);
   }
 
+  /**
+   * Hands this lease to the process whose instance is {@code successor}, without a window in which
+   * anyone else can claim it; the successor has one lease duration to adopt it. See {@link
+   * #transferTo(String, Duration)}.
+   */
+  public boolean transferTo(String successor) {
+    return transferTo(successor, manager.timings().leaseDuration());
+  }
+
+  /**
+   * Hands this lease to the process whose instance is {@code successor} (its {@link
+   * LeaseManager.Builder#instance}), for a rolling deploy or a drain: one statement that, while
+   * this holder still holds the lease, writes the next term, pending for the successor, and fences
+   * this holder exactly as a claim of the next term would (under STRICT it waits for the
+   * transactions verified under this term; none of them commits after it). The row stays taken
+   * while the transfer is pending, so no third process can claim it; the successor adopts it at
+   * that term at its next {@link LeaseManager#tryClaim} (or {@link LeaseManager#tryAdopt}). If it
+   * does not within {@code adoptWithin}, the row expires and the lease is free as usual.
+   *
+   * <p>It ends this lease in the order of {@link #release()}: the work under it is stopped first
+   * (interrupted, waited for up to the grace period), then the statement runs. Do not call it
+   * inside a fenced transaction of this lease that is still open: under STRICT the transfer would
+   * wait for that transaction (until the attempt timeout).
+   *
+   * @param successor the successor's instance name
+   * @param adoptWithin how long the successor has to adopt it, by the database clock
+   * @return true if transferred; false if this lease was no longer held (lost, released, or the
+   *     database no longer had it), in which case nothing was written
+   * @throws IllegalArgumentException if {@code successor} is not a valid instance name or {@code
+   *     adoptWithin} is not positive
+   * @throws LeaseException if the database could not be reached; this lease has ended here either
+   *     way, and the row is then either transferred or expires as usual
+   */
+  public boolean transferTo(String successor, Duration adoptWithin) {
+    LeaseNames.instance(successor);
+    if (adoptWithin == null || adoptWithin.isNegative() || adoptWithin.toMillis() < 1) {
+      throw new IllegalArgumentException(
+          "adoptWithin must be at least 1 ms, got "
+              + adoptWithin
+              + "; give the successor time to adopt the lease, for example the lease duration");
+    }
+    if (!isHeld()) {
+      return false; // lost (its local deadline passed: it may no longer act) or released
+    }
+    return manager.transfer(this, successor, adoptWithin) != null;
+  }
+
   /** Same as {@link #release()}. */
   @Override
   public void close() {
@@ -289,20 +336,36 @@ public final class Lease implements AutoCloseable {
    */
   boolean verifyInTransaction(Connection connection, boolean strict, Duration idleInTransaction)
       throws SQLException {
-    return verifyInTransaction(connection, strict, idleInTransaction, null);
+    try {
+      return verifyInTransaction(
+          connection, manager.dialect().verifySql(strict), strict, idleInTransaction, null);
+    } catch (SQLException e) {
+      if (Dialect.isRefusal(e)) {
+        return false; // the database refused it: this holder no longer holds the lease
+      }
+      throw e;
+    }
   }
 
   /**
-   * Like {@link #verifyInTransaction(Connection, boolean, Duration)}; when the database confirms
-   * the holder and {@code sessionBounds} is not null, also reports the session's current STRICT
-   * bounds the verify reads along ({@link Dialect#readSessionBounds}: MySQL/MariaDB lock wait and
-   * idle-in-transaction timeout in seconds, -1 where there is none; unchanged on other databases).
+   * Runs {@code sql} (the dialect's {@link Dialect#verifySql}, or for negative controls its {@link
+   * Dialect#clientCheckedVerifySql}) as the verify; the server's refusal is thrown as it came
+   * ({@link Dialect#isRefusal} tells it). When the database confirms the holder and {@code
+   * sessionBounds} is not null, also reports the session's current STRICT bounds the verify reads
+   * along ({@link Dialect#readSessionBounds}: MySQL/MariaDB lock wait and idle-in-transaction
+   * timeout in seconds, -1 where there is none; unchanged on other databases).
+   *
+   * @return true if the database confirms this holder at this term, false if it returned no row
    */
   boolean verifyInTransaction(
-      Connection connection, boolean strict, Duration idleInTransaction, long[] sessionBounds)
+      Connection connection,
+      String sql,
+      boolean strict,
+      Duration idleInTransaction,
+      long[] sessionBounds)
       throws SQLException {
     Dialect d = manager.dialect();
-    try (PreparedStatement ps = connection.prepareStatement(d.verifySql(strict))) {
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
       d.bindVerify(ps, 1, name, holder, term, strict, idleInTransaction.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {
@@ -552,11 +615,14 @@ public final class Lease implements AutoCloseable {
         name,
         term,
         instance,
-        reason == LossReason.NOT_HELD
-            ? "the database says it is no longer ours"
-            : "no renewal succeeded within the local deadline of "
-                + manager.timings().localDeadline().toMillis()
-                + " ms");
+        switch (reason) {
+          case NOT_HELD -> "the database says it is no longer ours";
+          case DATABASE -> "the database refused a fenced transaction: it is no longer ours";
+          case LOCAL_DEADLINE ->
+              "no renewal succeeded within the local deadline of "
+                  + manager.timings().localDeadline().toMillis()
+                  + " ms";
+        });
     for (BoundWork w : stopping) {
       w.requestStop();
     }

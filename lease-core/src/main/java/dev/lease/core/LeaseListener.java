@@ -52,6 +52,19 @@ public interface LeaseListener {
   /** This process released the lease. */
   default void released(Lease lease) {}
 
+  /**
+   * This process handed {@code lease} to the instance {@code successor} ({@link Lease#transferTo}):
+   * the database now has the next term, {@code newTerm}, pending for the successor, and {@code
+   * lease} has ended.
+   */
+  default void transferred(Lease lease, String successor, long newTerm) {}
+
+  /**
+   * This process adopted {@code lease}, transferred to its instance by the previous holder: the
+   * term is the one the transfer wrote. Reported instead of {@link #claimed}.
+   */
+  default void adopted(Lease lease) {}
+
   /** A fenced transaction was verified under {@code lease} (lease-jdbc). */
   default void transactionVerified(Lease lease) {}
 

@@ -201,6 +201,12 @@ public final class LeaseManager implements AutoCloseable {
         claimed = claimStep(name, holder);
       }
     }
+    if (claimed.term() == null && !Boolean.FALSE.equals(claimed.rowExists())) {
+      Optional<Lease> adopted = tryAdopt(name); // a transfer to this instance: adopt it
+      if (adopted.isPresent()) {
+        return adopted;
+      }
+    }
     if (claimed.term() == null) {
       log.debug("lease {} is held by another holder", name);
       safely(l -> l.claimRefused(name));
@@ -225,6 +231,41 @@ public final class LeaseManager implements AutoCloseable {
             releaseOrphan(name, holder, late.term());
           }
         });
+  }
+
+  /**
+   * Adopts {@code name} if its holder transferred it to this manager's instance ({@link
+   * Lease#transferTo}) and the transfer has not expired: one statement that makes this manager the
+   * holder at the term the transfer wrote. {@link #tryClaim} tries it whenever a claim finds the
+   * lease held, so a successor that polls with {@code tryClaim} adopts without calling this.
+   *
+   * @return the lease, or empty when nothing was transferred to this instance
+   * @throws IllegalArgumentException if the name is not a valid lease name ({@link LeaseNames})
+   * @throws IllegalStateException if this manager is closed
+   * @throws LeaseException if the database could not be asked within the attempt timeout
+   */
+  public Optional<Lease> tryAdopt(String name) {
+    LeaseNames.validate(name);
+    ensureOpen("adopt lease " + name);
+    String holder = newHolder();
+    long start = clock.nanoTime();
+    long leaseMs = timings.leaseDuration().toMillis();
+    Long term =
+        executeStep(
+            "adopt lease " + name,
+            (c, timeoutMs) -> dialect.adoptStep(c, name, instance, holder, leaseMs, timeoutMs),
+            late -> {
+              if (late != null) {
+                releaseOrphan(name, holder, late);
+              }
+            });
+    if (term == null) {
+      return Optional.empty();
+    }
+    Lease lease = track(new Lease(this, name, holder, instance, term, start));
+    log.info("adopted lease {} term {} instance {} (transferred to it)", name, term, instance);
+    safely(l -> l.adopted(lease));
+    return Optional.of(lease);
   }
 
   /**
@@ -499,6 +540,7 @@ public final class LeaseManager implements AutoCloseable {
     if (!closing.compareAndSet(false, true)) {
       return;
     }
+    removeShutdownHook();
     release(new ArrayList<>(held), false);
     if (ownsScheduler) {
       scheduler.shutdownNow();
@@ -510,6 +552,45 @@ public final class LeaseManager implements AutoCloseable {
     }
     if (ownsLossExecutor) {
       ((ExecutorService) lossExecutor).shutdown();
+    }
+  }
+
+  /**
+   * Installs {@link #close()} as a JVM shutdown hook, so that leases this manager holds are handed
+   * back (work stopped first, then the rows released) when the JVM exits without a call to close,
+   * for example when {@code main} returns or on SIGTERM; otherwise they stay live in the database
+   * until they expire. Idempotent; the hook is the same thread on every call, and a close() before
+   * the JVM exits makes it do nothing. Close a {@code LeaseGroup} or scheduler on this manager
+   * before it: install their hooks, or close them in a hook of your own, then this manager.
+   *
+   * @return the hook's thread
+   * @throws IllegalStateException if this manager is closed
+   */
+  public Thread closeOnShutdown() {
+    ensureOpen("install a shutdown hook");
+    synchronized (shutdownHookLock) {
+      if (shutdownHook == null) {
+        Thread hook = new Thread(this::close, "lease-manager-shutdown-" + instance);
+        Runtime.getRuntime().addShutdownHook(hook);
+        shutdownHook = hook;
+      }
+      return shutdownHook;
+    }
+  }
+
+  private final Object shutdownHookLock = new Object();
+  private Thread shutdownHook; // guarded by shutdownHookLock
+
+  /** A close() before the JVM exits takes its hook back (nothing keeps the manager reachable). */
+  private void removeShutdownHook() {
+    synchronized (shutdownHookLock) {
+      if (shutdownHook != null && shutdownHook != Thread.currentThread()) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException e) {
+          // the JVM is shutting down: the hook runs (or ran) close(), which does nothing more
+        }
+      }
     }
   }
 
@@ -668,6 +749,17 @@ public final class LeaseManager implements AutoCloseable {
     return lease;
   }
 
+  /**
+   * {@link #adoptClaim} for a claim of many keys in one statement (a group's pass): the same
+   * tracking and listeners, the per-lease line at DEBUG (the caller logs one line for the batch).
+   */
+  Lease adoptBatchClaim(String name, String holder, long term, long claimStartNanos) {
+    Lease lease = track(new Lease(this, name, holder, instance, term, claimStartNanos));
+    log.debug("claimed lease {} term {} instance {}", name, term, instance);
+    safely(l -> l.claimed(lease));
+    return lease;
+  }
+
   // ---- the end of leases: release and loss ----------------------------------------------------
 
   /**
@@ -693,7 +785,7 @@ public final class LeaseManager implements AutoCloseable {
       }
     }
     boolean releaseFirst = faults.contains(TestFault.RELEASE_BEFORE_STOPPING_WORK);
-    LeaseException failure = releaseFirst ? giveBack(ours, rethrow) : null;
+    LeaseException failure = releaseFirst ? giveBackAll(ours, rethrow) : null;
     for (List<BoundWork> works : stopping) {
       works.forEach(BoundWork::requestStop);
     }
@@ -710,7 +802,7 @@ public final class LeaseManager implements AutoCloseable {
       }
     }
     if (!releaseFirst) {
-      failure = giveBack(ours, rethrow);
+      failure = giveBackAll(ours, rethrow);
     }
     for (int i = 0; i < ours.size(); i++) {
       Lease lease = ours.get(i);
@@ -748,6 +840,171 @@ public final class LeaseManager implements AutoCloseable {
     }
     if (failure != null && rethrow) {
       throw failure;
+    }
+  }
+
+  /**
+   * Marks {@code leases} released and releases their rows in batches: one statement per {@link
+   * Dialect#MAX_RENEWALS_PER_STATEMENT} leases ({@link Dialect#releaseAll}), one INFO line per
+   * batch and a DEBUG line per lease. A single lease keeps its own statement ({@link #giveBack}).
+   * The caller has stopped the work under every lease before (the order of every release).
+   */
+  private LeaseException giveBackAll(List<Lease> leases, boolean rethrow) {
+    if (leases.size() <= 1 || faults.contains(TestFault.RELEASE_ONE_BY_ONE)) {
+      return giveBack(leases, rethrow);
+    }
+    List<Lease> releasing = new ArrayList<>();
+    for (Lease lease : leases) {
+      if (lease.completeRelease()) {
+        releasing.add(lease); // else lost meanwhile: not ours to release
+      }
+    }
+    LeaseException first = null;
+    int chunk = Dialect.MAX_RENEWALS_PER_STATEMENT;
+    for (int from = 0; from < releasing.size(); from += chunk) {
+      List<Lease> batch = releasing.subList(from, Math.min(releasing.size(), from + chunk));
+      if (batch.size() == 1) {
+        LeaseException e = releaseOne(batch.get(0), rethrow);
+        first = first == null ? e : first;
+        continue;
+      }
+      List<Dialect.Held> held = new ArrayList<>(batch.size());
+      long minTerm = Long.MAX_VALUE;
+      long maxTerm = Long.MIN_VALUE;
+      for (Lease l : batch) {
+        held.add(new Dialect.Held(l.name(), l.holder(), l.term()));
+        minTerm = Math.min(minTerm, l.term());
+        maxTerm = Math.max(maxTerm, l.term());
+      }
+      int released;
+      try {
+        released =
+            executeStep(
+                "release " + batch.size() + " leases",
+                (c, timeoutMs) -> dialect.releaseAll(c, held, timeoutMs),
+                null);
+      } catch (LeaseException e) {
+        first = first == null ? e : first;
+        if (!rethrow) {
+          log.warn(
+              "could not release {} leases; they expire by themselves: {}",
+              batch.size(),
+              e.getMessage());
+        }
+        continue;
+      }
+      log.info(
+          "released {} leases (terms {}..{}) instance {} in one statement{}",
+          batch.size(),
+          minTerm,
+          maxTerm,
+          instance,
+          released == batch.size()
+              ? ""
+              : "; the database no longer had " + (batch.size() - released) + " of them");
+      for (Lease lease : batch) {
+        log.debug("released lease {} term {} instance {}", lease.name(), lease.term(), instance);
+        safely(l -> l.released(lease));
+      }
+    }
+    return first;
+  }
+
+  /** The release statement of one lease already marked released; its failure, if any. */
+  private LeaseException releaseOne(Lease lease, boolean rethrow) {
+    boolean released;
+    try {
+      released = releaseInDatabase(lease);
+    } catch (LeaseException e) {
+      if (!rethrow) {
+        log.warn("could not release {}; it expires by itself: {}", lease, e.getMessage());
+      }
+      return e;
+    }
+    log.info(
+        "released lease {} term {} instance {}{}",
+        lease.name(),
+        lease.term(),
+        instance,
+        released ? "" : " (the database no longer had it)");
+    safely(l -> l.released(lease));
+    return null;
+  }
+
+  /**
+   * Transfers {@code lease} to {@code successor} in the order of a release: stops the work bound to
+   * it (interrupts, waits up to the grace period), ends the lease here (keeper stopped), then runs
+   * the transfer statement, which fences this holder as a claim of the next term would.
+   *
+   * @return the new term, or null if the lease was not ours any more (ended, being released, or the
+   *     database no longer had it)
+   */
+  Long transfer(Lease lease, String successor, Duration adoptWithin) {
+    List<BoundWork> works = lease.beginRelease();
+    if (works == null) {
+      return null;
+    }
+    works.forEach(BoundWork::requestStop);
+    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
+    boolean interrupted = false;
+    for (BoundWork w : works) {
+      try {
+        w.awaitEnd(deadline - System.nanoTime());
+      } catch (InterruptedException e) {
+        interrupted = true;
+        deadline = System.nanoTime();
+      }
+    }
+    try {
+      for (BoundWork w : works) {
+        if (!w.hasEnded()) {
+          log.error(
+              "work thread {} under lease {} term {} did not stop within the grace period of {} ms"
+                  + " of its transfer; transferred anyway (its fenced transactions are refused"
+                  + " from now on)",
+              w.thread.getName(),
+              lease.name(),
+              lease.term(),
+              timings.gracePeriod().toMillis());
+          w.giveUp();
+        } else {
+          lease.detach(w);
+        }
+      }
+      if (!lease.completeRelease()) {
+        return null; // lost meanwhile: not ours to hand over
+      }
+      long adoptMs = adoptWithin.toMillis();
+      Long newTerm =
+          executeStep(
+              "transfer lease " + lease.name() + " to " + successor,
+              (c, timeoutMs) ->
+                  dialect.transferStep(
+                      c, lease.name(), lease.holder(), lease.term(), successor, adoptMs, timeoutMs),
+              null);
+      if (newTerm == null) {
+        log.warn(
+            "could not transfer lease {} term {} instance {} to {}: the database no longer had it",
+            lease.name(),
+            lease.term(),
+            instance,
+            successor);
+        return null;
+      }
+      log.info(
+          "transferred lease {} term {} instance {} to {} at term {} (adopt within {} ms)",
+          lease.name(),
+          lease.term(),
+          instance,
+          successor,
+          newTerm,
+          adoptMs);
+      safely(l -> l.transferred(lease, successor, newTerm));
+      return newTerm;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 
@@ -956,8 +1213,13 @@ public final class LeaseManager implements AutoCloseable {
 
   private <T> T run(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
     if (faults.contains(TestFault.UNBOUNDED_ATTEMPT)) {
-      return attempt(what, call, step, -1, null); // the bug: the borrow has no bound
+      return attempt(what, call, step, -1, null, null); // the bug: the borrow has no bound
     }
+    if (ownsAttemptExecutor) {
+      return runHere(what, call, step, late);
+    }
+    // an attempt executor given through the test hook is where every attempt runs (a paused
+    // process's seam), so the hand-off stays
     CompletableFuture<T> f = submit(what, call, step, late);
     long budget = timings.attemptTimeout().toNanos();
     long deadline = System.nanoTime() + budget;
@@ -989,6 +1251,79 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   /**
+   * Runs an attempt on the calling thread. Handing it to an attempt thread and waiting for the
+   * answer cost about as much as the claim statement itself (issue 24: a claim+release cycle spent
+   * about 1 ms outside the database). The bounds stay those of the hand-off: the borrow is
+   * interrupted at the deadline ({@link BorrowWatchdog}); the statements carry the rest of the
+   * attempt timeout as their network timeout and lock or busy timeout; a result that comes after
+   * the deadline is a timeout for the caller and goes to {@code late}, as it did when the caller
+   * stopped waiting. An interrupt of the caller is deferred until the attempt ends, as the
+   * hand-off's bounded wait deferred it: a release from a thread that loss handling interrupted
+   * still runs.
+   */
+  private <T> T runHere(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
+    long deadline = System.nanoTime() + timings.attemptTimeout().toNanos();
+    boolean[] interrupted = {Thread.interrupted()}; // a pool refuses an interrupted borrower
+    try {
+      T result = attempt(what, call, step, deadline, null, interrupted);
+      if (System.nanoTime() - deadline > 0) {
+        if (late != null) {
+          late.accept(result);
+        }
+        throw timedOut(what);
+      }
+      return result;
+    } finally {
+      if (interrupted[0]) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /**
+   * Borrows a connection on the calling thread, interrupted at {@code deadlineNanos}. An interrupt
+   * from elsewhere ends the pool's wait too: it is noted in {@code interrupted} and the borrow
+   * tried again until the deadline.
+   */
+  private Connection borrowHere(String what, long deadlineNanos, boolean[] interrupted)
+      throws SQLException {
+    while (true) {
+      BorrowWatchdog.Guard guard = BorrowWatchdog.guard(deadlineNanos);
+      Connection c;
+      try {
+        c = dataSource.getConnection();
+      } catch (SQLException | RuntimeException e) {
+        if (!guard.end()) {
+          LeaseException timeout = timedOut(what);
+          timeout.addSuppressed(e);
+          throw timeout;
+        }
+        if (Thread.interrupted()) {
+          interrupted[0] = true;
+          if (System.nanoTime() - deadlineNanos < 0) {
+            continue;
+          }
+          throw timedOut(what);
+        }
+        throw e;
+      }
+      if (!guard.end()) {
+        closeQuietly(c);
+        throw timedOut(what);
+      }
+      return c;
+    }
+  }
+
+  private static void closeQuietly(Connection c) {
+    try {
+      c.close();
+    } catch (SQLException | RuntimeException e) {
+      log.debug("could not give back a connection borrowed after the attempt timeout", e);
+    }
+  }
+
+  /**
    * Starts an attempt on the attempt executor (on the calling thread if the executor refuses it, as
    * after {@link #close()}); the future completes with its result or its {@link LeaseException}.
    * Completing the future first (a timeout) abandons the attempt: {@code late} then gets its
@@ -1013,7 +1348,7 @@ public final class LeaseManager implements AutoCloseable {
             return; // abandoned before it started
           }
           try {
-            T result = attempt(what, call, step, deadline, f);
+            T result = attempt(what, call, step, deadline, f, null);
             if (!f.complete(result) && late != null) {
               late.accept(result);
             }
@@ -1072,15 +1407,18 @@ public final class LeaseManager implements AutoCloseable {
   /**
    * One attempt on a connection of its own. {@code deadlineNanos} (System.nanoTime) bounds what is
    * left for the statements after the borrow; -1: the attempt timeout counts from after the borrow
-   * (the negative control of an unbounded borrow).
+   * (the negative control of an unbounded borrow). {@code here}: on the caller's thread ({@link
+   * #runHere}), which the borrow then notes a deferred interrupt in.
    */
   private <T> T attempt(
       String what,
       Dialect.StepCall<T> call,
       boolean step,
       long deadlineNanos,
-      CompletableFuture<?> abandoned) {
-    try (Connection c = dataSource.getConnection()) {
+      CompletableFuture<?> abandoned,
+      boolean[] here) {
+    try (Connection c =
+        here != null ? borrowHere(what, deadlineNanos, here) : dataSource.getConnection()) {
       long timeoutMs =
           deadlineNanos == -1
               ? timings.attemptTimeout().toMillis()

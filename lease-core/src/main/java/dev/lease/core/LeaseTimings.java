@@ -45,6 +45,36 @@ public final class LeaseTimings {
     return new Builder();
   }
 
+  /**
+   * Timings for a lease of {@code leaseDuration}, the others derived in the proportions of the
+   * defaults (15 s lease: renew every 2 s, attempt timeout 5 s, local deadline 10 s, grace 5 s):
+   * renew interval = lease × 2/15, attempt timeout = lease / 3, local deadline = lease × 2/3, grace
+   * period = lease / 3, in whole milliseconds rounded down. The agent's {@code lease-duration=} and
+   * the Spring starter's {@code lease.duration} derive the timings they are not given the same way.
+   *
+   * @throws IllegalArgumentException if the lease is too short for positive derived timings (under
+   *     8 ms)
+   */
+  public static LeaseTimings of(Duration leaseDuration) {
+    return builderFor(leaseDuration).build();
+  }
+
+  /**
+   * A builder whose timings derive from {@code leaseDuration} as in {@link #of(Duration)}; set any
+   * of them to override it. The relations are checked by {@link Builder#build()}, not here, so an
+   * override can repair a derived value that alone would be rejected.
+   */
+  public static Builder builderFor(Duration leaseDuration) {
+    Objects.requireNonNull(leaseDuration, "leaseDuration");
+    long ms = leaseDuration.toMillis();
+    return new Builder()
+        .leaseDuration(leaseDuration)
+        .renewInterval(Duration.ofMillis(ms * 2 / 15))
+        .attemptTimeout(Duration.ofMillis(ms / 3))
+        .localDeadline(Duration.ofMillis(ms * 2 / 3))
+        .gracePeriod(Duration.ofMillis(ms / 3));
+  }
+
   /** A builder that starts from these timings. */
   public Builder toBuilder() {
     Builder b = new Builder();

@@ -8,5 +8,11 @@ public enum LossReason {
    */
   LOCAL_DEADLINE,
   /** The database says the lease is no longer this holder's (it expired, or another claimed it). */
-  NOT_HELD
+  NOT_HELD,
+  /**
+   * A fenced transaction (lease-jdbc) found the lease gone: the database refused its verify or its
+   * commit because another holder took the lease over or it expired. Every later transaction under
+   * the lease is then refused locally, without a round trip.
+   */
+  DATABASE
 }

@@ -13,6 +13,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -31,6 +33,7 @@ class DeadlineReleaseTest {
     return TestDatabase.all();
   }
 
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void aLeaseLostAtItsLocalDeadlineIsReleased(TestDatabase db) throws Exception {
@@ -77,6 +80,7 @@ class DeadlineReleaseTest {
    * order of every end of a lease); work that does not stop keeps the row claimed, the failure
    * policy decides.
    */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void theReleaseAfterADeadlineLossWaitsForTheWorkAndNeverForStuckWork(TestDatabase db)
@@ -128,6 +132,7 @@ class DeadlineReleaseTest {
   }
 
   /** The database is unreachable at the deadline: the release fails quietly, nothing waits. */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void theReleaseIsBestEffortWhenTheDatabaseIsUnreachable(TestDatabase db) throws Exception {

@@ -15,12 +15,12 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public java.sql.Array getArray(java.lang.String a0) throws java.sql.SQLException {
-    return callable.getArray(a0);
+    return (java.sql.Array) object(callable.getArray(a0));
   }
 
   @Override
   public java.sql.Array getArray(int a0) throws java.sql.SQLException {
-    return callable.getArray(a0);
+    return (java.sql.Array) object(callable.getArray(a0));
   }
 
   @Override
@@ -40,12 +40,12 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public java.sql.Blob getBlob(java.lang.String a0) throws java.sql.SQLException {
-    return callable.getBlob(a0);
+    return (java.sql.Blob) object(callable.getBlob(a0));
   }
 
   @Override
   public java.sql.Blob getBlob(int a0) throws java.sql.SQLException {
-    return callable.getBlob(a0);
+    return (java.sql.Blob) object(callable.getBlob(a0));
   }
 
   @Override
@@ -90,12 +90,12 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public java.sql.Clob getClob(java.lang.String a0) throws java.sql.SQLException {
-    return callable.getClob(a0);
+    return (java.sql.Clob) object(callable.getClob(a0));
   }
 
   @Override
   public java.sql.Clob getClob(int a0) throws java.sql.SQLException {
-    return callable.getClob(a0);
+    return (java.sql.Clob) object(callable.getClob(a0));
   }
 
   @Override
@@ -170,12 +170,12 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public java.sql.NClob getNClob(java.lang.String a0) throws java.sql.SQLException {
-    return callable.getNClob(a0);
+    return (java.sql.NClob) object(callable.getNClob(a0));
   }
 
   @Override
   public java.sql.NClob getNClob(int a0) throws java.sql.SQLException {
-    return callable.getNClob(a0);
+    return (java.sql.NClob) object(callable.getNClob(a0));
   }
 
   @Override
@@ -190,42 +190,42 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public <T> T getObject(java.lang.String a0, java.lang.Class<T> a1) throws java.sql.SQLException {
-    return callable.getObject(a0, a1);
+    return object(callable.getObject(a0, a1), a1);
   }
 
   @Override
   public java.lang.Object getObject(java.lang.String a0, java.util.Map<java.lang.String, java.lang.Class<?>> a1) throws java.sql.SQLException {
-    return callable.getObject(a0, a1);
+    return object(callable.getObject(a0, a1));
   }
 
   @Override
   public java.lang.Object getObject(java.lang.String a0) throws java.sql.SQLException {
-    return callable.getObject(a0);
+    return object(callable.getObject(a0));
   }
 
   @Override
   public <T> T getObject(int a0, java.lang.Class<T> a1) throws java.sql.SQLException {
-    return callable.getObject(a0, a1);
+    return object(callable.getObject(a0, a1), a1);
   }
 
   @Override
   public java.lang.Object getObject(int a0, java.util.Map<java.lang.String, java.lang.Class<?>> a1) throws java.sql.SQLException {
-    return callable.getObject(a0, a1);
+    return object(callable.getObject(a0, a1));
   }
 
   @Override
   public java.lang.Object getObject(int a0) throws java.sql.SQLException {
-    return callable.getObject(a0);
+    return object(callable.getObject(a0));
   }
 
   @Override
   public java.sql.Ref getRef(java.lang.String a0) throws java.sql.SQLException {
-    return callable.getRef(a0);
+    return (java.sql.Ref) object(callable.getRef(a0));
   }
 
   @Override
   public java.sql.Ref getRef(int a0) throws java.sql.SQLException {
-    return callable.getRef(a0);
+    return (java.sql.Ref) object(callable.getRef(a0));
   }
 
   @Override
@@ -425,7 +425,7 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public void setBlob(java.lang.String a0, java.sql.Blob a1) throws java.sql.SQLException {
-    callable.setBlob(a0, a1);
+    callable.setBlob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -470,7 +470,7 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public void setClob(java.lang.String a0, java.sql.Clob a1) throws java.sql.SQLException {
-    callable.setClob(a0, a1);
+    callable.setClob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -525,7 +525,7 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public void setNClob(java.lang.String a0, java.sql.NClob a1) throws java.sql.SQLException {
-    callable.setNClob(a0, a1);
+    callable.setNClob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -545,27 +545,27 @@ abstract class CallableStatementDelegate extends FencingPreparedStatement implem
 
   @Override
   public void setObject(java.lang.String a0, java.lang.Object a1, int a2, int a3) throws java.sql.SQLException {
-    callable.setObject(a0, a1, a2, a3);
+    callable.setObject(a0, DriverObjects.raw(a1), a2, a3);
   }
 
   @Override
   public void setObject(java.lang.String a0, java.lang.Object a1, int a2) throws java.sql.SQLException {
-    callable.setObject(a0, a1, a2);
+    callable.setObject(a0, DriverObjects.raw(a1), a2);
   }
 
   @Override
   public void setObject(java.lang.String a0, java.lang.Object a1, java.sql.SQLType a2, int a3) throws java.sql.SQLException {
-    callable.setObject(a0, a1, a2, a3);
+    callable.setObject(a0, DriverObjects.raw(a1), a2, a3);
   }
 
   @Override
   public void setObject(java.lang.String a0, java.lang.Object a1, java.sql.SQLType a2) throws java.sql.SQLException {
-    callable.setObject(a0, a1, a2);
+    callable.setObject(a0, DriverObjects.raw(a1), a2);
   }
 
   @Override
   public void setObject(java.lang.String a0, java.lang.Object a1) throws java.sql.SQLException {
-    callable.setObject(a0, a1);
+    callable.setObject(a0, DriverObjects.raw(a1));
   }
 
   @Override

@@ -18,6 +18,10 @@ abstract class ConnectionDelegate implements java.sql.Connection {
 
   abstract java.sql.CallableStatement callable(java.sql.CallableStatement s, String sql);
 
+  abstract Object object(Object value) throws java.sql.SQLException;
+
+  abstract <T> T object(T value, Class<T> type) throws java.sql.SQLException;
+
   @Override
   public void clearWarnings() throws java.sql.SQLException {
     delegate.clearWarnings();
@@ -25,22 +29,22 @@ abstract class ConnectionDelegate implements java.sql.Connection {
 
   @Override
   public java.sql.Array createArrayOf(java.lang.String a0, java.lang.Object[] a1) throws java.sql.SQLException {
-    return delegate.createArrayOf(a0, a1);
+    return (java.sql.Array) object(delegate.createArrayOf(a0, DriverObjects.raw(a1)));
   }
 
   @Override
   public java.sql.Blob createBlob() throws java.sql.SQLException {
-    return delegate.createBlob();
+    return (java.sql.Blob) object(delegate.createBlob());
   }
 
   @Override
   public java.sql.Clob createClob() throws java.sql.SQLException {
-    return delegate.createClob();
+    return (java.sql.Clob) object(delegate.createClob());
   }
 
   @Override
   public java.sql.NClob createNClob() throws java.sql.SQLException {
-    return delegate.createNClob();
+    return (java.sql.NClob) object(delegate.createNClob());
   }
 
   @Override
@@ -65,7 +69,7 @@ abstract class ConnectionDelegate implements java.sql.Connection {
 
   @Override
   public java.sql.Struct createStruct(java.lang.String a0, java.lang.Object[] a1) throws java.sql.SQLException {
-    return delegate.createStruct(a0, a1);
+    return (java.sql.Struct) object(delegate.createStruct(a0, DriverObjects.raw(a1)));
   }
 
   @Override

@@ -29,18 +29,6 @@ public final class FencedConnections {
     return new FencingConnection(connection, options);
   }
 
-  /**
-   * The transaction of a fenced connection ended outside the connection: an XA branch was ended,
-   * prepared, committed or rolled back through its {@code XAResource}. Its verified or poisoned
-   * state is forgotten, so the next transaction on the connection verifies again. For the agent's
-   * XA support; a no-op for connections that are not fenced.
-   */
-  public static void transactionEndedElsewhere(Connection connection) {
-    if (connection instanceof FencingConnection) {
-      ((FencingConnection) connection).fence.endedElsewhere();
-    }
-  }
-
   /** True if {@code connection} is fenced or wraps a fenced connection. */
   public static boolean isFenced(Connection connection) {
     if (connection instanceof FencedConnection) {

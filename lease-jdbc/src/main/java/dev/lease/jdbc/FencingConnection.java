@@ -16,12 +16,27 @@ import java.util.concurrent.Executor;
  */
 final class FencingConnection extends ConnectionDelegate implements FencedConnection {
 
+  static {
+    // the agent's XA support resets a fence through the internal bridge, not a public method
+    dev.lease.jdbc.internal.FenceInternals.register(
+        c -> {
+          if (c instanceof FencingConnection) {
+            ((FencingConnection) c).fence.endedElsewhere();
+          }
+        });
+  }
+
   final TransactionFence fence;
+
+  /** Negative controls only ({@link Weakening#RAW_DRIVER_OBJECTS}): values are not wrapped. */
+  final boolean rawDriverObjects;
+
   private volatile boolean closed;
 
   FencingConnection(Connection delegate, FencingOptions options) {
     super(delegate);
     this.fence = new TransactionFence(delegate, options);
+    this.rawDriverObjects = options.weakened(Weakening.RAW_DRIVER_OBJECTS);
   }
 
   @Override
@@ -61,6 +76,16 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
   @Override
   CallableStatement callable(CallableStatement s, String sql) {
     return s == null ? null : new FencingCallableStatement(this, s, sql);
+  }
+
+  @Override
+  Object object(Object value) {
+    return DriverObjects.wrap(this, value);
+  }
+
+  @Override
+  <T> T object(T value, Class<T> type) throws SQLException {
+    return DriverObjects.wrap(this, value, type);
   }
 
   @Override

@@ -42,6 +42,16 @@ final class FencingResultSet extends ResultSetDelegate {
         call);
   }
 
+  @Override
+  Object object(Object value) {
+    return DriverObjects.wrap(connection, value);
+  }
+
+  @Override
+  <T> T object(T value, Class<T> type) throws SQLException {
+    return DriverObjects.wrap(connection, value, type);
+  }
+
   /**
    * Closing the result set of an autocommit query completes the query: the verified transaction it
    * kept open (MySQL streaming) ends here.

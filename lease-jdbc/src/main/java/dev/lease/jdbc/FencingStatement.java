@@ -204,6 +204,16 @@ class FencingStatement extends StatementDelegate {
   }
 
   @Override
+  Object object(Object value) {
+    return DriverObjects.wrap(connection, value);
+  }
+
+  @Override
+  <T> T object(T value, Class<T> type) throws SQLException {
+    return DriverObjects.wrap(connection, value, type);
+  }
+
+  @Override
   public void addBatch(String text) throws SQLException {
     delegate.addBatch(text);
     if (batch == null) {

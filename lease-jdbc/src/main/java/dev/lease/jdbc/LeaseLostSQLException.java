@@ -16,7 +16,9 @@ import java.sql.SQLException;
  *   <li>Spring does not translate it into a transient, retryable or concurrency failure (its
  *       SQLState translator maps classes {@code 40}/{@code 61} to pessimistic locking and {@code
  *       08}, {@code 53}, {@code 54}, {@code 57}, {@code 58} to resource failures); it arrives as an
- *       {@code UncategorizedSQLException} with this exception as its cause.
+ *       {@code UncategorizedSQLException} with this exception as its cause. (The Spring Boot
+ *       starter translates {@value #REFUSED} and {@value #POISONED} into its own {@code
+ *       LeaseLostDataAccessException}, a concurrency failure.)
  * </ul>
  *
  * <table>
@@ -38,7 +40,11 @@ public class LeaseLostSQLException extends SQLException {
 
   private static final long serialVersionUID = 1L;
 
-  /** The verify refused the transaction: the lease is not held by this holder at this term. */
+  /**
+   * The verify refused the transaction: the lease is not held by this holder at this term. When the
+   * database refused it, the cause is the server's own error (its message contains {@code LF001
+   * lease not held}), and nothing sent with the verify or after it in the same round trip ran.
+   */
   public static final String REFUSED = "LF001";
 
   /** The transaction is poisoned (refused earlier, or its lease was lost while it was open). */

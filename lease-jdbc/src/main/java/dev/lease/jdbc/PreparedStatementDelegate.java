@@ -83,7 +83,7 @@ abstract class PreparedStatementDelegate extends FencingStatement implements jav
 
   @Override
   public void setArray(int a0, java.sql.Array a1) throws java.sql.SQLException {
-    prepared.setArray(a0, a1);
+    prepared.setArray(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -133,7 +133,7 @@ abstract class PreparedStatementDelegate extends FencingStatement implements jav
 
   @Override
   public void setBlob(int a0, java.sql.Blob a1) throws java.sql.SQLException {
-    prepared.setBlob(a0, a1);
+    prepared.setBlob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -178,7 +178,7 @@ abstract class PreparedStatementDelegate extends FencingStatement implements jav
 
   @Override
   public void setClob(int a0, java.sql.Clob a1) throws java.sql.SQLException {
-    prepared.setClob(a0, a1);
+    prepared.setClob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -233,7 +233,7 @@ abstract class PreparedStatementDelegate extends FencingStatement implements jav
 
   @Override
   public void setNClob(int a0, java.sql.NClob a1) throws java.sql.SQLException {
-    prepared.setNClob(a0, a1);
+    prepared.setNClob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -253,32 +253,32 @@ abstract class PreparedStatementDelegate extends FencingStatement implements jav
 
   @Override
   public void setObject(int a0, java.lang.Object a1, int a2, int a3) throws java.sql.SQLException {
-    prepared.setObject(a0, a1, a2, a3);
+    prepared.setObject(a0, DriverObjects.raw(a1), a2, a3);
   }
 
   @Override
   public void setObject(int a0, java.lang.Object a1, int a2) throws java.sql.SQLException {
-    prepared.setObject(a0, a1, a2);
+    prepared.setObject(a0, DriverObjects.raw(a1), a2);
   }
 
   @Override
   public void setObject(int a0, java.lang.Object a1, java.sql.SQLType a2, int a3) throws java.sql.SQLException {
-    prepared.setObject(a0, a1, a2, a3);
+    prepared.setObject(a0, DriverObjects.raw(a1), a2, a3);
   }
 
   @Override
   public void setObject(int a0, java.lang.Object a1, java.sql.SQLType a2) throws java.sql.SQLException {
-    prepared.setObject(a0, a1, a2);
+    prepared.setObject(a0, DriverObjects.raw(a1), a2);
   }
 
   @Override
   public void setObject(int a0, java.lang.Object a1) throws java.sql.SQLException {
-    prepared.setObject(a0, a1);
+    prepared.setObject(a0, DriverObjects.raw(a1));
   }
 
   @Override
   public void setRef(int a0, java.sql.Ref a1) throws java.sql.SQLException {
-    prepared.setRef(a0, a1);
+    prepared.setRef(a0, DriverObjects.raw(a1));
   }
 
   @Override

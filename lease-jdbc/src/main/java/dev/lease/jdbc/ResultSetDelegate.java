@@ -18,6 +18,10 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   abstract <T> T execute(int source, String sql, SqlCall<T> call) throws java.sql.SQLException;
 
+  abstract Object object(Object value) throws java.sql.SQLException;
+
+  abstract <T> T object(T value, Class<T> type) throws java.sql.SQLException;
+
   @Override
   public boolean absolute(int a0) throws java.sql.SQLException {
     return delegate.absolute(a0);
@@ -71,12 +75,12 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public java.sql.Array getArray(java.lang.String a0) throws java.sql.SQLException {
-    return delegate.getArray(a0);
+    return (java.sql.Array) object(delegate.getArray(a0));
   }
 
   @Override
   public java.sql.Array getArray(int a0) throws java.sql.SQLException {
-    return delegate.getArray(a0);
+    return (java.sql.Array) object(delegate.getArray(a0));
   }
 
   @Override
@@ -121,12 +125,12 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public java.sql.Blob getBlob(java.lang.String a0) throws java.sql.SQLException {
-    return delegate.getBlob(a0);
+    return (java.sql.Blob) object(delegate.getBlob(a0));
   }
 
   @Override
   public java.sql.Blob getBlob(int a0) throws java.sql.SQLException {
-    return delegate.getBlob(a0);
+    return (java.sql.Blob) object(delegate.getBlob(a0));
   }
 
   @Override
@@ -171,12 +175,12 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public java.sql.Clob getClob(java.lang.String a0) throws java.sql.SQLException {
-    return delegate.getClob(a0);
+    return (java.sql.Clob) object(delegate.getClob(a0));
   }
 
   @Override
   public java.sql.Clob getClob(int a0) throws java.sql.SQLException {
-    return delegate.getClob(a0);
+    return (java.sql.Clob) object(delegate.getClob(a0));
   }
 
   @Override
@@ -281,12 +285,12 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public java.sql.NClob getNClob(java.lang.String a0) throws java.sql.SQLException {
-    return delegate.getNClob(a0);
+    return (java.sql.NClob) object(delegate.getNClob(a0));
   }
 
   @Override
   public java.sql.NClob getNClob(int a0) throws java.sql.SQLException {
-    return delegate.getNClob(a0);
+    return (java.sql.NClob) object(delegate.getNClob(a0));
   }
 
   @Override
@@ -301,42 +305,42 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public <T> T getObject(java.lang.String a0, java.lang.Class<T> a1) throws java.sql.SQLException {
-    return delegate.getObject(a0, a1);
+    return object(delegate.getObject(a0, a1), a1);
   }
 
   @Override
   public java.lang.Object getObject(java.lang.String a0, java.util.Map<java.lang.String, java.lang.Class<?>> a1) throws java.sql.SQLException {
-    return delegate.getObject(a0, a1);
+    return object(delegate.getObject(a0, a1));
   }
 
   @Override
   public java.lang.Object getObject(java.lang.String a0) throws java.sql.SQLException {
-    return delegate.getObject(a0);
+    return object(delegate.getObject(a0));
   }
 
   @Override
   public <T> T getObject(int a0, java.lang.Class<T> a1) throws java.sql.SQLException {
-    return delegate.getObject(a0, a1);
+    return object(delegate.getObject(a0, a1), a1);
   }
 
   @Override
   public java.lang.Object getObject(int a0, java.util.Map<java.lang.String, java.lang.Class<?>> a1) throws java.sql.SQLException {
-    return delegate.getObject(a0, a1);
+    return object(delegate.getObject(a0, a1));
   }
 
   @Override
   public java.lang.Object getObject(int a0) throws java.sql.SQLException {
-    return delegate.getObject(a0);
+    return object(delegate.getObject(a0));
   }
 
   @Override
   public java.sql.Ref getRef(java.lang.String a0) throws java.sql.SQLException {
-    return delegate.getRef(a0);
+    return (java.sql.Ref) object(delegate.getRef(a0));
   }
 
   @Override
   public java.sql.Ref getRef(int a0) throws java.sql.SQLException {
-    return delegate.getRef(a0);
+    return (java.sql.Ref) object(delegate.getRef(a0));
   }
 
   @Override
@@ -557,12 +561,12 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateArray(java.lang.String a0, java.sql.Array a1) throws java.sql.SQLException {
-    delegate.updateArray(a0, a1);
+    delegate.updateArray(a0, DriverObjects.raw(a1));
   }
 
   @Override
   public void updateArray(int a0, java.sql.Array a1) throws java.sql.SQLException {
-    delegate.updateArray(a0, a1);
+    delegate.updateArray(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -647,7 +651,7 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateBlob(java.lang.String a0, java.sql.Blob a1) throws java.sql.SQLException {
-    delegate.updateBlob(a0, a1);
+    delegate.updateBlob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -662,7 +666,7 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateBlob(int a0, java.sql.Blob a1) throws java.sql.SQLException {
-    delegate.updateBlob(a0, a1);
+    delegate.updateBlob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -737,7 +741,7 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateClob(java.lang.String a0, java.sql.Clob a1) throws java.sql.SQLException {
-    delegate.updateClob(a0, a1);
+    delegate.updateClob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -752,7 +756,7 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateClob(int a0, java.sql.Clob a1) throws java.sql.SQLException {
-    delegate.updateClob(a0, a1);
+    delegate.updateClob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -837,7 +841,7 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateNClob(java.lang.String a0, java.sql.NClob a1) throws java.sql.SQLException {
-    delegate.updateNClob(a0, a1);
+    delegate.updateNClob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -852,7 +856,7 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateNClob(int a0, java.sql.NClob a1) throws java.sql.SQLException {
-    delegate.updateNClob(a0, a1);
+    delegate.updateNClob(a0, DriverObjects.raw(a1));
   }
 
   @Override
@@ -877,52 +881,52 @@ abstract class ResultSetDelegate implements java.sql.ResultSet {
 
   @Override
   public void updateObject(java.lang.String a0, java.lang.Object a1, int a2) throws java.sql.SQLException {
-    delegate.updateObject(a0, a1, a2);
+    delegate.updateObject(a0, DriverObjects.raw(a1), a2);
   }
 
   @Override
   public void updateObject(java.lang.String a0, java.lang.Object a1, java.sql.SQLType a2, int a3) throws java.sql.SQLException {
-    delegate.updateObject(a0, a1, a2, a3);
+    delegate.updateObject(a0, DriverObjects.raw(a1), a2, a3);
   }
 
   @Override
   public void updateObject(java.lang.String a0, java.lang.Object a1, java.sql.SQLType a2) throws java.sql.SQLException {
-    delegate.updateObject(a0, a1, a2);
+    delegate.updateObject(a0, DriverObjects.raw(a1), a2);
   }
 
   @Override
   public void updateObject(java.lang.String a0, java.lang.Object a1) throws java.sql.SQLException {
-    delegate.updateObject(a0, a1);
+    delegate.updateObject(a0, DriverObjects.raw(a1));
   }
 
   @Override
   public void updateObject(int a0, java.lang.Object a1, int a2) throws java.sql.SQLException {
-    delegate.updateObject(a0, a1, a2);
+    delegate.updateObject(a0, DriverObjects.raw(a1), a2);
   }
 
   @Override
   public void updateObject(int a0, java.lang.Object a1, java.sql.SQLType a2, int a3) throws java.sql.SQLException {
-    delegate.updateObject(a0, a1, a2, a3);
+    delegate.updateObject(a0, DriverObjects.raw(a1), a2, a3);
   }
 
   @Override
   public void updateObject(int a0, java.lang.Object a1, java.sql.SQLType a2) throws java.sql.SQLException {
-    delegate.updateObject(a0, a1, a2);
+    delegate.updateObject(a0, DriverObjects.raw(a1), a2);
   }
 
   @Override
   public void updateObject(int a0, java.lang.Object a1) throws java.sql.SQLException {
-    delegate.updateObject(a0, a1);
+    delegate.updateObject(a0, DriverObjects.raw(a1));
   }
 
   @Override
   public void updateRef(java.lang.String a0, java.sql.Ref a1) throws java.sql.SQLException {
-    delegate.updateRef(a0, a1);
+    delegate.updateRef(a0, DriverObjects.raw(a1));
   }
 
   @Override
   public void updateRef(int a0, java.sql.Ref a1) throws java.sql.SQLException {
-    delegate.updateRef(a0, a1);
+    delegate.updateRef(a0, DriverObjects.raw(a1));
   }
 
   @Override

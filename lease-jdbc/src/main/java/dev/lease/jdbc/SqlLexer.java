@@ -31,13 +31,19 @@ import java.util.List;
  * <h2>What it deliberately does not parse</h2>
  *
  * <p>Compound statements whose bodies hold semicolons the server does not split at: MySQL's {@code
- * CREATE PROCEDURE ... BEGIN ...; END}, MariaDB's {@code BEGIN NOT ATOMIC ... END}, PostgreSQL's
- * {@code BEGIN ATOMIC ... END} function bodies. The lexer splits them at every semicolon, which
- * finds more statements (and kinds: the {@code END} reads as a COMMIT) than the server runs, never
- * fewer: such a text is refused under a lease, never let through. SQLite's {@code CREATE TRIGGER
- * ... BEGIN ...; END} is the exception: its body is read as SQLite's parser reads it (a trigger
- * command list ends at an {@code END} right after a semicolon), since its commands are not
- * executed.
+ * CREATE PROCEDURE ... BEGIN ...; END}, MariaDB's {@code BEGIN NOT ATOMIC ... END}. The lexer
+ * splits them at every semicolon, which finds more statements (and kinds: the {@code END} reads as
+ * a COMMIT) than the server runs, never fewer: such a text is refused under a lease, never let
+ * through. Two bodies are read as their servers read them, since their commands are not executed
+ * when the statement runs: SQLite's {@code CREATE TRIGGER ... BEGIN ...; END} (a trigger command
+ * list ends at an {@code END} right after a semicolon), and PostgreSQL's SQL-standard function
+ * bodies, {@code CREATE ... BEGIN ATOMIC ...; END} (issue 25 item 9; common in migrations). In
+ * PostgreSQL's grammar such a body holds plain statements, no nested blocks, and {@code CASE} and
+ * {@code END} are reserved words, so the body ends at the {@code END} that closes every {@code
+ * CASE} opened in it; pgjdbc (42.7) stops splitting at semicolons once it saw {@code BEGIN ATOMIC}
+ * in a CREATE and sends the rest as one query, which the server then splits by that same grammar
+ * (or refuses, with the extended protocol, if more statements follow). A body still open at the end
+ * of the text with a semicolon in it makes the text {@link SqlSummary#AMBIGUOUS}.
  */
 final class SqlLexer {
 
@@ -183,6 +189,9 @@ final class SqlLexer {
     boolean concurrently;
     boolean inner; // MariaDB SET STATEMENT ... FOR: the window holds the statement after FOR
     int trigger; // SQLite CREATE TRIGGER: 1 in the body, 2 just after a semicolon, 3 after END
+    int atomic; // PostgreSQL CREATE ... BEGIN ATOMIC: the open BEGIN ATOMIC and CASE blocks
+    boolean afterBegin; // PostgreSQL: the CREATE statement's last word was BEGIN
+    boolean atomicSemicolon; // PostgreSQL: a semicolon inside an open BEGIN ATOMIC body
     int lastWordStart; // for hint positions (MySQL): the word just before, -1 if another token
 
     Scan(SqlLexer lexer, String sql, List<SqlStatement> out) {
@@ -249,6 +258,9 @@ final class SqlLexer {
       concurrently = false;
       inner = false;
       trigger = 0;
+      atomic = 0;
+      afterBegin = false;
+      atomicSemicolon = false;
       lastWordStart = -1;
     }
 
@@ -259,7 +271,11 @@ final class SqlLexer {
       while (i < n) {
         char c = sql.charAt(i);
         if (c == ';') {
-          endStatement();
+          if (atomic > 0) {
+            atomicSemicolon = true; // a statement of a BEGIN ATOMIC body: not run now
+          } else {
+            endStatement();
+          }
           i++;
         } else if (isSpace(c)) {
           i++;
@@ -769,6 +785,23 @@ final class SqlLexer {
       if (dialect == SqlDialect.SQLITE && trigger == 0 && isSqliteTriggerStart()) {
         trigger = 1;
       }
+      if (dialect == SqlDialect.POSTGRESQL && words > 1 && isWord(0, "CREATE")) {
+        atomicBody(from, to);
+      }
+    }
+
+    /** PostgreSQL: tracks {@code BEGIN ATOMIC ... END} in a CREATE statement (class comment). */
+    private void atomicBody(int from, int to) {
+      if (atomic > 0) {
+        if (equalsIgnoreCase(from, to, "CASE")) {
+          atomic++;
+        } else if (equalsIgnoreCase(from, to, "END")) {
+          atomic--;
+        }
+      } else if (afterBegin && equalsIgnoreCase(from, to, "ATOMIC")) {
+        atomic = 1;
+      }
+      afterBegin = atomic == 0 && equalsIgnoreCase(from, to, "BEGIN");
     }
 
     private boolean isSqliteTriggerStart() {
@@ -782,6 +815,9 @@ final class SqlLexer {
     }
 
     private void endStatement() {
+      if (atomic > 0 && atomicSemicolon) {
+        ambiguous = true; // the body never closed: where the server splits is not known
+      }
       if (start >= 0) {
         int kind = classify();
         boolean chain = kind == SqlKind.COMMIT || kind == SqlKind.ROLLBACK ? chained() : false;

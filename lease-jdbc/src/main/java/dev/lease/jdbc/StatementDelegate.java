@@ -20,6 +20,10 @@ abstract class StatementDelegate implements java.sql.Statement {
 
   abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);
 
+  abstract Object object(Object value) throws java.sql.SQLException;
+
+  abstract <T> T object(T value, Class<T> type) throws java.sql.SQLException;
+
   @Override
   public void cancel() throws java.sql.SQLException {
     delegate.cancel();

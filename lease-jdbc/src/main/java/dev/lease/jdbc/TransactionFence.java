@@ -29,6 +29,12 @@ import org.slf4j.LoggerFactory;
  *       (checklist 7, 17); exactly once per transaction, under one lease (checklist 24); again
  *       after anything that may have taken its lock away: a driver error, a savepoint rollback, a
  *       MySQL CALL ({@link #reverify}).
+ *   <li><b>The database refuses</b>: a verify whose lease is gone fails in the server, so nothing
+ *       sent with it or after it runs; {@link #refusedByDatabase} turns its error into LF001.
+ *       <b>Every commit carries its proof</b> ({@link #commit}): on PostgreSQL the verify rides in
+ *       the COMMIT's round trip; elsewhere it runs before the COMMIT when the fence's picture is in
+ *       doubt, including when the driver says the verified transaction ended behind the fence
+ *       ({@link #endedBehindTheFence}). The mechanism is a {@link Refusal}; DESIGN-NOTE.md.
  *   <li><b>Where the transaction is</b> is asked of the driver, not assumed ({@link
  *       DriverSession}): a BEGIN sent as SQL before the lease was bound, {@code SET autocommit} as
  *       SQL, a deadlock that rolled the transaction back. With a driver that cannot tell, the fence
@@ -123,8 +129,14 @@ final class TransactionFence {
   /** A lost lease's statement being cancelled on another thread (review L1); null when none. */
   private volatile Statement cancelling;
 
+  /** The driver's options were checked for silent reconnects and replays. */
+  private boolean driverChecked;
+
   /** A statement failed before {@link #session} was looked up: its flags start out stale. */
   private boolean failedBeforeSession;
+
+  /** What may end a refused transaction, and the XA branch begun as SQL (issue 25 item 8). */
+  private final Abandoning abandoning = new Abandoning();
 
   /** The lease the open transaction was verified under; null when none was. */
   private Lease verified() {
@@ -232,7 +244,11 @@ final class TransactionFence {
     }
     if (poisoned()) {
       if (count == 1 && isRollback(kind)) {
-        return control(lease, st, kind, summary, call);
+        return xaControl(lease, st, kind, summary, call, text(st, source, sql));
+      }
+      int abandon = abandons(count, summary, st, source, sql);
+      if (abandon != Abandoning.NONE) {
+        return abandon(abandon, call, text(st, source, sql));
       }
       throw poisonedException(null);
     }
@@ -249,7 +265,81 @@ final class TransactionFence {
     if (kind == SqlKind.OTHER) {
       return ordinary(lease, st, call, count == 1 ? shape : SHAPE_NONE, source, sql);
     }
-    return control(lease, st, kind, summary, call);
+    return xaControl(lease, st, kind, summary, call, text(st, source, sql));
+  }
+
+  /**
+   * {@link #control}, and on MySQL/MariaDB the XA branch begun as SQL remembered ({@link
+   * Abandoning#observe}): its XA ROLLBACK or XA COMMIT ends the session's transaction.
+   */
+  private <T> T xaControl(
+      Lease lease, FencingStatement st, int kind, long summary, SqlCall<T> call, String text)
+      throws SQLException {
+    if (kind == SqlKind.IMPLICIT_COMMIT
+        && isMySql()
+        && Abandoning.of(lexer, text) == Abandoning.UNLOCK_TABLES) {
+      Mode mode = mode();
+      if (mode == Mode.AUTOCOMMIT || verified() == lease) {
+        return unlockTables(lease, mode, call);
+      }
+    }
+    T result = control(lease, st, kind, summary, call);
+    if (isMySql()
+        && (kind == SqlKind.BEGIN
+            || kind == SqlKind.PREPARE_TRANSACTION
+            || kind == SqlKind.COMMIT_PREPARED
+            || kind == SqlKind.ROLLBACK_PREPARED)
+        && abandoning.observe(lexer, text)) {
+      endTransaction();
+      markSqlTransaction(false);
+    }
+    return result;
+  }
+
+  /**
+   * MySQL/MariaDB {@code UNLOCK TABLES} under a lease is never refused for want of a verify: under
+   * LOCK TABLES the verify cannot read the lease table ("was not locked with LOCK TABLES"), and a
+   * refused UNLOCK sent the pooled connection back with its tables locked (issue 25 item 6). In
+   * autocommit mode no transaction is open, so it commits nothing and runs as it is; in the
+   * verified transaction it commits implicitly, so it passes the checks of {@code commit()} first.
+   * An unverified transaction takes the general rule.
+   */
+  private <T> T unlockTables(Lease lease, Mode mode, SqlCall<T> call) throws SQLException {
+    if (mode == Mode.AUTOCOMMIT) {
+      return runUnverified(call);
+    }
+    checkCommit(lease);
+    try {
+      return runUnverified(call);
+    } finally {
+      endTransaction(); // MySQL committed it
+      markSqlTransaction(false);
+    }
+  }
+
+  /** What a one-statement text does to abandon a transaction ({@link Abandoning#of}). */
+  private int abandons(int count, long summary, FencingStatement st, int source, String sql) {
+    if (count != 1 || SqlSummary.ambiguous(summary) || lexer == null) {
+      return Abandoning.NONE;
+    }
+    return Abandoning.of(lexer, text(st, source, sql));
+  }
+
+  /** A statement that only ends or abandons a refused transaction: it runs (issue 25 item 8). */
+  private <T> T abandon(int what, SqlCall<T> call, String text) throws SQLException {
+    if (what == Abandoning.UNLOCK_TABLES) {
+      rollbackOpenTransaction(); // UNLOCK TABLES would commit it implicitly
+      endTransaction();
+    }
+    T result = runUnverified(call);
+    if (what == Abandoning.XA_END) {
+      abandoning.observe(lexer, text);
+    }
+    return result;
+  }
+
+  private static String text(FencingStatement st, int source, String sql) {
+    return source == TEXT ? sql : st == null ? null : st.sql;
   }
 
   /** No lease bound: pass through, after cleaning up what a lease-bound user left. */
@@ -265,6 +355,10 @@ final class TransactionFence {
       } else {
         long summary = summary(st, source, sql, lexer(null));
         int kind = SqlSummary.count(summary) == 1 ? SqlSummary.single(summary) : 0;
+        int abandon = abandons(SqlSummary.count(summary), summary, st, source, sql);
+        if (abandon != Abandoning.NONE) {
+          return abandon(abandon, call, text(st, source, sql));
+        }
         if (isRollback(kind)) {
           try {
             return call.call();
@@ -304,6 +398,9 @@ final class TransactionFence {
       Lease lease, FencingStatement st, SqlCall<T> call, int shape, int source, String sql)
       throws SQLException {
     if (verified() == lease) {
+      if (!reverify && endedBehindTheFence()) {
+        reverify = true; // an implicit commit, a COMMIT through a driver object: verify anew
+      }
       if (reverify) {
         // MySQL family: a CALL/EXECUTE may have run SET autocommit = 1 behind Connector/J's cached
         // flag (review S7): mode() asks the server before the cached flag is trusted
@@ -359,6 +456,11 @@ final class TransactionFence {
       case SqlKind.COMMIT:
       case SqlKind.PREPARE_TRANSACTION:
         checkCommit(lease);
+        if (verified() != null && ridesInCommit(verified())) {
+          // PostgreSQL: every commit carries its proof; the user's own COMMIT text cannot carry
+          // it, so it runs just before, as commit() would send it
+          proveCommit(verified(), false);
+        }
         try {
           return runUnverified(call);
         } finally {
@@ -596,14 +698,124 @@ final class TransactionFence {
     if (verified() != null && lease != verified() && abandoned()) {
       rollbackAbandoned(lease);
     }
-    if (reverify && verified() != null) {
+    Lease proof = proofLease(lease);
+    if (proof != null && proof == verified() && endedBehindTheFence()) {
+      reverify = true;
+    }
+    boolean rides = ridesInCommit(proof);
+    if (reverify && verified() != null && !rides) {
       verifyAgain(verified());
     }
     checkStillHeld();
     try {
-      delegate.commit();
+      if (rides) {
+        commitWithVerify(proof);
+      } else {
+        if (proof != null && proof != verified() && options.refusal().commitCarriesProof()) {
+          verify(proof); // writes the fence did not see (a driver object): prove them now
+        }
+        delegate.commit();
+      }
+    } catch (SQLException e) {
+      // only errors that say the session was gone before the commit arrived: any other failure
+      // of a commit leaves its outcome unknown, and the driver's error says so better
+      if (SESSION_GONE.contains(e.getSQLState())) {
+        LeaseLostSQLException lost = lostDuring(e);
+        if (lost != null) {
+          throw lost;
+        }
+      }
+      throw e;
     } finally {
       endTransaction();
+    }
+  }
+
+  // ---- every commit carries its proof
+  // -------------------------------------------------------------
+
+  /**
+   * The lease a commit must prove, or null when it commits nothing fenced: the lease the open
+   * transaction was verified under; else the bound lease if the server has a transaction open that
+   * the fence never verified (writes through an object that bypassed the wrapper). The driver is
+   * asked; a driver that cannot tell (sqlite-jdbc) leaves only the verified transaction to prove.
+   */
+  private Lease proofLease(Lease bound) {
+    Lease v = verified();
+    if (v != null) {
+      return v;
+    }
+    if (bound == null || !options.refusal().commitCarriesProof() || poisoned()) {
+      return null;
+    }
+    return Boolean.TRUE.equals(driverSession().inTransaction()) ? bound : null;
+  }
+
+  /** The server has a transaction open under the bound lease that the fence never verified. */
+  private boolean unprovenUnderLease() {
+    Lease bound = LeaseInternals.currentOrNull();
+    return verified() == null && bound != null && proofLease(bound) != null;
+  }
+
+  /**
+   * True when the driver says the server has no transaction open although the fence verified one:
+   * it ended behind the fence (a MySQL implicit commit such as MariaDB's {@code CREATE TEMPORARY
+   * SEQUENCE}, a COMMIT sent through a driver object), so what runs now runs in a transaction no
+   * verify covers. Free: the drivers keep the flag of the last OK packet or ReadyForQuery.
+   */
+  private boolean endedBehindTheFence() {
+    if (!options.refusal().readsServerState() || verified() == null) {
+      return false;
+    }
+    return Boolean.FALSE.equals(driverSession().inTransaction());
+  }
+
+  /**
+   * PostgreSQL: the commit's proof rides in the COMMIT's own round trip, always (measured: costs
+   * next to nothing; see DESIGN-NOTE.md). Not in a read-only transaction, which writes nothing and
+   * where STRICT's lock is refused.
+   */
+  private boolean ridesInCommit(Lease proof) throws SQLException {
+    return proof != null
+        && options.refusal().commitCarriesProof()
+        && lexer(proof).dialect == SqlDialect.POSTGRESQL
+        && !readOnlyWithoutLocks(proof);
+  }
+
+  /**
+   * Sends {@code <verify>; COMMIT} as one text: when the lease is not held the verify raises its
+   * error in the server, which skips the COMMIT and leaves the transaction aborted; the fence then
+   * rolls it back and refuses ({@link #refusedByDatabase}). pgjdbc's own commit() afterwards finds
+   * no transaction open and sends nothing.
+   */
+  private void commitWithVerify(Lease lease) throws SQLException {
+    proveCommit(lease, true);
+    delegate.commit();
+  }
+
+  /**
+   * Runs the commit's proof ({@link Refusal#commitProofSql}), followed by {@code COMMIT} in the
+   * same text when {@code commit}; on failure rolls back and throws (LF001 for a refusal).
+   */
+  private void proveCommit(Lease lease, boolean commit) throws SQLException {
+    Duration idle = idleBound(lease);
+    // prepared, so that pgjdbc server-prepares the text after its threshold like any statement
+    try (PreparedStatement ps =
+        delegate.prepareStatement(
+            options.refusal().commitProofSql(lease, strict) + (commit ? ";\nCOMMIT" : ""))) {
+      LeaseInternals.bindVerify(lease, ps, 1, strict, idle);
+      ps.execute();
+    } catch (SQLException e) {
+      driverSession().failed();
+      try {
+        delegate.rollback();
+      } catch (SQLException r) {
+        e.addSuppressed(r);
+      }
+      if (LeaseInternals.isRefusal(e)) {
+        throw refusedByDatabase(lease, e);
+      }
+      throw e;
     }
   }
 
@@ -612,11 +824,70 @@ final class TransactionFence {
     if (pending != null) {
       finishPending(); // an autocommit statement completes; the driver then refuses rollback()
     }
+    boolean lost =
+        !options.weakened(Weakening.LOSS_AS_DATABASE_ERROR) && (poisoned() || notHeld(txn));
     try {
+      if (abandoning.xaOpen()) {
+        abandoning.abandonXa(delegate); // MariaDB refuses ROLLBACK in an XA branch (XAE07)
+        if (delegate.getAutoCommit()) {
+          return;
+        }
+      }
       delegate.rollback();
+    } catch (SQLException e) {
+      // the server ended the session (its idle-in-transaction bound, while this process stood
+      // still): its transaction is gone with it, nothing to roll back. Failing here would replace
+      // the lease-lost error the caller already has (Spring: "Application exception overridden by
+      // rollback exception") with "connection is closed".
+      if (!lost || !closedQuietly()) {
+        throw e;
+      }
+      log.debug("no rollback needed: the session of a lost lease's transaction is gone", e);
     } finally {
       endTransaction();
     }
+  }
+
+  /**
+   * SQLStates that say the session was gone before the call reached the server: connection does not
+   * exist (pgjdbc, HikariCP's closed proxy), PostgreSQL's idle-in-transaction termination.
+   */
+  private static final java.util.Set<String> SESSION_GONE = java.util.Set.of("08003", "25P03");
+
+  /** True if {@code t} is under a lease that was lost or whose local deadline passed. */
+  private static boolean notHeld(FencedTransaction t) {
+    Lease lease = t == null ? null : t.lease;
+    return lease != null && !lease.isReleased() && !lease.isHeld();
+  }
+
+  private boolean closedQuietly() {
+    try {
+      return delegate.isClosed();
+    } catch (SQLException e) {
+      return false;
+    }
+  }
+
+  /**
+   * A statement or commit of the open transaction failed while its lease is no longer held (lost,
+   * or past its local deadline): typically the server ended the session because of the lease's own
+   * idle-in-transaction bound while this process stood still (PostgreSQL 25P03, then "connection
+   * closed"; MariaDB's idle_transaction_timeout), before the loss was noticed here. The caller is
+   * told the lease was lost (poisoned, {@value LeaseLostSQLException#POISONED}), with the server's
+   * error as its cause; null if the lease is still held.
+   */
+  private LeaseLostSQLException lostDuring(SQLException e) {
+    FencedTransaction t = txn;
+    if (!notHeld(t) || options.weakened(Weakening.LOSS_AS_DATABASE_ERROR)) {
+      return null;
+    }
+    Lease lease = t.lease;
+    poison(
+        lease,
+        "its lease was lost ("
+            + lease.lossReason().map(Enum::name).orElse("local deadline passed")
+            + ") while it was open");
+    return poisonedException("then the database failed it: " + e.getMessage(), e);
   }
 
   /** A savepoint rollback stays in the transaction, but the verify's lock may be gone. */
@@ -652,8 +923,16 @@ final class TransactionFence {
       delegate.setAutoCommit(true);
       throw refused;
     }
-    if (autoCommit && verified() != null) {
-      checkCommit(verified());
+    if (autoCommit) {
+      Lease proof = proofLease(LeaseInternals.currentOrNull());
+      if (proof != null && ridesInCommit(proof)) {
+        checkStillHeld();
+        commitWithVerify(proof); // the driver then finds nothing open to commit
+      } else if (proof != null && proof == verified()) {
+        checkCommit(proof);
+      } else if (proof != null) {
+        verify(proof); // writes the fence did not see: prove them before they commit
+      }
     }
     try {
       delegate.setAutoCommit(autoCommit);
@@ -724,7 +1003,10 @@ final class TransactionFence {
     if (pending != null) {
       finishPendingQuietly();
     }
-    if ((poisoned() || verified() != null) && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
+    // also a transaction the fence never verified that the server has open under the bound lease
+    // (writes through a driver object): the next borrower must not commit it
+    if ((poisoned() || verified() != null || unprovenUnderLease())
+        && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
       try {
         if (!delegate.isClosed()) {
           rollbackOpenTransaction();
@@ -1035,6 +1317,10 @@ final class TransactionFence {
 
   /** The lexer of this connection's database: the lease's, else the connection's metadata. */
   private SqlLexer lexer(Lease lease) throws SQLException {
+    if (lease != null && !driverChecked) {
+      driverChecked = true;
+      FencedDriver.refuseSilentReplay(driverSession().silentReplay(), lease);
+    }
     SqlLexer l = lexer;
     if (l == null) {
       String product =
@@ -1117,7 +1403,10 @@ final class TransactionFence {
             && ((FencingPreparedStatement) st).canReplay())) {
       return false;
     }
-    return st.delegate.getFetchSize() <= 0 && !delegate.isReadOnly() && lease.isHeld();
+    return st.delegate.getFetchSize() <= 0
+        && !delegate.isReadOnly()
+        && !readOnlyByDefault()
+        && lease.isHeld();
   }
 
   /**
@@ -1131,7 +1420,7 @@ final class TransactionFence {
   private <T> T piggyback(Lease lease, FencingStatement st, int source, String sql, int shape)
       throws SQLException {
     Duration idle = idleBound(lease);
-    String verifySql = LeaseInternals.verifySql(lease, strict);
+    String verifySql = options.refusal().verifySql(lease, strict);
     List<Object> values = LeaseInternals.verifyParameters(lease, strict, idle);
     FencedTransaction t = transaction(lease);
     Statement s;
@@ -1159,9 +1448,13 @@ final class TransactionFence {
       }
       rows = s.getMoreResults();
     } catch (SQLException e) {
-      // the verify or the statement failed (PostgreSQL aborts the transaction either way): the
-      // transaction stays unverified, the next statement verifies again
+      // the verify or the statement failed (PostgreSQL aborts the transaction either way, and
+      // skips what was sent after the failure): the transaction stays unverified
       afterError();
+      if (LeaseInternals.isRefusal(e)) {
+        piggybacked++; // carried along: the server refused it and ran nothing after it
+        throw refusedByDatabase(lease, e);
+      }
       if (poisoned()) {
         throw poisonedException("its statement failed after the loss: " + e.getMessage(), e);
       }
@@ -1170,12 +1463,10 @@ final class TransactionFence {
       t.running = null;
     }
     if (!held && !options.weakened(Weakening.PIGGYBACK_IGNORES_REFUSAL)) {
+      // only a verify that returns no row instead of failing (Refusal.CLIENT) gets here: the
+      // statement sent along has run
       drain(s);
-      throw refuse(
-          lease,
-          "the database says it is no longer held by this holder at this term (the statement"
-              + " sent along with the verify ran in this transaction and is undone by its"
-              + " rollback)");
+      throw refusedByDatabase(lease, null);
     }
     markVerified(lease);
     notify(lease, l -> l.transactionVerified(lease));
@@ -1306,7 +1597,9 @@ final class TransactionFence {
         lock && lexer != null && lexer.dialect == SqlDialect.MYSQL ? new long[] {-1, -1} : null;
     boolean held;
     try {
-      held = LeaseInternals.verifyInTransaction(lease, delegate, lock, idle, session);
+      held =
+          LeaseInternals.verifyInTransaction(
+              lease, delegate, options.refusal().verifySql(lease, lock), lock, idle, session);
       if (held && session != null && session[0] >= 0) {
         applySessionBounds(lease, session, idle);
       }
@@ -1314,11 +1607,14 @@ final class TransactionFence {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
       driverSession().failed();
+      if (LeaseInternals.isRefusal(e)) {
+        throw refusedByDatabase(lease, e);
+      }
       poison(lease, "its verify failed: " + e.getMessage());
       throw e;
     }
     if (!held) {
-      throw refuse(lease, "the database says it is no longer held by this holder at this term");
+      throw refusedByDatabase(lease, null);
     }
     markVerified(lease);
     notify(lease, l -> l.transactionVerified(lease));
@@ -1359,24 +1655,37 @@ final class TransactionFence {
    * pgjdbc answers the flag from memory and makes the server transaction read-only only when it
    * sends the BEGIN itself, so a BEGIN or {@code SET TRANSACTION READ WRITE} sent as SQL leaves a
    * flagged connection's transaction writable (review S1). The extra round trip runs only when the
-   * flag is set. SQLite: sqlite-jdbc's flag is the open mode ({@code SQLITE_OPEN_READONLY},
-   * enforced by SQLite; it refuses to set it on an open connection). MySQL/MariaDB: no server
-   * variable tells the open transaction's access mode ({@code START TRANSACTION READ WRITE} leaves
-   * {@code @@tx_read_only} at 1 on MariaDB 10.11), so the answer there is always no; InnoDB allows
-   * the share lock in a read-only transaction anyway.
+   * flag is set or the server reported a read-only session default ({@link PgSessionDefaults}).
+   * SQLite: sqlite-jdbc's flag is the open mode ({@code SQLITE_OPEN_READONLY}, enforced by SQLite;
+   * it refuses to set it on an open connection). MySQL/MariaDB: no server variable tells the open
+   * transaction's access mode ({@code START TRANSACTION READ WRITE} leaves {@code @@tx_read_only}
+   * at 1 on MariaDB 10.11), so the answer there is always no; InnoDB allows the share lock in a
+   * read-only transaction anyway.
    */
   private boolean readOnlyWithoutLocks(Lease lease) throws SQLException {
     String product = lease.manager().databaseProduct();
     if ("SQLite".equals(product) || options.weakened(Weakening.TRUST_READ_ONLY_FLAG)) {
       return delegate.isReadOnly();
     }
-    if (!"PostgreSQL".equals(product) || !delegate.isReadOnly()) {
+    if (!"PostgreSQL".equals(product) || !(delegate.isReadOnly() || readOnlyByDefault())) {
       return false;
     }
     try (Statement s = delegate.createStatement();
         ResultSet rs = s.executeQuery("SELECT current_setting('transaction_read_only')")) {
       return rs.next() && "on".equals(rs.getString(1));
     }
+  }
+
+  private PgSessionDefaults pgDefaults;
+
+  /** PostgreSQL: the session's default access mode is read-only ({@link PgSessionDefaults}). */
+  private boolean readOnlyByDefault() {
+    PgSessionDefaults d = pgDefaults;
+    if (d == null) {
+      d = PgSessionDefaults.of(delegate);
+      pgDefaults = d;
+    }
+    return d.readOnlyByDefault();
   }
 
   /**
@@ -1427,9 +1736,17 @@ final class TransactionFence {
       return call.call();
     } catch (SQLException e) {
       afterError();
+      if (t != null && LeaseInternals.isRefusal(e)) {
+        // a verify the driver sent again on its own (MariaDB transactionReplay) was refused
+        throw refusedByDatabase(t.lease, e);
+      }
       if (poisoned()) {
         // the lease was lost while the statement ran and the loss cancelled it
         throw poisonedException("its statement failed after the loss: " + e.getMessage(), e);
+      }
+      LeaseLostSQLException lost = lostDuring(e);
+      if (lost != null) {
+        throw lost;
       }
       throw e;
     } finally {
@@ -1496,6 +1813,9 @@ final class TransactionFence {
 
   /** Rolls back the open transaction: through JDBC, or as SQL if it was begun as SQL. */
   private void rollbackOpenTransaction() throws SQLException {
+    if (abandoning.xaOpen()) {
+      abandoning.abandonXa(delegate); // else the pool gets the connection back in XA ACTIVE
+    }
     if (!delegate.getAutoCommit()) {
       delegate.rollback();
       return;
@@ -1588,16 +1908,34 @@ final class TransactionFence {
     }
   }
 
+  /**
+   * The one place where the database's refusal of a verify becomes {@value
+   * LeaseLostSQLException#REFUSED}: the server's error ({@code cause}; null when a verify returned
+   * no row instead) is kept as the cause, the transaction is poisoned, listeners are told.
+   */
+  private LeaseLostSQLException refusedByDatabase(Lease lease, SQLException cause) {
+    if (!options.weakened(Weakening.REFUSAL_NOT_REPORTED)) {
+      LeaseInternals.lostInDatabase(lease); // lost at once; later transactions refused locally
+    }
+    return refuse(
+        lease, "the database says it is no longer held by this holder at this term", cause);
+  }
+
   private LeaseLostSQLException refuse(Lease lease, String why) {
+    return refuse(lease, why, null);
+  }
+
+  private LeaseLostSQLException refuse(Lease lease, String why, SQLException cause) {
     FencedTransaction t = transaction(lease);
     synchronized (this) {
       t.poisoned = true;
       t.poisonReason = "it was refused under " + lease + ": " + why;
     }
+    // term 0 is a placeholder for a lease never claimed here (as in the exception below): no term
     log.warn(
-        "refused a transaction under lease {} term {} instance {}: {}",
+        "refused a transaction under lease {}{} instance {}: {}",
         lease.name(),
-        lease.term(),
+        lease.term() == 0 ? "" : " term " + lease.term(),
         lease.instance(),
         why);
     notify(lease, l -> l.transactionRefused(lease));
@@ -1612,7 +1950,7 @@ final class TransactionFence {
             + "; roll back",
         LeaseLostSQLException.REFUSED,
         lease,
-        null);
+        cause);
   }
 
   /** Poisons the open transaction under {@code lease} (owner thread). */
@@ -1706,6 +2044,9 @@ final class TransactionFence {
     if (options.weakened(Weakening.NO_COMMIT_CHECKS)) {
       return;
     }
+    if (endedBehindTheFence()) {
+      reverify = true;
+    }
     if (reverify && verified() != null && lease == verified()) {
       verifyAgain(lease);
     }
@@ -1722,6 +2063,14 @@ final class TransactionFence {
    */
   private void checkStillHeld() throws LeaseLostSQLException {
     Lease lease = verified();
+    if (lease != null
+        && lease.isLost()
+        && !options.weakened(Weakening.COMMIT_TRUSTS_LOSS_LISTENER)) {
+      // the loss listener that poisons this transaction runs later, on the loss executor: the
+      // lease's own state decides a commit that comes first
+      poison(lease, "its lease was lost while it was open");
+      throw poisonedException(null);
+    }
     if (!strict && lease != null && lease.isReleased()) {
       throw refuse(
           lease,

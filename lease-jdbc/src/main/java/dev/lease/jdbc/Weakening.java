@@ -46,7 +46,31 @@ enum Weakening {
   /** Hand out driver objects through {@code unwrap} after the transaction's verify only. */
   NO_UNWRAP_CHECKS,
   /** Send the verify in the same round trip as the first statement but ignore an empty result. */
-  PIGGYBACK_IGNORES_REFUSAL;
+  PIGGYBACK_IGNORES_REFUSAL,
+  /**
+   * Hand out the driver's arrays, LOBs, refs, structs and {@code getObject} values unwrapped, as
+   * before issue 25 (their result sets and writes bypass the fence).
+   */
+  RAW_DRIVER_OBJECTS,
+  /** Keep a refusal by the database to the fence: the lease stays held locally (issue 23). */
+  REFUSAL_NOT_REPORTED,
+  /**
+   * Commit without reading the lease's own state: only the loss listener, which runs later on the
+   * loss executor, poisons a transaction whose lease was lost (issue 23).
+   */
+  COMMIT_TRUSTS_LOSS_LISTENER,
+  /**
+   * Report a failure of a transaction whose lease is no longer held as the database's error alone
+   * (no lease-lost cause), and fail the rollback of a session the server already ended (issue 20).
+   */
+  LOSS_AS_DATABASE_ERROR,
+  /**
+   * The refusal mechanism before issue 25 ({@link Refusal#CLIENT}: the client reads the verify's
+   * empty result, commits carry no proof, the server's transaction state is not read), for the
+   * conformance runner's negative controls, which cannot reach {@code
+   * FencingOptions.Builder.refusal} (another package); tests in this package use that seam.
+   */
+  PREVIOUS_REFUSAL;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

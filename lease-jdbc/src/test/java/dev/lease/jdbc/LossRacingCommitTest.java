@@ -70,8 +70,37 @@ class LossRacingCommitTest {
     }
   }
 
+  /**
+   * The next transaction's statement: on PostgreSQL and MySQL/MariaDB a read that waits on a row
+   * the test holds locked until the late cancel has run, so the cancel finds it running however
+   * slow the machine is (a 1 s sleep ended before a slow cancel came: the control failed under
+   * load); on SQLite a sleep, whose in-process interrupt cannot be slow.
+   */
+  private static String nextStatement(TestDatabase db, Fixture f) {
+    return db.isSqlite()
+        ? sleepQuery(db, 1)
+        : "SELECT id FROM " + f.data + " WHERE id = " + LOCKED_ID + " FOR UPDATE";
+  }
+
+  private static final int LOCKED_ID = 1_000;
+
   private static Outcome race(TestDatabase db, boolean weakened) throws Exception {
-    try (Fixture f = new Fixture(db, 3)) {
+    try (Fixture f = new Fixture(db, 5)) {
+      String next = nextStatement(db, f);
+      Connection locker = null;
+      if (!db.isSqlite()) {
+        try (Connection c = f.pool.getConnection()) {
+          f.insert(c, LOCKED_ID, 0);
+          if (!c.getAutoCommit()) {
+            c.commit();
+          }
+        }
+        locker = f.pool.getConnection();
+        locker.setAutoCommit(false);
+        try (Statement s = locker.createStatement()) {
+          s.executeQuery(next).close();
+        }
+      }
       Lease lost = f.manager("lost", LeaseTimings.DEFAULTS).tryClaim("a").orElseThrow();
       Lease healthy =
           f.manager(f.pool, "healthy", LeaseTimings.DEFAULTS, MonotonicClock.SYSTEM)
@@ -118,7 +147,7 @@ class LossRacingCommitTest {
                   firstDone.countDown();
                   try (LeaseContext.Scope scope = LeaseContext.bind(healthy)) {
                     f.insert(c, 2, healthy.term());
-                    try (ResultSet rs = s.executeQuery(sleepQuery(db, 1))) {
+                    try (ResultSet rs = s.executeQuery(next)) {
                       rs.next();
                     } catch (SQLException e) {
                       secondQuery.set(e);
@@ -144,9 +173,17 @@ class LossRacingCommitTest {
       }
       assertFalse(cancels.isEmpty(), "the loss queued a cancel of the running statement");
       assertTrue(firstDone.await(20, TimeUnit.SECONDS), "the lost lease's transaction ended");
-      awaitRunning(f, db, running[1], sleepQuery(db, 1)); // the next transaction's statement
+      awaitRunning(f, db, running[1], next); // the next transaction's statement
       for (Runnable late : List.copyOf(cancels)) {
         late.run(); // the cancel arrives late
+      }
+      if (locker != null) {
+        // a cancel that reached the statement ends it (PostgreSQL acts on a cancel request a moment
+        // after it was sent); one that did not leaves it waiting: give it a bounded moment, then
+        // let the statement have its row
+        awaitGone(f, db, next, TimeUnit.SECONDS.toNanos(2));
+        locker.rollback();
+        locker.close();
       }
       worker.join(30_000);
       assertFalse(worker.isAlive());
@@ -155,6 +192,30 @@ class LossRacingCommitTest {
       }
       assertTrue(healthy.isHeld());
       return new Outcome(firstCommit.get(), secondQuery.get(), f.count("id = 2"));
+    }
+  }
+
+  /** Waits until {@code query} no longer runs on the server, at most {@code nanos}. */
+  private static void awaitGone(Fixture f, TestDatabase db, String query, long nanos)
+      throws Exception {
+    long deadline = System.nanoTime() + nanos;
+    while (System.nanoTime() - deadline < 0 && running(f, db, query)) {
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
+    }
+  }
+
+  private static boolean running(Fixture f, TestDatabase db, String query) throws SQLException {
+    String probe =
+        db == TestDatabase.POSTGRESQL
+            ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
+            : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
+    try (Connection c = f.pool.getConnection();
+        java.sql.PreparedStatement ps = c.prepareStatement(probe)) {
+      ps.setString(1, query);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1) > 0;
+      }
     }
   }
 

@@ -5,6 +5,7 @@ import dev.lease.conformance.fault.PausedHolderProperty;
 import dev.lease.conformance.sim.GroupSimulationProperty;
 import dev.lease.conformance.sim.ModelProperty;
 import dev.lease.conformance.sim.SimulationProperty;
+import dev.lease.conformance.text.RawPathProperty;
 import dev.lease.conformance.text.StaleScriptProperty;
 import dev.lease.conformance.text.TakeoverScriptProperty;
 import java.util.List;
@@ -25,6 +26,7 @@ public final class Properties {
         new PausedHolderProperty(),
         new StaleScriptProperty(),
         new TakeoverScriptProperty(),
+        new RawPathProperty(),
         new GroupSimulationProperty());
   }
 

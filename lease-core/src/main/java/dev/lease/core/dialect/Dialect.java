@@ -146,11 +146,63 @@ public abstract class Dialect {
       Connection c, String name, String holder, String instance, long leaseMs) throws SQLException;
 
   /**
+   * The text every refusing verify puts into the error the server raises ({@link #verifySql}), so
+   * that whoever reads the error (lease-jdbc, a log) can tell the lease's refusal from any other
+   * failure. It must appear in each dialect's error message verbatim.
+   */
+  public static final String REFUSAL_MARKER = "LF001 lease not held";
+
+  /**
    * The verify statement: selects the term when {@code holder} still holds {@code name} at {@code
-   * term} by the database clock. In strict mode it also takes the lock on the lease row that the
-   * claim of the next term must wait for. Its parameters are {@link #verifyParameters}, in order.
+   * term} by the database clock, and <b>raises an error in the server</b> when it does not, whose
+   * message carries {@link #REFUSAL_MARKER} ({@link #isRefusal}). The error, not the client's
+   * reading of an empty result, is what stops the transaction: nothing sent in the same round trip
+   * after it runs (a statement carried along, a COMMIT), and a driver that replays the verify on a
+   * new session (MariaDB Connector/J {@code transactionReplay}) gets the error too. In strict mode
+   * it also takes the lock on the lease row that the claim of the next term must wait for. Its
+   * parameters are {@link #verifyParameters}, in order. The failing expression depends on the rows
+   * read, never on literals or parameters alone, so no planner can evaluate it ahead of the rows.
+   * Where the lease row itself is missing, a dialect may return no row instead (the caller must
+   * still treat an empty result as a refusal).
    */
   public abstract String verifySql(boolean strict);
+
+  /**
+   * The verify before the server refused (an empty result when the lease is not held, read by the
+   * client after the round trip): kept for negative controls and comparison benchmarks only. Same
+   * parameters as {@link #verifySql}.
+   */
+  public abstract String clientCheckedVerifySql(boolean strict);
+
+  /**
+   * The verify a commit carries as its proof (lease-jdbc sends it with the COMMIT where it can):
+   * like {@link #verifySql}, same parameters. A dialect whose strict verify's lock orders every
+   * claim after the commit may leave the expiry out: the row still naming this holder at this term
+   * means no successor has claimed, and the lock it takes again means none can before the commit (a
+   * holder paused past the expiry, whose lock made the next claim wait, still commits).
+   */
+  public String commitProofSql(boolean strict) {
+    return verifySql(strict);
+  }
+
+  /** True if {@code e} (or an exception chained to it) is a refusing verify's error. */
+  public static boolean isRefusal(SQLException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (String.valueOf(t.getMessage()).contains(REFUSAL_MARKER)) {
+        return true;
+      }
+      if (t instanceof SQLException s
+          && s.getNextException() != null
+          && s.getNextException() != t
+          && String.valueOf(s.getNextException().getMessage()).contains(REFUSAL_MARKER)) {
+        return true;
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return false;
+  }
 
   /**
    * The values of the verify statement's parameters, in order: what {@link #bindVerify} binds, for
@@ -381,10 +433,32 @@ public abstract class Dialect {
     return renewed;
   }
 
+  /**
+   * Releases {@code leases} (at most {@link #MAX_RENEWALS_PER_STATEMENT}) in one statement, each
+   * only for its holder at its term, exactly like {@link #releaseStep}: the batched release of a
+   * group's drain and close and of a manager's close. Returns how many rows it released (fewer when
+   * a lease was meanwhile taken over). {@code revision} changes in every matched row, so both MySQL
+   * drivers count each match whether they count found or changed rows. This implementation serves
+   * MySQL, MariaDB (the step's bounds in front) and SQLite (its own {@link #heldMatch}).
+   */
+  public int releaseAll(Connection c, List<Held> leases, long timeoutMs) throws SQLException {
+    checkBatch(leases);
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1 WHERE "
+            + heldMatch(leases.size());
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      bindHeld(ps, 1, leases);
+      return ps.executeUpdate();
+    }
+  }
+
   static void checkBatch(List<Held> leases) {
     if (leases.isEmpty() || leases.size() > MAX_RENEWALS_PER_STATEMENT) {
       throw new IllegalArgumentException(
-          "renewAll takes 1 to " + MAX_RENEWALS_PER_STATEMENT + " leases, got " + leases.size());
+          "a batch takes 1 to " + MAX_RENEWALS_PER_STATEMENT + " leases, got " + leases.size());
     }
   }
 
@@ -412,6 +486,97 @@ public abstract class Dialect {
       ps.setLong(i++, h.term());
     }
     return i;
+  }
+
+  // ---- transfer: hand a held lease to a named successor ----------------------------------------
+  //
+  // A transfer is a claim made by the holder for someone else: one statement that, only while the
+  // caller still holds the lease (holder and term match, not expired), writes the new term t+1, the
+  // successor's instance and a pending holder, and an expiry of now + the adoption bound. It
+  // changes the row exactly as a claim does, so on every database it waits for the transactions a
+  // strict verify let in under term t, exactly as a claim does (PostgreSQL: FOR UPDATE, see
+  // PostgresDialect), and the old holder's verifies, renewals and releases match nothing from then
+  // on (its term is gone). The row is not expired while the transfer is pending, so no third
+  // process can claim it; the successor adopts it in a statement of its own (adoptStep) that swaps
+  // the pending holder for its freshly minted token at the same term. If it never does, the row
+  // expires at the bound and is free as usual.
+
+  /**
+   * The holder value of a transferred lease not adopted yet. Minted holders are 32 hex digits, so
+   * no lease of any process ever has this value: nothing verifies, renews or releases under it.
+   */
+  public static final String TRANSFER_PENDING = "~transfer-pending";
+
+  /**
+   * Transfers {@code name} from {@code holder} at {@code term} to {@code successor}: term + 1,
+   * holder {@link #TRANSFER_PENDING}, instance {@code successor}, expiry database clock + {@code
+   * adoptWithinMs}. The new term, or null if {@code holder} no longer held it at {@code term}. This
+   * implementation (SQLite): one UPDATE ... RETURNING; SQLite's single writer orders it after every
+   * transaction whose strict verify (a write) came first.
+   */
+  public Long transferStep(
+      Connection c,
+      String name,
+      String holder,
+      long term,
+      String successor,
+      long adoptWithinMs,
+      long timeoutMs)
+      throws SQLException {
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1, expires_at_ms = "
+            + stepClock()
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+            + stepClock()
+            + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, TRANSFER_PENDING);
+      ps.setString(2, successor);
+      ps.setLong(3, adoptWithinMs);
+      ps.setString(4, name);
+      ps.setString(5, holder);
+      ps.setLong(6, term);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    }
+  }
+
+  /**
+   * Adopts {@code name} if it was transferred to {@code instance} and the transfer has not expired:
+   * the pending holder becomes {@code holder}, the expiry database clock + {@code leaseMs}; the
+   * term stays the one the transfer wrote. It needs no lock beyond its own row lock: the transfer
+   * already waited for term t's transactions, and nothing can have verified under the pending
+   * holder. The term, or null if there is nothing to adopt. This implementation (SQLite): UPDATE
+   * ... RETURNING.
+   */
+  public Long adoptStep(
+      Connection c, String name, String instance, String holder, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, expires_at_ms = "
+            + stepClock()
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND instance = ? AND expires_at_ms > "
+            + stepClock()
+            + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, holder);
+      ps.setLong(2, leaseMs);
+      ps.setString(3, name);
+      ps.setString(4, TRANSFER_PENDING);
+      ps.setString(5, instance);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    }
   }
 
   // ---- statements every dialect writes the same way -------------------------------------------

@@ -315,9 +315,33 @@ final class MySqlDialect extends Dialect {
    * {@code FOR SHARE}). InnoDB queues new share requests behind a waiting writer, so a renewal
    * waits only for transactions already in flight. Locking reads see the newest committed row
    * whatever the transaction's isolation level.
+   *
+   * <p>The refusal: the aggregate always yields one row, and when no row matched its CASE adds
+   * {@code COUNT(*)} (0), the largest BIGINT and the length of a text carrying {@link
+   * #REFUSAL_MARKER}, which overflows: {@code 1690 (22003) BIGINT value is out of range in
+   * 'count(0) + 9223372036854775807 + octet_length('LF001 lease not held')'}. Chosen over a scalar
+   * subquery returning two rows ({@code 1242 Subquery returns more than 1 row}) because the server
+   * prints the expression, marker included, into the message. The sum starts from {@code COUNT(*)},
+   * so nothing in it is constant. A locking read may aggregate (the rows it reads are locked as
+   * without one).
    */
   @Override
   public String verifySql(boolean strict) {
+    return "SELECT CASE WHEN COUNT(*) = 1 THEN MAX(term) ELSE COUNT(*) + 9223372036854775807"
+        + " + LENGTH('"
+        + REFUSAL_MARKER
+        + "') END AS term"
+        + (strict ? sessionBoundColumns() : "")
+        + " FROM "
+        + table
+        + " WHERE name = ? AND holder = ? AND term = ?"
+        + " AND expires_at_ms > "
+        + clock
+        + (strict ? " LOCK IN SHARE MODE" : "");
+  }
+
+  @Override
+  public String clientCheckedVerifySql(boolean strict) {
     return "SELECT term"
         + (strict ? sessionBoundColumns() : "")
         + " FROM "
@@ -361,6 +385,89 @@ final class MySqlDialect extends Dialect {
             + lockWait
             + ", idle_transaction_timeout = "
             + idle);
+  }
+
+  // ---- transfer ---------------------------------------------------------------------------------
+
+  /**
+   * One UPDATE, the new term read from the OK packet through {@code LAST_INSERT_ID} as in {@link
+   * #claimStep}. It takes an exclusive lock on the row it matches, so it waits for every
+   * transaction whose strict verify holds a share lock on it, then re-reads the newest committed
+   * row (READ COMMITTED) before it changes it.
+   */
+  @Override
+  public Long transferStep(
+      Connection c,
+      String name,
+      String holder,
+      long term,
+      String successor,
+      long adoptWithinMs,
+      long timeoutMs)
+      throws SQLException {
+    String clk = stepClock();
+    String update =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, expires_at_ms = "
+            + clk
+            + " + ?, revision = revision + 1,"
+            + " term = LAST_INSERT_ID(term + 1)"
+            + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
+            + clk;
+    try (PreparedStatement ps = c.prepareStatement(update, Statement.RETURN_GENERATED_KEYS)) {
+      ps.setString(1, TRANSFER_PENDING);
+      ps.setString(2, successor);
+      ps.setLong(3, adoptWithinMs);
+      ps.setString(4, name);
+      ps.setString(5, holder);
+      ps.setLong(6, term);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+      return generatedTerm(ps, name);
+    }
+  }
+
+  /**
+   * One UPDATE; {@code term = LAST_INSERT_ID(term)} hands the unchanged term back in the OK packet,
+   * and {@code revision} changes, so 1 means adopted whatever rows the driver counts.
+   */
+  @Override
+  public Long adoptStep(
+      Connection c, String name, String instance, String holder, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String clk = stepClock();
+    String update =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, expires_at_ms = "
+            + clk
+            + " + ?, revision = revision + 1, term = LAST_INSERT_ID(term)"
+            + " WHERE name = ? AND holder = ? AND instance = ? AND expires_at_ms > "
+            + clk;
+    try (PreparedStatement ps = c.prepareStatement(update, Statement.RETURN_GENERATED_KEYS)) {
+      ps.setString(1, holder);
+      ps.setLong(2, leaseMs);
+      ps.setString(3, name);
+      ps.setString(4, TRANSFER_PENDING);
+      ps.setString(5, instance);
+      if (ps.executeUpdate() != 1) {
+        return null;
+      }
+      return generatedTerm(ps, name);
+    }
+  }
+
+  private static long generatedTerm(PreparedStatement ps, String name) throws SQLException {
+    try (ResultSet keys = ps.getGeneratedKeys()) {
+      if (!keys.next()) {
+        throw new SQLException("the lease row '" + name + "' returned no term (LAST_INSERT_ID)");
+      }
+      return keys.getLong(1);
+    }
   }
 
   // ---- scheduler slots ------------------------------------------------------------------------

@@ -304,6 +304,38 @@ final class PostgresDialect extends Dialect {
   }
 
   /**
+   * One UPDATE for the whole batch, as {@link #renewAll}: three array parameters (the text and its
+   * plan never change with the batch's size), the step's bounds inside the WHERE.
+   */
+  @Override
+  public int releaseAll(Connection c, List<Held> leases, long timeoutMs) throws SQLException {
+    checkBatch(leases);
+    String[] names = new String[leases.size()];
+    String[] holders = new String[leases.size()];
+    Long[] terms = new Long[leases.size()];
+    for (int i = 0; i < leases.size(); i++) {
+      Held h = leases.get(i);
+      names[i] = h.name();
+      holders[i] = h.holder();
+      terms[i] = h.term();
+    }
+    String sql =
+        "UPDATE "
+            + table
+            + " t SET expires_at_ms = 0, revision = t.revision + 1"
+            + " FROM unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS k(name, holder, term)"
+            + " WHERE t.name = k.name AND t.holder = k.holder AND t.term = k.term AND "
+            + BOUND;
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setArray(1, c.createArrayOf("varchar", names));
+      ps.setArray(2, c.createArrayOf("varchar", holders));
+      ps.setArray(3, c.createArrayOf("bigint", terms));
+      bindBound(ps, 4, timeoutMs);
+      return ps.executeUpdate();
+    }
+  }
+
+  /**
    * The claim locks the row {@code FOR UPDATE} before it changes it. A plain UPDATE takes only
    * {@code FOR NO KEY UPDATE}, which does not conflict with the {@code FOR KEY SHARE} of a strict
    * verify (measured: it went through while a verified transaction was open); {@code FOR UPDATE}
@@ -350,20 +382,62 @@ final class PostgresDialect extends Dialect {
    * at most 4.4 ms, and the {@code FOR UPDATE} of the claim still waits for it. The {@code
    * idle_in_transaction_session_timeout} set LOCAL in the select list (no extra round trip) makes
    * the server end a paused holder's session, so it cannot delay a takeover without bound.
+   *
+   * <p>The refusal: an aggregate over the matching rows always yields one row, and when none
+   * matched its CASE casts a text carrying {@link #REFUSAL_MARKER} to bigint, which fails ({@code
+   * 22P02 invalid input syntax for type bigint: "LF001 lease not held: 0"}). The text is joined to
+   * {@code count(*)}, so the planner cannot fold the cast into a constant and fail while planning a
+   * verify that would match. The locking clause sits in a subquery: PostgreSQL refuses {@code FOR
+   * KEY SHARE} together with an aggregate, and on the nullable side of an outer join.
    */
   @Override
   public String verifySql(boolean strict) {
     if (!strict) {
-      return "SELECT term FROM "
-          + table
-          + " WHERE name = ? AND holder = ? AND term = ?"
-          + " AND expires_at_ms > "
-          + clock;
+      return "SELECT " + refusingTerm() + " FROM " + table + " v WHERE " + matches();
+    }
+    return "SELECT "
+        + refusingTerm()
+        + ", set_config('idle_in_transaction_session_timeout', ?, true)"
+        + " FROM (SELECT term FROM "
+        + table
+        + " WHERE "
+        + matches()
+        + " FOR KEY SHARE) v";
+  }
+
+  /** Strict: no expiry (see {@link Dialect#commitProofSql}); FOR KEY SHARE taken again. */
+  @Override
+  public String commitProofSql(boolean strict) {
+    if (!strict) {
+      return verifySql(false);
+    }
+    return "SELECT "
+        + refusingTerm()
+        + ", set_config('idle_in_transaction_session_timeout', ?, true)"
+        + " FROM (SELECT term FROM "
+        + table
+        + " WHERE name = ? AND holder = ? AND term = ? FOR KEY SHARE) v";
+  }
+
+  private static String refusingTerm() {
+    return "CASE WHEN count(*) = 1 THEN min(v.term) ELSE CAST('"
+        + REFUSAL_MARKER
+        + ": ' || count(*) AS bigint) END AS term";
+  }
+
+  private String matches() {
+    return "name = ? AND holder = ? AND term = ? AND expires_at_ms > " + clock;
+  }
+
+  @Override
+  public String clientCheckedVerifySql(boolean strict) {
+    if (!strict) {
+      return "SELECT term FROM " + table + " WHERE " + matches();
     }
     return "SELECT term, set_config('idle_in_transaction_session_timeout', ?, true) FROM "
         + table
-        + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
-        + clock
+        + " WHERE "
+        + matches()
         + " FOR KEY SHARE";
   }
 
@@ -379,6 +453,102 @@ final class PostgresDialect extends Dialect {
     values.add(holder);
     values.add(term);
     return values;
+  }
+
+  // ---- transfer ---------------------------------------------------------------------------------
+
+  /**
+   * The transfer locks the row {@code FOR UPDATE} in a CTE, as {@link #claimStep} does: a plain
+   * UPDATE takes only {@code FOR NO KEY UPDATE}, which does not wait for the {@code FOR KEY SHARE}
+   * of a strict verify, so the old holder's verified transactions could commit after term t+1. With
+   * it the transfer waits for them; READ COMMITTED then re-checks holder, term and expiry against
+   * the newest row version. A serialization failure (a pool defaulting to REPEATABLE READ) means
+   * the row changed under it: not transferred.
+   */
+  @Override
+  public Long transferStep(
+      Connection c,
+      String name,
+      String holder,
+      long term,
+      String successor,
+      long adoptWithinMs,
+      long timeoutMs)
+      throws SQLException {
+    String sql =
+        "WITH held AS (SELECT name FROM "
+            + table
+            + " WHERE name = ? AND holder = ? AND term = ? AND "
+            + BOUND
+            + " AND expires_at_ms > "
+            + clock
+            // the negative control: no row lock that waits for FOR KEY SHARE
+            + (faults.contains(TestFault.TRANSFER_WITHOUT_FOR_UPDATE) ? ")" : " FOR UPDATE)")
+            + " UPDATE "
+            + table
+            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = t.revision + 1"
+            + " FROM held WHERE t.name = held.name RETURNING t.term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = 1;
+      ps.setString(i++, name);
+      ps.setString(i++, holder);
+      ps.setLong(i++, term);
+      i = bindBound(ps, i, timeoutMs);
+      ps.setString(i++, TRANSFER_PENDING);
+      ps.setString(i++, successor);
+      ps.setLong(i, adoptWithinMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    } catch (SQLException e) {
+      if (!serializationFailure(e)) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      return null;
+    }
+  }
+
+  @Override
+  public Long adoptStep(
+      Connection c, String name, String instance, String holder, long leaseMs, long timeoutMs)
+      throws SQLException {
+    String sql =
+        "UPDATE "
+            + table
+            + " SET holder = ?, expires_at_ms = "
+            + clock
+            + " + ?, revision = revision + 1"
+            + " WHERE name = ? AND holder = ? AND instance = ? AND "
+            + BOUND
+            + " AND expires_at_ms > "
+            + clock
+            + " RETURNING term";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = 1;
+      ps.setString(i++, holder);
+      ps.setLong(i++, leaseMs);
+      ps.setString(i++, name);
+      ps.setString(i++, TRANSFER_PENDING);
+      ps.setString(i++, instance);
+      bindBound(ps, i, timeoutMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getLong(1) : null;
+      }
+    } catch (SQLException e) {
+      if (!serializationFailure(e)) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      return null;
+    }
   }
 
   // ---- scheduler slots ------------------------------------------------------------------------

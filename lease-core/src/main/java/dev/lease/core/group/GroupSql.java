@@ -6,6 +6,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -13,77 +14,92 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * The SQL of a {@link LeaseGroup} for one database: the members table, and the batched statements
- * on the ordinary lease table. The lease rows follow the lease table's rules exactly (those of
+ * Binds and runs the SQL of a {@link LeaseGroup}, the same way on every database: the members
+ * table, and the batched statements on the ordinary lease table. What differs per database is text
+ * only ({@link GroupSqlText}). The lease rows follow the lease table's rules exactly (those of
  * {@link Dialect}): a new row starts expired at the term {@code database clock ms × 1000} (terms
  * never repeat, even after a row is deleted); a claim sets a new holder and {@code term + 1} only
  * where the row is expired by the database clock; every statement reads the database clock inside
  * itself. No user value is concatenated into SQL: the table names are validated identifiers, keys
  * and group names are bound.
  */
-abstract class GroupSql {
+final class GroupSql {
 
   /** How many keys one statement carries (the IN lists hold only placeholders). */
   static final int MAX_KEYS_PER_STATEMENT = 1000;
 
-  static final int GROUP_WIDTH = Dialect.NAME_WIDTH;
-
-  /** The lease table. */
-  final String table;
-
-  /** The members table. */
-  final String members;
-
-  /** The database clock, UTC epoch ms (the dialect's expression). */
-  final String clock;
-
-  /** The lock clause of the claim's read; empty only in the negative control of the tests. */
-  final String rowLock;
+  private final String table;
+  private final String members;
+  private final String clock;
+  private final GroupSqlText text;
 
   GroupSql(Dialect dialect, String members, boolean unlocked) {
     this.table = dialect.table();
     this.members = members;
     this.clock = dialect.clock();
-    this.rowLock = unlocked ? "" : " FOR UPDATE SKIP LOCKED";
+    GroupSqlText t = GroupSqlText.of(dialect);
+    this.text =
+        new GroupSqlText(
+            fill(t.membersDdl(), unlocked),
+            fill(t.announce(), unlocked),
+            fill(t.createRows(), unlocked),
+            fill(t.claim(), unlocked),
+            t.claimUpdate() == null ? null : fill(t.claimUpdate(), unlocked));
   }
 
-  static GroupSql of(Dialect dialect, String members, boolean unlocked) {
-    return switch (dialect.product()) {
-      case "PostgreSQL" -> new PostgresGroupSql(dialect, members, unlocked);
-      case "MySQL", "MariaDB" -> new MySqlGroupSql(dialect, members, unlocked);
-      case "SQLite" -> new SqliteGroupSql(dialect, members, unlocked);
-      default -> throw new IllegalStateException("no LeaseGroup SQL for " + dialect.product());
-    };
+  private String fill(String sql, boolean unlocked) {
+    return sql.replace("{members}", members)
+        .replace("{table}", table)
+        .replace("{clock}", clock)
+        .replace("{lock}", unlocked ? "" : " FOR UPDATE SKIP LOCKED");
   }
 
   static List<String> ddl(Database database, String members) {
-    return switch (database) {
-      case POSTGRESQL -> PostgresGroupSql.membersDdl(members);
-      case MYSQL, MARIADB -> MySqlGroupSql.membersDdl(members);
-      case SQLITE -> SqliteGroupSql.membersDdl(members);
-    };
+    return List.of(GroupSqlText.of(database).membersDdl().replace("{members}", members));
   }
 
-  abstract List<String> ddl();
-
-  /** Writes this member's heartbeat (database clock) and draining flag; creates its row once. */
-  abstract void heartbeat(
-      Connection c, String group, String member, String instance, boolean draining)
-      throws SQLException;
+  List<String> ddl() {
+    return List.of(text.membersDdl());
+  }
 
   /**
-   * Creates the lease rows of {@code keys} that do not exist, expired, at the start term; one
-   * statement. Rows that exist are left alone.
+   * Inserts this member's row unless it exists; run in a transaction of its own, before the
+   * heartbeat's. Only a row of its own: on MySQL/MariaDB an insert into the members' index that
+   * shares a transaction with statements locking other members' rows (the old first pass: an
+   * upsert, then the purge of dead members scanning the group's rows) deadlocked when members
+   * started together; a lone insert of a new primary key waits for nobody's row.
    */
-  abstract void createRows(Connection c, List<String> keys) throws SQLException;
+  void announce(Connection c, String group, String member, String instance, boolean draining)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(text.announce())) {
+      ps.setString(1, group);
+      ps.setString(2, member);
+      ps.setString(3, instance);
+      ps.setInt(4, draining ? 1 : 0);
+      ps.executeUpdate();
+    }
+  }
 
   /**
-   * Claims up to {@code limit} of {@code keys} that are free or expired by the database clock, for
-   * {@code holder}: term + 1 each. Returns the claimed keys and their new terms.
+   * Writes this member's heartbeat (database clock) and draining flag: an UPDATE by primary key,
+   * which locks only this member's row. Returns the rows it counted: 0 when the row is gone (purged
+   * while this process was paused) or, under a driver that counts changed rows, when nothing
+   * changed (same millisecond, same flag); the caller then announces again (a no-op if it exists).
    */
-  abstract Map<String, Long> claim(
-      Connection c, List<String> keys, int limit, String holder, String instance, long leaseMs)
-      throws SQLException;
+  int beat(Connection c, String group, String member, boolean draining) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "UPDATE "
+                + members
+                + " SET heartbeat_ms = "
+                + clock
+                + ", draining = ? WHERE group_name = ? AND member = ?")) {
+      ps.setInt(1, draining ? 1 : 0);
+      ps.setString(2, group);
+      ps.setString(3, member);
+      return ps.executeUpdate();
+    }
+  }
 
   /** Live (heartbeat within {@code timeoutMs} of the database clock) members not draining. */
   int liveMembers(Connection c, String group, long timeoutMs) throws SQLException {
@@ -103,8 +119,54 @@ abstract class GroupSql {
     }
   }
 
-  /** Deletes the rows of members whose heartbeat is older than {@code olderThanMs}. */
+  /**
+   * Deletes the rows of members whose heartbeat is older than {@code olderThanMs}: a plain read
+   * finds them, then a DELETE by primary key (re-checking the age) removes them, so the live
+   * members' rows are never locked by the purge (a range DELETE would lock every row of the group
+   * it scans on MySQL/MariaDB).
+   */
   int forgetDead(Connection c, String group, long olderThanMs) throws SQLException {
+    List<String> dead = new ArrayList<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT member FROM "
+                + members
+                + " WHERE group_name = ? AND heartbeat_ms < "
+                + clock
+                + " - ?")) {
+      ps.setString(1, group);
+      ps.setLong(2, olderThanMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next() && dead.size() < MAX_KEYS_PER_STATEMENT) {
+          dead.add(rs.getString(1));
+        }
+      }
+    }
+    if (dead.isEmpty()) {
+      return 0;
+    }
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "DELETE FROM "
+                + members
+                + " WHERE group_name = ? AND member IN ("
+                + marks(dead.size())
+                + ") AND heartbeat_ms < "
+                + clock
+                + " - ?")) {
+      ps.setString(1, group);
+      int i = bind(ps, 2, dead);
+      ps.setLong(i, olderThanMs);
+      return ps.executeUpdate();
+    }
+  }
+
+  /**
+   * The purge as it was, one range DELETE: on MySQL/MariaDB it locks every row of the group it
+   * scans, and waits for a peer's row inserted in a transaction still open. Only the tests'
+   * negative control ({@code FIRST_PASS_IN_ONE_TRANSACTION}) runs it.
+   */
+  int forgetDeadInRange(Connection c, String group, long olderThanMs) throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
             "DELETE FROM "
@@ -139,7 +201,7 @@ abstract class GroupSql {
             "UPDATE "
                 + table
                 + " SET expires_at_ms = 0, revision = revision + 1 WHERE holder = ? AND name IN ("
-                + marks(keys)
+                + marks(keys.size())
                 + ")")) {
       ps.setString(1, holder);
       bind(ps, 2, keys);
@@ -151,7 +213,8 @@ abstract class GroupSql {
   Set<String> existing(Connection c, List<String> keys) throws SQLException {
     Set<String> found = new HashSet<>();
     try (PreparedStatement ps =
-        c.prepareStatement("SELECT name FROM " + table + " WHERE name IN (" + marks(keys) + ")")) {
+        c.prepareStatement(
+            "SELECT name FROM " + table + " WHERE name IN (" + marks(keys.size()) + ")")) {
       bind(ps, 1, keys);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -162,28 +225,82 @@ abstract class GroupSql {
     return found;
   }
 
-  /** The start term of a new row: database clock ms × 1000, as the lease table's create does. */
-  final String startTerm() {
-    return "(" + clock + ") * 1000";
+  /**
+   * Creates the lease rows of {@code keys} that do not exist, expired, at the start term ({@code
+   * database clock ms × 1000}, as the lease table's create); one statement. Keys come sorted, so
+   * concurrent creates of the same keys lock in one order.
+   */
+  void createRows(Connection c, List<String> keys) throws SQLException {
+    String row = "(?, (" + clock + ") * 1000)";
+    String rows = (row + ", ").repeat(keys.size() - 1) + row;
+    try (PreparedStatement ps = c.prepareStatement(text.createRows().replace("{rows}", rows))) {
+      bind(ps, 1, keys);
+      ps.executeUpdate();
+    }
   }
 
-  static String marks(List<String> keys) {
-    return "?, ".repeat(keys.size() - 1) + "?";
+  /**
+   * Claims up to {@code limit} of {@code keys} that are free or expired by the database clock, for
+   * {@code holder}: term + 1 each. Returns the claimed keys and their new terms.
+   */
+  Map<String, Long> claim(
+      Connection c, List<String> keys, int limit, String holder, String instance, long leaseMs)
+      throws SQLException {
+    String read = text.claim().replace("{keys}", marks(keys.size()));
+    Map<String, Long> terms = new LinkedHashMap<>();
+    if (text.claimUpdate() == null) {
+      try (PreparedStatement ps = c.prepareStatement(read)) {
+        int i = bind(ps, 1, keys);
+        ps.setInt(i++, limit);
+        ps.setString(i++, holder);
+        ps.setString(i++, instance);
+        ps.setLong(i, leaseMs);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            terms.put(rs.getString(1), rs.getLong(2));
+          }
+        }
+      }
+      return terms;
+    }
+    try (PreparedStatement ps = c.prepareStatement(read)) {
+      int i = bind(ps, 1, keys);
+      ps.setInt(i, limit);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          terms.put(rs.getString(1), rs.getLong(2) + 1);
+        }
+      }
+    }
+    if (terms.isEmpty()) {
+      return terms;
+    }
+    List<String> locked = new ArrayList<>(terms.keySet());
+    try (PreparedStatement ps =
+        c.prepareStatement(text.claimUpdate().replace("{keys}", marks(locked.size())))) {
+      ps.setString(1, holder);
+      ps.setString(2, instance);
+      ps.setLong(3, leaseMs);
+      bind(ps, 4, locked);
+      int n = ps.executeUpdate();
+      if (n != locked.size()) {
+        // cannot happen while the rows are locked; refuse rather than guess which were claimed
+        throw new SQLException(
+            "claimed " + n + " of " + locked.size() + " locked lease rows; rolled back");
+      }
+    }
+    return terms;
   }
 
-  static int bind(PreparedStatement ps, int first, List<String> keys) throws SQLException {
+  private static String marks(int n) {
+    return "?, ".repeat(n - 1) + "?";
+  }
+
+  private static int bind(PreparedStatement ps, int first, List<String> keys) throws SQLException {
     int i = first;
     for (String k : keys) {
       ps.setString(i++, k);
     }
     return i;
-  }
-
-  static Map<String, Long> readClaims(ResultSet rs) throws SQLException {
-    Map<String, Long> claimed = new LinkedHashMap<>();
-    while (rs.next()) {
-      claimed.put(rs.getString(1), rs.getLong(2));
-    }
-    return claimed;
   }
 }

@@ -50,10 +50,13 @@ import org.slf4j.LoggerFactory;
  * each other before they claim): reports keys whose lease was lost ({@link GroupCallbacks#onLost});
  * writes this member's heartbeat and draining flag to the members table and counts the live members
  * that are not draining (two statements, one transaction); releases keys that are no longer
- * candidates; sheds at most one key above the fair share {@code ceil(keys / live members)} ({@link
- * GroupCallbacks#onReleasing} returns first, the release runs second; {@link ShedChoice} chooses);
- * and claims free or expired keys up to the fair share in one batched statement per 1,000
- * candidates. The manager keeps the claimed leases renewed like every lease it holds.
+ * candidates; releases every key above the fair share {@code ceil(keys / live members)} at once (or
+ * one per pass with {@link Builder#shedOneKeyPerPass()}; {@link GroupCallbacks#onReleasing} returns
+ * first for each, then one release statement per 1,000 keys; {@link ShedChoice} chooses); and
+ * claims free or expired keys up to the fair share in one batched statement per 1,000 candidates. A
+ * member that joins or drains is thus absorbed in one or two passes of its peers. The manager keeps
+ * the claimed leases renewed like every lease it holds. Each pass that changed something logs one
+ * INFO line (per-key lines are at DEBUG).
  *
  * <p>{@link #drain()} stops acquiring, tells the peers (they leave this member out of the share at
  * their next pass) and hands every key over at once. {@link #close()} does the same and removes
@@ -89,7 +92,13 @@ public final class LeaseGroup implements AutoCloseable {
     /** Runs the release statement before {@link GroupCallbacks#onReleasing}. */
     RELEASE_BEFORE_CALLBACK,
     /** Claims without locking the rows first (PostgreSQL: does not wait for strict verifies). */
-    CLAIM_WITHOUT_ROW_LOCK
+    CLAIM_WITHOUT_ROW_LOCK,
+    /**
+     * The first pass as it was: heartbeat (inserting the row), purge of dead members by a range
+     * DELETE and count in one transaction, not retried (MySQL/MariaDB deadlocked when members
+     * started together).
+     */
+    FIRST_PASS_IN_ONE_TRANSACTION
   }
 
   /** What one pass did: for tests and for the listener. */
@@ -98,9 +107,12 @@ public final class LeaseGroup implements AutoCloseable {
       int share,
       int held,
       List<String> claimed,
-      String shed,
+      List<String> shed,
       List<String> released,
       List<String> lost) {}
+
+  /** How many times a statement the database refused as a deadlock is tried in one pass. */
+  private static final int CONFLICT_ATTEMPTS = 3;
 
   private final LeaseManager manager;
   private final String group;
@@ -112,6 +124,7 @@ public final class LeaseGroup implements AutoCloseable {
   private final List<GroupListener> listeners;
   private final long passNanos;
   private final long memberTimeoutMs;
+  private final boolean shedOnePerPass;
   private final Set<Fault> faults;
 
   private final ConcurrentSkipListMap<String, Lease> held = new ConcurrentSkipListMap<>();
@@ -144,6 +157,7 @@ public final class LeaseGroup implements AutoCloseable {
     this.listeners = List.copyOf(b.listeners);
     this.passNanos = b.passInterval.toNanos();
     this.memberTimeoutMs = b.memberTimeout.toMillis();
+    this.shedOnePerPass = b.shedOnePerPass;
     this.faults = b.faults.isEmpty() ? EnumSet.noneOf(Fault.class) : EnumSet.copyOf(b.faults);
   }
 
@@ -376,24 +390,43 @@ public final class LeaseGroup implements AutoCloseable {
       List<String> lost = reportLosses();
       SortedSet<String> candidates = candidates();
       boolean leaving = draining;
-      boolean housekeeping = passes % HOUSEKEEPING_PASSES == 0;
+      // not in the first pass: members that start together would purge at the same moment
+      boolean housekeeping = passes > 0 && passes % HOUSEKEEPING_PASSES == 0;
       // a new member only announces itself in its first pass: members that start together then
       // see each other before anyone claims, instead of the first one taking every key
       boolean firstPass = !announced;
       passes++;
-      int live =
-          LeaseInternals.execute(
-              manager,
-              "heartbeat of member " + member + " of group " + group,
-              c -> {
-                sql.heartbeat(c, group, member, manager.instance(), leaving);
-                if (housekeeping) {
-                  sql.forgetDead(c, group, 10 * memberTimeoutMs);
-                }
-                return sql.liveMembers(c, group, memberTimeoutMs);
-              });
+      int live;
+      if (firstPass && faults.contains(Fault.FIRST_PASS_IN_ONE_TRANSACTION)) {
+        live =
+            LeaseInternals.execute(
+                manager,
+                "heartbeat of member " + member + " of group " + group,
+                c -> {
+                  if (sql.beat(c, group, member, leaving) == 0) {
+                    sql.announce(c, group, member, manager.instance(), leaving);
+                  }
+                  sql.forgetDeadInRange(c, group, 10 * memberTimeoutMs);
+                  return sql.liveMembers(c, group, memberTimeoutMs);
+                });
+      } else {
+        if (!announced) {
+          announce(leaving);
+        }
+        live = heartbeat(leaving);
+      }
       announced = true;
+      if (firstPass && !leaving) {
+        // the lease rows too, while nobody claims: on MySQL/MariaDB an INSERT IGNORE that meets a
+        // row a peer is inserting share-locks it until it commits, and a peer's claim in that
+        // moment (SKIP LOCKED) steps over it; members starting together would then need a third
+        // pass to take every key
+        createMissingRows(new ArrayList<>(candidates));
+      }
       if (housekeeping) {
+        executeRetrying(
+            "forget the long gone members of group " + group,
+            c -> sql.forgetDead(c, group, 10 * memberTimeoutMs));
         rowsKnown.clear(); // a row deleted by hand is created again
       }
       int members = Math.max(1, live);
@@ -411,16 +444,18 @@ public final class LeaseGroup implements AutoCloseable {
         }
       }
       releaseKeys(released, false);
-      String shed = null;
+      List<String> shed = List.of();
       if (held.size() > share && !faults.contains(Fault.IGNORE_SHARE)) {
-        shed = chooseShed();
-        releaseKeys(List.of(shed), true);
+        shed = chooseShed(shedOnePerPass ? 1 : held.size() - share);
+        handOver(shed);
       }
       List<String> claimed =
           !firstPass && held.size() < share ? claim(candidates, share - held.size()) : List.of();
       int n = held.size();
       notify(l -> l.passCompleted(group, n, share, live));
-      return new Pass(live, share, n, claimed, shed, released, lost);
+      Pass pass = new Pass(live, share, n, claimed, shed, released, lost);
+      logPass(pass);
+      return pass;
     } finally {
       passLock.unlock();
     }
@@ -459,15 +494,151 @@ public final class LeaseGroup implements AutoCloseable {
     return lost;
   }
 
-  private String chooseShed() {
-    SortedSet<String> now = Collections.unmodifiableSortedSet(snapshot());
-    String chosen = null;
-    try {
-      chosen = shedChoice.choose(now);
-    } catch (RuntimeException e) {
-      log.warn("group {}: shed choice {} failed", group, shedChoice, e);
+  /**
+   * The {@code count} keys to shed, chosen one after another by the {@link ShedChoice} from the
+   * keys not chosen yet.
+   */
+  private List<String> chooseShed(int count) {
+    TreeSet<String> left = snapshot();
+    List<String> chosen = new ArrayList<>();
+    while (chosen.size() < count && !left.isEmpty()) {
+      String k = null;
+      try {
+        k = shedChoice.choose(Collections.unmodifiableSortedSet(left));
+      } catch (RuntimeException e) {
+        log.warn("group {}: shed choice {} failed", group, shedChoice, e);
+      }
+      if (k == null || !left.contains(k)) {
+        k = left.last();
+      }
+      left.remove(k);
+      chosen.add(k);
     }
-    return chosen != null && now.contains(chosen) ? chosen : now.last();
+    return chosen;
+  }
+
+  /**
+   * Moves {@code keys} (above the fair share) away from this member. Today: a batched release
+   * ({@link #releaseKeys}: each {@link GroupCallbacks#onReleasing} first, then one statement per
+   * 1,000 keys), and the members below their share claim them at their next pass, so a key is
+   * unowned for up to one pass interval. This is the seam where a transfer to a named member (a
+   * lease handed over with its fence in one statement, issue 23) can replace release + claim:
+   * choose the receiving members from the members table and hand each its keys here.
+   */
+  private void handOver(List<String> keys) {
+    releaseKeys(keys, true);
+  }
+
+  /** One INFO line for a pass that changed something; per-key lines are at DEBUG. */
+  private void logPass(Pass p) {
+    if (p.claimed().isEmpty()
+        && p.shed().isEmpty()
+        && p.released().isEmpty()
+        && p.lost().isEmpty()) {
+      log.debug(
+          "group {} member {}: pass: held {} of share {} among {} members",
+          group,
+          member,
+          p.held(),
+          p.share(),
+          p.liveMembers());
+      return;
+    }
+    log.info(
+        "group {} member {} (instance {}): pass: claimed {}{}, shed {}, released {}, lost {};"
+            + " held {} of share {} among {} members",
+        group,
+        member,
+        manager.instance(),
+        p.claimed().size(),
+        termRange(p.claimed()),
+        p.shed().size(),
+        p.released().size(),
+        p.lost().size(),
+        p.held(),
+        p.share(),
+        p.liveMembers());
+  }
+
+  /** " (terms a..b)" of the claimed keys' new leases, or nothing. */
+  private String termRange(List<String> claimed) {
+    long min = Long.MAX_VALUE;
+    long max = Long.MIN_VALUE;
+    for (String k : claimed) {
+      Lease l = held.get(k);
+      if (l != null) {
+        min = Math.min(min, l.term());
+        max = Math.max(max, l.term());
+      }
+    }
+    return min > max ? "" : " (terms " + min + ".." + max + ")";
+  }
+
+  /**
+   * Inserts this member's row in a transaction of its own ({@link GroupSql#announce}), retried at
+   * once if the database refuses it as a deadlock, so that a member starting with others is counted
+   * by them before any of them claims.
+   */
+  private void announce(boolean leaving) {
+    executeRetrying(
+        "announce member " + member + " of group " + group,
+        c -> {
+          sql.announce(c, group, member, manager.instance(), leaving);
+          return null;
+        });
+  }
+
+  /**
+   * The heartbeat and the count of live members, one transaction; if the member's row was gone
+   * (purged while this process was paused), announces it again and counts again.
+   */
+  private int heartbeat(boolean leaving) {
+    int[] beat = new int[1];
+    int live =
+        executeRetrying(
+            "heartbeat of member " + member + " of group " + group,
+            c -> {
+              beat[0] = sql.beat(c, group, member, leaving);
+              return sql.liveMembers(c, group, memberTimeoutMs);
+            });
+    if (beat[0] > 0) {
+      return live;
+    }
+    announce(leaving);
+    return executeRetrying(
+        "count the members of group " + group, c -> sql.liveMembers(c, group, memberTimeoutMs));
+  }
+
+  /**
+   * One attempt of the manager, tried again at once (up to {@link #CONFLICT_ATTEMPTS}) when the
+   * database rolled it back as a deadlock or serialization failure: the statements are idempotent
+   * (the heartbeat, the announcement, the purge), and the rollback undid the attempt as a whole.
+   */
+  private <T> T executeRetrying(String what, Dialect.SqlCall<T> call) {
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return LeaseInternals.execute(manager, what, call);
+      } catch (LeaseException e) {
+        if (attempt >= CONFLICT_ATTEMPTS || !rolledBackAsConflict(e)) {
+          throw e;
+        }
+        log.debug(
+            "group {}: {} was rolled back as a conflict; again: {}", group, what, e.getMessage());
+      }
+    }
+  }
+
+  /** SQLSTATE 40001 (MySQL/MariaDB deadlock 1213, serialization failure), 40P01 (PG deadlock). */
+  static boolean rolledBackAsConflict(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException s
+          && ("40001".equals(s.getSQLState())
+              || "40P01".equals(s.getSQLState())
+              || s.getErrorCode() == 1213)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -536,26 +707,7 @@ public final class LeaseGroup implements AutoCloseable {
         free.add(k);
       }
     }
-    List<String> unknown = new ArrayList<>();
-    for (String k : free) {
-      if (!rowsKnown.contains(k)) {
-        unknown.add(k);
-      }
-    }
-    for (List<String> chunk : chunks(unknown)) {
-      LeaseInternals.execute(
-          manager,
-          "create the lease rows of " + chunk.size() + " keys of group " + group,
-          c -> {
-            Set<String> missing = new TreeSet<>(chunk);
-            missing.removeAll(sql.existing(c, chunk));
-            if (!missing.isEmpty()) {
-              sql.createRows(c, new ArrayList<>(missing));
-            }
-            return null;
-          });
-      rowsKnown.addAll(chunk);
-    }
+    createMissingRows(free);
     long leaseMs = manager.timings().leaseDuration().toMillis();
     List<String> claimed = new ArrayList<>();
     for (List<String> chunk : chunks(free)) {
@@ -583,7 +735,7 @@ public final class LeaseGroup implements AutoCloseable {
         String k = e.getKey();
         Lease lease;
         try {
-          lease = LeaseInternals.adoptClaim(manager, k, holder, e.getValue(), start).hold();
+          lease = LeaseInternals.adoptBatchClaim(manager, k, holder, e.getValue(), start).hold();
         } catch (IllegalStateException closedMeanwhile) {
           // the manager closed: adoptClaim released this claim; the rest of the batch expires
           log.warn(
@@ -599,6 +751,30 @@ public final class LeaseGroup implements AutoCloseable {
       }
     }
     return claimed;
+  }
+
+  /** Creates the lease rows of {@code keys} not known to exist, one statement per 1,000 keys. */
+  private void createMissingRows(List<String> keys) {
+    List<String> unknown = new ArrayList<>();
+    for (String k : keys) {
+      if (!rowsKnown.contains(k)) {
+        unknown.add(k);
+      }
+    }
+    for (List<String> chunk : chunks(unknown)) {
+      LeaseInternals.execute(
+          manager,
+          "create the lease rows of " + chunk.size() + " keys of group " + group,
+          c -> {
+            Set<String> missing = new TreeSet<>(chunk);
+            missing.removeAll(sql.existing(c, chunk));
+            if (!missing.isEmpty()) {
+              sql.createRows(c, new ArrayList<>(missing));
+            }
+            return null;
+          });
+      rowsKnown.addAll(chunk);
+    }
   }
 
   private static List<List<String>> chunks(List<String> keys) {
@@ -707,6 +883,7 @@ public final class LeaseGroup implements AutoCloseable {
     private Duration memberTimeout;
     private String membersTable;
     private boolean createTable;
+    private boolean shedOnePerPass;
     private final Set<Fault> faults = new HashSet<>();
 
     private Builder(LeaseManager manager, String group) {
@@ -730,9 +907,23 @@ public final class LeaseGroup implements AutoCloseable {
       return this;
     }
 
-    /** Which key to shed above the fair share; default the last in order. */
+    /**
+     * Which keys to shed above the fair share, asked once per key shed (from the keys not chosen
+     * yet); default the last in order.
+     */
     public Builder shedChoice(ShedChoice choice) {
       this.shedChoice = Objects.requireNonNull(choice, "shedChoice");
+      return this;
+    }
+
+    /**
+     * Cautious moves: a member above its fair share gives back one key per pass instead of its
+     * whole surplus at once, so a join moves keys one by one (about {@code ceil(K/M) -
+     * ceil(K/(M+1))} passes) and each key's work restarts elsewhere before the next one moves.
+     * Drains, closes and keys that are no longer candidates are still released at once.
+     */
+    public Builder shedOneKeyPerPass() {
+      this.shedOnePerPass = true;
       return this;
     }
 
@@ -824,7 +1015,7 @@ public final class LeaseGroup implements AutoCloseable {
       }
       Dialect dialect = LeaseInternals.dialect(manager);
       GroupSql sql =
-          GroupSql.of(dialect, membersTable, faults.contains(Fault.CLAIM_WITHOUT_ROW_LOCK));
+          new GroupSql(dialect, membersTable, faults.contains(Fault.CLAIM_WITHOUT_ROW_LOCK));
       try {
         LeaseInternals.execute(
             manager,

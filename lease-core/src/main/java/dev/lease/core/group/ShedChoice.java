@@ -3,8 +3,9 @@ package dev.lease.core.group;
 import java.util.SortedSet;
 
 /**
- * Chooses the key a {@link LeaseGroup} sheds when it holds more than its fair share (one key per
- * pass), for example an idle one. The default sheds the last key in the set's order.
+ * Chooses the keys a {@link LeaseGroup} sheds when it holds more than its fair share, for example
+ * idle ones: asked once per key to shed, each time with the keys not chosen yet. The default sheds
+ * the last keys in the set's order.
  */
 @FunctionalInterface
 public interface ShedChoice {

@@ -33,12 +33,15 @@ public abstract class LeaseAccess {
   public abstract boolean verifyInTransaction(
       Lease lease,
       Connection connection,
+      String sql,
       boolean strict,
       Duration idleInTransaction,
       long[] sessionBounds)
       throws SQLException;
 
   public abstract void awaitRenewal(Lease lease, Duration max) throws InterruptedException;
+
+  public abstract void lostInDatabase(Lease lease);
 
   public abstract List<String> strictSessionStatements(
       LeaseManager manager, Duration idleInTransaction, Duration lockWait);
@@ -62,6 +65,9 @@ public abstract class LeaseAccess {
   public abstract String mintHolder(LeaseManager manager);
 
   public abstract Lease adoptClaim(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos);
+
+  public abstract Lease adoptBatchClaim(
       LeaseManager manager, String name, String holder, long term, long claimStartNanos);
 
   public abstract boolean endWith(Lease lease, BooleanSupplier end);

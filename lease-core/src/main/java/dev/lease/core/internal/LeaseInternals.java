@@ -87,29 +87,51 @@ public final class LeaseInternals {
   }
 
   /**
-   * Like {@link #verifyInTransaction(Lease, Connection, boolean, Duration)}; when the database
-   * confirms the holder, a STRICT verify also reports the session's current bounds it reads along
-   * ({@link Dialect#readSessionBounds}: MySQL/MariaDB lock wait and idle-in-transaction timeout,
-   * seconds, -1 where there is none) into {@code sessionBounds} (unchanged on other databases), so
+   * Runs {@code sql} (from {@link #verifySql} or {@link #clientCheckedVerifySql}) as the verify in
+   * the caller's open transaction. The server's refusal is thrown as the database raised it ({@link
+   * #isRefusal} tells it apart); false means the verify returned no row. When the database confirms
+   * the holder, a STRICT verify also reports the session's current bounds it reads along ({@link
+   * Dialect#readSessionBounds}: MySQL/MariaDB lock wait and idle-in-transaction timeout, seconds,
+   * -1 where there is none) into {@code sessionBounds} (unchanged on other databases), so
    * lease-jdbc sets them only when a session lacks them.
    */
   public static boolean verifyInTransaction(
       Lease lease,
       Connection connection,
+      String sql,
       boolean strict,
       Duration idleInTransaction,
       long[] sessionBounds)
       throws SQLException {
     return access()
-        .verifyInTransaction(lease, connection, strict, idleInTransaction, sessionBounds);
+        .verifyInTransaction(lease, connection, sql, strict, idleInTransaction, sessionBounds);
   }
 
   /**
-   * The SQL text of the verify statement of {@code lease}'s database (for sending it in one round
-   * trip with other statements); its parameters are {@link #verifyParameters}.
+   * The SQL text of the verify statement of {@code lease}'s database, which raises an error in the
+   * server when the lease is not held ({@link Dialect#verifySql}); its parameters are {@link
+   * #verifyParameters}.
    */
   public static String verifySql(Lease lease, boolean strict) {
     return dialect(lease.manager()).verifySql(strict);
+  }
+
+  /**
+   * The verify before the server refused ({@link Dialect#clientCheckedVerifySql}): negative
+   * controls and comparison benchmarks only.
+   */
+  public static String clientCheckedVerifySql(Lease lease, boolean strict) {
+    return dialect(lease.manager()).clientCheckedVerifySql(strict);
+  }
+
+  /** The verify a commit carries as its proof ({@link Dialect#commitProofSql}). */
+  public static String commitProofSql(Lease lease, boolean strict) {
+    return dialect(lease.manager()).commitProofSql(strict);
+  }
+
+  /** True if {@code e} is (or chains) a refusing verify's error ({@link Dialect#isRefusal}). */
+  public static boolean isRefusal(SQLException e) {
+    return Dialect.isRefusal(e);
   }
 
   /** The values of {@link #verifySql}'s parameters for {@code lease}, in order (String or Long). */
@@ -146,6 +168,16 @@ public final class LeaseInternals {
    */
   public static void awaitRenewal(Lease lease, Duration max) throws InterruptedException {
     access().awaitRenewal(lease, max);
+  }
+
+  /**
+   * The database refused a fenced transaction under {@code lease} (lease-jdbc's LF001): the lease
+   * is lost at once ({@link dev.lease.core.LossReason#DATABASE}), its loss handling runs (the work
+   * under it is interrupted), and {@code isHeld()} answers false from now on, so every later
+   * transaction is refused locally without a round trip. Nothing happens if it already ended.
+   */
+  public static void lostInDatabase(Lease lease) {
+    access().lostInDatabase(lease);
   }
 
   /**
@@ -234,6 +266,15 @@ public final class LeaseInternals {
   }
 
   /**
+   * {@link #adoptClaim} of one key of a claim of many in one statement (a group's pass): the
+   * per-lease log line is at DEBUG, the caller logs one line for the batch.
+   */
+  public static Lease adoptBatchClaim(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
+    return access().adoptBatchClaim(manager, name, holder, term, claimStartNanos);
+  }
+
+  /**
    * Ends {@code lease} with {@code end} instead of the release statement (the scheduler's finish,
    * which gives the name back as release does): stops the keeper first. False, without running
    * {@code end}, if the lease is no longer held here.
@@ -316,12 +357,51 @@ public final class LeaseInternals {
   }
 
   /**
-   * Builds a deliberately broken manager: the negative controls of the tests. Never in production.
+   * Builds a deliberately broken manager: the negative controls of the tests. Honoured only in a
+   * test JVM: with lease's test support or conformance runner on the class path ({@link
+   * #TEST_MARKERS}), or in the agent's test JVM ({@code -Dlease.agent.testJvm=true} with the agent
+   * loaded); refused anywhere else, so the hook in the shipped jar cannot break a production
+   * manager.
+   *
+   * @throws IllegalStateException outside a test JVM
    */
   public static LeaseManager.Builder faultForTesting(
       LeaseManager.Builder builder, TestFault fault) {
+    if (!testJvm()) {
+      throw new IllegalStateException(
+          "TestFault."
+              + fault
+              + " deliberately breaks a lease manager (negative controls of lease's own tests);"
+              + " it is honoured only with lease's test support or conformance runner on the"
+              + " class path, and refused here");
+    }
     access().fault(builder, fault);
     return builder;
+  }
+
+  /** Classes only lease's test support and conformance runner contain. */
+  static final List<String> TEST_MARKERS =
+      List.of(
+          "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
+
+  private static boolean testJvm() {
+    ClassLoader loader = LeaseInternals.class.getClassLoader();
+    for (String marker : TEST_MARKERS) {
+      if (present(marker, loader)) {
+        return true;
+      }
+    }
+    return Boolean.getBoolean("lease.agent.testJvm")
+        && present("dev.lease.agent.LeaseAgent", loader);
+  }
+
+  private static boolean present(String name, ClassLoader loader) {
+    try {
+      Class.forName(name, false, loader);
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   /**

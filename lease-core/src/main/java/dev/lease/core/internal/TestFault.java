@@ -41,5 +41,12 @@ public enum TestFault {
    */
   STEP_IN_SESSION,
   /** A manager renews each lease with a statement of its own instead of one batch for all. */
-  RENEW_ONE_BY_ONE
+  RENEW_ONE_BY_ONE,
+  /** A release of several leases (close, a group's drain) sends a statement per lease. */
+  RELEASE_ONE_BY_ONE,
+  /**
+   * PostgreSQL's transfer is a plain UPDATE without the {@code FOR UPDATE} of the claim: it does
+   * not wait for the old holder's strict-verified transactions ({@code FOR KEY SHARE}).
+   */
+  TRANSFER_WITHOUT_FOR_UPDATE
 }

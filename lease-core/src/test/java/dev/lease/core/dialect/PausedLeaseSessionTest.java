@@ -15,6 +15,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -65,6 +67,7 @@ class PausedLeaseSessionTest {
     }
   }
 
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("servers")
   void holderPausedInsideALeaseStatementDoesNotBlockASuccessor(TestDatabase db) throws Exception {
@@ -100,6 +103,7 @@ class PausedLeaseSessionTest {
   }
 
   /** Negative control: paused in a plain transaction, the row stays locked past the timeout. */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("servers")
   void holderPausedInAPlainTransactionBlocksASuccessor(TestDatabase db) throws Exception {

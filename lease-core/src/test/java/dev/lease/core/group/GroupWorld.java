@@ -60,6 +60,10 @@ final class GroupWorld implements AutoCloseable {
 
   final AtomicInteger orderingChecks = new AtomicInteger();
   final AtomicInteger failedPasses = new AtomicInteger();
+
+  /** The messages of the passes the database refused, in order. */
+  final List<String> failures = new CopyOnWriteArrayList<>();
+
   final AtomicInteger acquisitions = new AtomicInteger();
 
   /**
@@ -80,18 +84,26 @@ final class GroupWorld implements AutoCloseable {
   final class Member implements GroupCallbacks {
     final String name;
     final FailingDataSource ds;
+
+    /** What this member sends (inside the failing wrapper: a killed member sends nothing). */
+    final dev.lease.testing.CountingDataSource counting;
+
     final LeaseManager manager;
     final LeaseGroup group;
     final Map<String, Lease> leases = new ConcurrentHashMap<>();
     volatile boolean killed;
 
-    Member(String name, LeaseGroup.Fault fault, Supplier<? extends List<String>> candidates) {
+    Member(
+        String name,
+        LeaseGroup.Fault fault,
+        Supplier<? extends List<String>> candidates,
+        java.util.function.Consumer<LeaseGroup.Builder> options) {
       this.name = name;
       // SQLite: commits without an fsync each (as FencingBenchmark does), so that the renewals of
       // 1,000 leases, one transaction each until the manager renews in batches, do not queue
       // behind the disk on a loaded machine
-      this.ds =
-          new FailingDataSource(
+      this.counting =
+          new dev.lease.testing.CountingDataSource(
               fixture.pool(
                   8,
                   cfg -> {
@@ -105,6 +117,7 @@ final class GroupWorld implements AutoCloseable {
                       }
                     }
                   }));
+      this.ds = new FailingDataSource(counting);
       this.manager =
           fixture.track(
               fixture
@@ -130,6 +143,7 @@ final class GroupWorld implements AutoCloseable {
       if (fault != null) {
         b.faultForTesting(fault);
       }
+      options.accept(b);
       this.group = fixture.track(b.build());
     }
 
@@ -208,7 +222,14 @@ final class GroupWorld implements AutoCloseable {
   }
 
   Member join(String name, LeaseGroup.Fault fault) {
-    Member m = new Member(name, fault, () -> keys);
+    return join(name, fault, b -> {});
+  }
+
+  Member join(
+      String name,
+      LeaseGroup.Fault fault,
+      java.util.function.Consumer<LeaseGroup.Builder> options) {
+    Member m = new Member(name, fault, () -> keys, options);
     members.add(m);
     return m;
   }
@@ -224,9 +245,8 @@ final class GroupWorld implements AutoCloseable {
   }
 
   /**
-   * One pass of every participant, all at once. A pass the database refused (a deadlock between
-   * members starting together) is run again at once, up to three times: the test counts passes, not
-   * the database's transient refusals.
+   * One pass of every participant, all at once. A pass that failed (an attempt timed out on a
+   * loaded machine) is run again at once, up to three times, and recorded in {@link #failures}.
    */
   void round() {
     List<Future<?>> passes = new ArrayList<>();
@@ -239,6 +259,7 @@ final class GroupWorld implements AutoCloseable {
                     return m.group.runPass();
                   } catch (LeaseException e) {
                     failedPasses.incrementAndGet();
+                    failures.add(m + ": " + e.getMessage());
                     if (attempt == 3) {
                       throw e;
                     }

@@ -82,8 +82,7 @@ class LeaseGroupAcrossProcessesTest {
         String clock = LeaseInternals.dialect(manager).clock();
         LeaseGroup here = f.track(group(manager, KEYS, f.pool(2), acquisitions));
         // start here once the children announced themselves, so it does not take every key first
-        // and
-        // shed them one per pass (which the test would then wait for)
+        // and shed them again at its next pass
         Fixture.await("the children's heartbeats", Duration.ofSeconds(30), () -> members(f) >= 2);
         here.start();
         awaitFair(

@@ -25,6 +25,12 @@ class LeaseGroupTest {
   /** Passes for the members that start together: one to announce, one to claim, one spare. */
   static final int START_PASSES = 3;
 
+  /**
+   * Passes after a member announced itself (its first pass) until a join is absorbed: the peers
+   * release their surplus at their next pass (batched), the newcomer claims it at its next.
+   */
+  static final int JOIN_PASSES = 2;
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void membersShareKeysFairlyThroughJoinDrainAndKill(TestDatabase db) {
@@ -35,16 +41,26 @@ class LeaseGroupTest {
       int rounds = w.converge("three members started", START_PASSES);
       System.out.printf("%s: 3 members converged in %d passes: %s%n", db, rounds, w.counts());
 
-      // a fourth member joins: each of the three sheds one key per pass down to 250
+      // a fourth member joins: once it announced, each of the three releases its surplus (84) in
+      // its next pass, and d claims it in its next
       GroupWorld.Member d = w.join("d");
-      int excess = (KEYS + 2) / 3 - KEYS / 4;
-      rounds = w.converge("a fourth member joined", excess + START_PASSES);
+      d.group.runPass();
+      rounds = w.converge("a fourth member joined", JOIN_PASSES);
       System.out.printf("%s: 4 members converged in %d passes: %s%n", db, rounds, w.counts());
 
-      // b drains: it hands everything over at once, its peers take it at their next pass
+      // b drains: it hands everything over at once (one release statement for its 250 keys), its
+      // peers take it at their next pass
       int lostBefore = w.losses.get();
+      int before = b.counting.texts().size();
       b.group.drain();
       assertEquals(0, b.held(), "a drained member holds nothing");
+      List<String> sent = b.counting.texts();
+      assertEquals(
+          1,
+          sent.subList(before, sent.size()).stream()
+              .filter(t -> t.contains("SET expires_at_ms = 0"))
+              .count(),
+          db + ": release statements of the drain of 250 keys");
       w.round(); // the peers' next pass sees the flag
       assertFairOrExcused(w, lostBefore, "one pass after the drain the peers hold everything");
 
@@ -101,11 +117,98 @@ class LeaseGroupTest {
     w.converge(what + " (with " + lost + " keys lost)", 3);
   }
 
+  /**
+   * Three members start together (their first passes at once), three times over, 1,000 keys: no
+   * first pass is refused as a deadlock (MariaDB refused one in 2 of 3 such starts before the
+   * announcement became a transaction of its own), and each member is counted by the others before
+   * anyone claims, so the claim pass leaves the group fair.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void membersStartingTogetherAreCountedBeforeAnyoneClaims(TestDatabase db) {
+    for (int run = 1; run <= 3; run++) {
+      try (GroupWorld w = new GroupWorld(db, KEYS)) {
+        w.join("a");
+        w.join("b");
+        w.join("c");
+        w.round(); // every member announces itself
+        w.round(); // and claims
+        List<String> conflicts =
+            w.failures.stream().filter(m -> m.toLowerCase().contains("deadlock")).toList();
+        assertEquals(List.of(), conflicts, db + " run " + run + ": passes refused as deadlocks");
+        if (w.failures.isEmpty()) {
+          assertTrue(w.fair(), db + " run " + run + ": fair after the claim pass: " + w.counts());
+        } else {
+          // a pass that timed out on an overloaded machine: the next passes make up for it
+          System.out.printf("%s run %d: passes failed: %s%n", db, run, w.failures);
+          w.converge("three members started (with failed passes)", START_PASSES);
+        }
+        w.assertNoViolations();
+      }
+    }
+  }
+
+  /**
+   * Negative control of {@link #membersStartingTogetherAreCountedBeforeAnyoneClaims}: the first
+   * pass as it was (announcement, range purge and count in one transaction) is refused as a
+   * deadlock in some of five starts on MySQL/MariaDB (PostgreSQL's purge does not wait for an
+   * uncommitted insert, SQLite has one writer).
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mySqlFamily")
+  void theFirstPassInOneTransactionDeadlocksWhenMembersStartTogether(TestDatabase db) {
+    for (int run = 1; run <= 5; run++) {
+      try (GroupWorld w = new GroupWorld(db, 10)) {
+        for (String name : List.of("a", "b", "c")) {
+          w.join(name, LeaseGroup.Fault.FIRST_PASS_IN_ONE_TRANSACTION);
+        }
+        w.round();
+        if (w.failures.stream().anyMatch(m -> m.toLowerCase().contains("deadlock"))) {
+          System.out.printf("%s: deadlock in start %d: %s%n", db, run, w.failures.get(0));
+          return;
+        }
+      }
+    }
+    throw new AssertionError(db + ": negative control not caught: no deadlock in 5 starts");
+  }
+
+  static java.util.stream.Stream<TestDatabase> mySqlFamily() {
+    return TestDatabase.all().filter(TestDatabase::isMySqlFamily);
+  }
+
+  /**
+   * Cautious moves ({@code shedOneKeyPerPass}): a pass sheds one key, so a join takes about {@code
+   * ceil(K/3) - ceil(K/4)} passes. Also the negative control of the two-pass bound above: the same
+   * convergence check with that bound fails.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void shedOneKeyPerPassMovesOneKeyPerPassAndMissesTheTwoPassBound(TestDatabase db) {
+    int keys = 120;
+    try (GroupWorld w = new GroupWorld(db, keys)) {
+      for (String name : List.of("a", "b", "c")) {
+        w.join(name, null, LeaseGroup.Builder::shedOneKeyPerPass);
+      }
+      w.converge("three cautious members started", START_PASSES);
+      GroupWorld.Member d = w.join("d", null, LeaseGroup.Builder::shedOneKeyPerPass);
+      d.group.runPass();
+      LeaseGroup.Pass pass = w.members.get(0).group.runPass();
+      assertEquals(1, pass.shed().size(), "one key shed in a pass above the share: " + pass);
+      AssertionError caught =
+          assertThrows(
+              AssertionError.class, () -> w.converge("a cautious fourth joined", JOIN_PASSES));
+      assertTrue(caught.getMessage().contains("no convergence"), caught.getMessage());
+      int excess = (keys + 2) / 3 - keys / 4;
+      w.converge("a cautious fourth joined", excess + START_PASSES);
+      w.assertNoViolations();
+    }
+  }
+
   /** Negative control: a member that ignores the share is caught by the same convergence check. */
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void aGroupThatIgnoresTheShareDoesNotConverge(TestDatabase db) {
-    int keys = 300; // the same check on a smaller world: the bound below is 53 passes
+    int keys = 300;
     try (GroupWorld w = new GroupWorld(db, keys)) {
       w.join("greedy", LeaseGroup.Fault.IGNORE_SHARE);
       w.converge("one member started", START_PASSES);
@@ -113,8 +216,7 @@ class LeaseGroupTest {
       w.join("c");
       AssertionError caught =
           assertThrows(
-              AssertionError.class,
-              () -> w.converge("two members joined", keys / 2 - keys / 3 + START_PASSES));
+              AssertionError.class, () -> w.converge("two members joined", 2 * START_PASSES));
       assertTrue(caught.getMessage().contains("no convergence"), caught.getMessage());
     }
   }
@@ -126,7 +228,7 @@ class LeaseGroupTest {
       w.join("a");
       w.converge("one member started", START_PASSES);
       GroupWorld.Member b = w.join("b");
-      w.converge("a second member joined", 20 + START_PASSES); // a sheds 20, one per pass
+      w.converge("a second member joined", START_PASSES); // a sheds 20 at once
       b.group.drain();
       w.round();
       w.assertNoViolations();
@@ -143,7 +245,7 @@ class LeaseGroupTest {
       w.join("a", LeaseGroup.Fault.RELEASE_BEFORE_CALLBACK);
       w.converge("one member started", START_PASSES);
       GroupWorld.Member b = w.join("b");
-      w.converge("a second member joined", 20 + START_PASSES); // a sheds 20, one per pass
+      w.converge("a second member joined", START_PASSES); // a sheds 20 at once
       b.group.drain();
       w.round();
       assertTrue(

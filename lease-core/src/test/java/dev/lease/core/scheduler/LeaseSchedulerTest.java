@@ -25,6 +25,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -47,6 +49,7 @@ class LeaseSchedulerTest {
   // ---- every instant runs exactly once across three replicas
   // -------------------------------------
 
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void everyInstantRunsOnceAcrossThreeReplicas(TestDatabase db) {
@@ -55,6 +58,7 @@ class LeaseSchedulerTest {
   }
 
   /** Negative control: replicas that ignore the last instant on record run instants twice. */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void checkerCatchesReplicasThatIgnoreTheLastInstant(TestDatabase db) {
@@ -107,6 +111,7 @@ class LeaseSchedulerTest {
    * scheduler never reads a wall clock): the database clock decides, each instant runs once, on
    * time.
    */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void replicasWhoseProcessClocksDisagreeByMinutesRunEachInstantOnce(TestDatabase db) {
@@ -118,6 +123,7 @@ class LeaseSchedulerTest {
    * Negative control: replicas that decide the due instant by their own process clocks (minutes
    * apart) run instants minutes late or never; the checker catches it.
    */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void checkerCatchesReplicasThatTrustTheirProcessClocks(TestDatabase db) {
@@ -169,6 +175,7 @@ class LeaseSchedulerTest {
    * The first round runs for about 3.5 periods: the three instants it overran are skipped, reported
    * once each, and run by no replica; the next instant runs on time.
    */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void instantsOverrunByALongRoundAreSkippedNeverRunLate(TestDatabase db) {
@@ -177,6 +184,7 @@ class LeaseSchedulerTest {
   }
 
   /** Negative control: a finish that does not record the overrun lets a replica run one late. */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void checkerCatchesAnOverrunInstantRunLate(TestDatabase db) {
@@ -260,6 +268,7 @@ class LeaseSchedulerTest {
    * mid-round. X ran twice (once more after the first cut), never a third time, and when a later
    * instant is claimed X is reported superseded, once.
    */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void roundCutShortRunsAgainOnceThenNeverAndIsReported(TestDatabase db) throws Exception {
@@ -269,6 +278,7 @@ class LeaseSchedulerTest {
   }
 
   /** The same with the second cut made by closing the rerun's LeaseScheduler mid-round. */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void roundCutShortByClosingItsSchedulerIsNotRunAThirdTime(TestDatabase db) throws Exception {
@@ -278,6 +288,7 @@ class LeaseSchedulerTest {
   }
 
   /** Negative control: reruns without limit run X a third time, and X is never reported. */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void checkerCatchesAThirdRunOfAnInstantCutShortTwice(TestDatabase db) throws Exception {
@@ -368,6 +379,7 @@ class LeaseSchedulerTest {
    * next one, an hour later) and reports the instants before it, which no replica claimed, as
    * skipped.
    */
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void onStartTheLastInstantOnRecordTellsANewJobFromMissedInstants(TestDatabase db) {

@@ -141,6 +141,10 @@ class SchedulerAcrossProcessesTest {
         new ArrayList<>(
             List.of(
                 java,
+                // short-lived replicas: the C1 compiler and the serial collector start them with
+                // less CPU, which three cold JVMs at once on a 2-core machine are short of
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+UseSerialGC",
                 "-cp",
                 cp,
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel="

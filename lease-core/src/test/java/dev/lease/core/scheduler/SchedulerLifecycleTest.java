@@ -29,6 +29,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -79,6 +81,7 @@ class SchedulerLifecycleTest {
 
   // ---- closing stops the round first, never the failure policy ---------------------------------
 
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void closingStopsARoundThatWillNotStopWithoutTheFailurePolicy(TestDatabase db) throws Exception {
@@ -142,6 +145,7 @@ class SchedulerLifecycleTest {
 
   // ---- a lease lost after the work returned: finished, not run again ---------------------------
 
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void aRoundWhoseLeaseIsLostAfterItsWorkReturnedIsFinished(TestDatabase db) throws Exception {
@@ -201,20 +205,23 @@ class SchedulerLifecycleTest {
   // ---- the poll thread and interrupts
   // ------------------------------------------------------------
 
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void thePollThreadStopsOnAnInterruptInsteadOfSpinning(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       int polls = pollsAfterAnInterrupt(f, null);
-      assertTrue(polls <= 1, "stopped polling: " + polls + " polls in half a second");
+      assertTrue(polls <= 1, "stopped polling: " + polls + " polls after the interrupt");
       int spinning = pollsAfterAnInterrupt(f, LeaseScheduler.Fault.POLL_KEEPS_INTERRUPT);
-      assertTrue(spinning >= 10, "negative control: the old poll thread spins: " + spinning);
+      assertTrue(
+          spinning >= 10, "negative control: the old poll thread spins: " + spinning + " polls");
     }
   }
 
   private static int pollsAfterAnInterrupt(Fixture f, LeaseScheduler.Fault fault) throws Exception {
     Counting counting = new Counting(f.pool(2));
-    String instance = "poll-" + fault;
+    // the poll thread is found by its name, which has the instance in it: one per database run
+    String instance = "poll-" + f.db + "-" + fault;
     LeaseManager m = f.track(f.builder(counting, instance).timings(TIMINGS).build());
     LeaseScheduler.Builder sb =
         LeaseScheduler.builder(m)
@@ -234,14 +241,22 @@ class SchedulerLifecycleTest {
             .filter(t -> t.getName().equals("lease-scheduler-poll-" + instance))
             .findFirst()
             .orElseThrow();
-    poller.interrupt();
-    Thread.sleep(200); // let the interrupt land; the count below is what the test measures
     int before = counting.calls.get();
-    Thread.sleep(500); // the measured half second
-    int polls = counting.calls.get() - before;
+    poller.interrupt();
+    int polls;
     if (fault == null) {
+      // the event: the poll thread ends; a poll already under way at the interrupt may still count
       poller.join(5_000);
       assertFalse(poller.isAlive(), "the poll thread ended");
+      polls = counting.calls.get() - before;
+    } else {
+      // the control's event: polls pile up after the interrupt; a thread that kept its poll
+      // interval of a second would make at most six within the bounded wait, not ten
+      long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+      while (counting.calls.get() - before < 10 && System.nanoTime() - until < 0) {
+        Thread.sleep(5); // polling a bounded wait, not a synchronisation
+      }
+      polls = counting.calls.get() - before;
     }
     s.close();
     return polls;
@@ -265,6 +280,7 @@ class SchedulerLifecycleTest {
 
   // ---- a deleted row comes back above every earlier term ----------------------------------------
 
+  @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void aJobRowDeletedUnderARunningSchedulerComesBackWithAHigherTerm(TestDatabase db)

@@ -1,11 +1,13 @@
 package dev.lease.spring.boot;
 
+import dev.lease.core.Database;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
 import dev.lease.jdbc.FencedDataSource;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.List;
 import javax.sql.DataSource;
 import org.springframework.aop.Advisor;
@@ -13,6 +15,7 @@ import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -113,7 +116,7 @@ public class LeaseAutoConfiguration {
     listeners.orderedStream().forEach(b::listener);
     customizers.orderedStream().forEach(c -> c.customize(b));
     try {
-      return b.build();
+      return buildWithin(b, properties.getConnectTimeout(), properties.getTable());
     } catch (IllegalArgumentException e) {
       String message = e.getMessage() == null ? "" : e.getMessage();
       if (message.startsWith("instance")) {
@@ -123,6 +126,10 @@ public class LeaseAutoConfiguration {
       throw new InvalidConfigurationPropertyValueException(
           "lease.table", properties.getTable(), message);
     } catch (LeaseException e) {
+      LeaseException missing = missingTable(properties.getTable(), e);
+      if (missing != null) {
+        throw missing;
+      }
       throw new LeaseException(
           "the lease database cannot be used (lease.table="
               + properties.getTable()
@@ -131,6 +138,75 @@ public class LeaseAutoConfiguration {
               + "): "
               + e.getMessage(),
           e);
+    }
+  }
+
+  /**
+   * lease-core's missing-table failure told in the starter's terms (a property, or the DDL), not in
+   * the builder's ({@code createTableIfMissing()}); null for any other failure. Its cause is the
+   * database's error, so the builder's advice is nowhere in what a Spring user reads.
+   */
+  static LeaseException missingTable(String table, LeaseException e) {
+    String message = e.getMessage() == null ? "" : e.getMessage();
+    int at = message.indexOf("LeaseManager.ddl(Database.");
+    if (!message.startsWith("lease table ") || !message.contains(" does not exist ") || at < 0) {
+      return null;
+    }
+    String product = message.substring(at + "LeaseManager.ddl(Database.".length());
+    product = product.substring(0, Math.max(0, product.indexOf(',')));
+    String ddl;
+    try {
+      ddl = String.join(";\n", LeaseManager.ddl(Database.valueOf(product), table)) + ";";
+    } catch (IllegalArgumentException unknown) {
+      ddl = "(see LeaseManager.ddl)";
+    }
+    return new LeaseException(
+        message.substring(0, message.indexOf(" database; ") + " database".length())
+            + ": set lease.create-table=true to create it at start, or create it in your"
+            + " migrations (Flyway, Liquibase) with:\n"
+            + ddl,
+        e.getCause() != null ? e.getCause() : e);
+  }
+
+  /**
+   * Builds the manager (connect, detect the database, check or create the table) on a thread of its
+   * own, waiting at most {@code timeout}: a database that accepts TCP but never answers (a driver
+   * without a socket or login timeout) would otherwise hang start-up for good. The stuck thread is
+   * interrupted and left behind (a daemon: a blocked socket read does not end on an interrupt).
+   */
+  static LeaseManager buildWithin(LeaseManager.Builder b, Duration timeout, String table) {
+    java.util.concurrent.FutureTask<LeaseManager> build =
+        new java.util.concurrent.FutureTask<>(b::build);
+    Thread t = new Thread(build, "lease-manager-start");
+    t.setDaemon(true);
+    t.start();
+    try {
+      return build.get(timeout.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      build.cancel(true);
+      throw new LeaseException(
+          "the lease database did not answer within lease.connect-timeout="
+              + timeout.toMillis()
+              + "ms while the lease manager started (connecting, detecting the database, checking"
+              + " lease table "
+              + table
+              + "): check that the DataSource's database is up and answering; give its driver a"
+              + " connect and socket timeout (PostgreSQL: connectTimeout, socketTimeout;"
+              + " MySQL/MariaDB: connectTimeout, socketTimeout), or raise lease.connect-timeout if"
+              + " it is only slow");
+    } catch (InterruptedException e) {
+      build.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new LeaseException("interrupted while the lease manager started", e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException r) {
+        throw r;
+      }
+      if (cause instanceof Error err) {
+        throw err;
+      }
+      throw new LeaseException("the lease manager could not start: " + cause, cause);
     }
   }
 
@@ -153,12 +229,17 @@ public class LeaseAutoConfiguration {
       Environment environment,
       BeanFactory beanFactory,
       LeasesInUse inUse,
-      ObjectProvider<LeasedCallListener> callListeners) {
+      ObjectProvider<LeasedCallListener> callListeners,
+      ObjectProvider<FencedDataSourcePostProcessor> fencer) {
     return new LeasedMethodInterceptor(
         manager::getObject,
         new LeaseNameResolver(environment, beanFactory),
         inUse,
-        new CachedList<>(callListeners));
+        new CachedList<>(callListeners),
+        () -> {
+          FencedDataSourcePostProcessor f = fencer.getIfAvailable();
+          return f != null && !f.fenced().isEmpty();
+        });
   }
 
   @Bean
@@ -202,6 +283,29 @@ public class LeaseAutoConfiguration {
     @ConditionalOnMissingBean
     LeaseMetrics leaseMetrics(LeaseProperties properties) {
       return new LeaseMetrics(properties.getMetrics().isLeaseTag());
+    }
+
+    /** Once every bean is made, the jobs are known: their counters at zero from the start. */
+    @Bean
+    SmartInitializingSingleton leaseMetricsJobs(
+        ObjectProvider<LeaseMetrics> metrics, LeaseScheduledMethods jobs) {
+      return () -> metrics.ifAvailable(m -> m.jobs(jobs.jobs().keySet()));
+    }
+  }
+
+  /** A lost lease as {@link LeaseLostDataAccessException}, when spring-jdbc is present. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "org.springframework.jdbc.support.JdbcTransactionManager")
+  static class Translation {
+    @Bean
+    static LeaseLostTranslation leaseLostTranslation() {
+      return new LeaseLostTranslation();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    LeaseLostTranslation.Persistence leaseLostPersistenceExceptionTranslator() {
+      return new LeaseLostTranslation.Persistence();
     }
   }
 

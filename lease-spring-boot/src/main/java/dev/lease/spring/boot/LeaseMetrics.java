@@ -11,11 +11,13 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -41,6 +43,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <tr><td>{@code lease.renewal.latency}</td><td>timer: duration of successful renewals, from
  *       the start of the attempt (the connection borrow included) to the renewal's event</td></tr>
  *   <tr><td>{@code lease.releases}</td><td>leases released by this replica</td></tr>
+ *   <tr><td>{@code lease.transfers}</td><td>leases this replica handed to a named successor
+ *       ({@code Lease.transferTo})</td></tr>
+ *   <tr><td>{@code lease.adoptions}</td><td>leases transferred to this replica that it adopted
+ *       (each also a hand-over when the previous term was not its own)</td></tr>
  *   <tr><td>{@code lease.losses}</td><td>leases lost, tag {@code reason} = not_held |
  *       local_deadline</td></tr>
  *   <tr><td>{@code lease.transactions}</td><td>fenced transactions, tag {@code outcome} = verified |
@@ -64,6 +70,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * started (the deadline counts from the start of the last successful renewal), which makes that
  * time the renewal's duration. Self-fencing is {@code lease.losses} with reason {@code
  * local_deadline}.
+ *
+ * <p>The counters a dashboard or alert watches for something that should not happen ({@code
+ * lease.claims.refused}, {@code lease.losses} for each reason, {@code lease.scheduler.instants} for
+ * each outcome) are registered at zero before their first event, so they are listed in {@code
+ * /actuator/metrics} and scraped from the start: with {@code lease.metrics.lease-tag=false} when a
+ * registry is bound; with the lease tag (whose values are not known in advance) for each {@code
+ * LeaseScheduled} job at start and for any other lease at its first event of any kind.
  */
 public final class LeaseMetrics implements LeaseListener, LeasedCallListener, MeterBinder {
 
@@ -85,6 +98,11 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
             }
           });
 
+  /** Lease names whose zero-valued counters are registered (lease tag only), and jobs' names. */
+  private final Set<String> zeroed = ConcurrentHashMap.newKeySet();
+
+  private final Set<String> zeroedJobs = ConcurrentHashMap.newKeySet();
+
   LeaseMetrics(boolean leaseTag) {
     this.leaseTag = leaseTag;
   }
@@ -94,11 +112,55 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
     registries.add(registry);
     if (leaseTag) {
       heldByName.forEach((name, count) -> heldGauge(registry, name, count));
+      zeroed.forEach(name -> registerZeros(registry, name, false));
+      zeroedJobs.forEach(name -> registerZeros(registry, name, true));
     } else {
       Gauge.builder("lease.held", heldTotal, AtomicInteger::get)
           .description("leases this replica holds")
           .strongReference(true)
           .register(registry);
+      registerZeros(registry, null, true);
+    }
+  }
+
+  /**
+   * The {@code LeaseScheduled} jobs (their lease names): their counters at zero from the start.
+   * Called by the starter once every bean is made.
+   */
+  void jobs(Collection<String> names) {
+    for (String name : names) {
+      if (leaseTag && !FencingCheck.PROBE.equals(name) && zeroedJobs.add(name)) {
+        zeroed.add(name);
+        for (MeterRegistry r : registries) {
+          registerZeros(r, name, true);
+        }
+      }
+    }
+  }
+
+  /** The first event of lease {@code name}: its counters at zero (with the lease tag). */
+  private void seen(String name) {
+    if (leaseTag && zeroed.add(name)) {
+      for (MeterRegistry r : registries) {
+        registerZeros(r, name, false);
+      }
+    }
+  }
+
+  /**
+   * Registers, at zero, the counters of events that should not happen, for lease {@code name}
+   * (null: no lease tag); a counter registered already is left as it is.
+   */
+  private void registerZeros(MeterRegistry registry, String name, boolean job) {
+    Tags tags = tags(name);
+    registry.counter("lease.claims.refused", tags);
+    for (LossReason reason : LossReason.values()) {
+      registry.counter("lease.losses", tags.and("reason", reason.name().toLowerCase(Locale.ROOT)));
+    }
+    if (job) {
+      for (String outcome : new String[] {"superseded", "skipped"}) {
+        registry.counter("lease.scheduler.instants", tags.and("outcome", outcome));
+      }
     }
   }
 
@@ -182,6 +244,28 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
   }
 
   @Override
+  public void transferred(Lease lease, String successor, long newTerm) {
+    if (ignored(lease)) {
+      return;
+    }
+    held(lease.name(), -1);
+    count("lease.transfers", lease.name());
+  }
+
+  @Override
+  public void adopted(Lease lease) {
+    if (ignored(lease)) {
+      return;
+    }
+    held(lease.name(), +1);
+    count("lease.adoptions", lease.name());
+    Long previous = lastOwnTerm.put(lease.name(), lease.term());
+    if (previous == null || previous != lease.term() - 1) {
+      count("lease.handovers", lease.name());
+    }
+  }
+
+  @Override
   public void transactionVerified(Lease lease) {
     if (ignored(lease)) {
       return;
@@ -227,6 +311,7 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
   }
 
   private void count(String meter, String lease, String... keyValues) {
+    seen(lease);
     Tags tags = tags(lease).and(keyValues);
     for (MeterRegistry r : registries) {
       r.counter(meter, tags).increment();
@@ -234,7 +319,7 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
   }
 
   private Tags tags(String lease) {
-    return leaseTag ? Tags.of(Tag.of("lease", lease)) : Tags.empty();
+    return leaseTag && lease != null ? Tags.of(Tag.of("lease", lease)) : Tags.empty();
   }
 
   private void held(String name, int delta) {

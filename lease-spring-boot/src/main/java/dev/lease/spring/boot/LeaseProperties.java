@@ -37,6 +37,14 @@ public class LeaseProperties implements Validator {
    */
   private boolean createTable = false;
 
+  /**
+   * How long the lease manager's start (connecting to the lease database, detecting it, checking or
+   * creating the table) may take before start-up fails; a database that accepts connections but
+   * never answers would otherwise hang it. Later lease statements are bounded by the attempt
+   * timeout.
+   */
+  private Duration connectTimeout = Duration.ofSeconds(30);
+
   /** How long the database keeps a lease without renewal. */
   private Duration duration = Duration.ofSeconds(15);
 
@@ -232,15 +240,21 @@ public class LeaseProperties implements Validator {
    * @throws IllegalArgumentException naming the broken relation in lease-core's words
    */
   LeaseTimings toTimings() {
-    long ms = duration.toMillis();
-    return LeaseTimings.builder()
-        .leaseDuration(duration)
-        .renewInterval(renewInterval != null ? renewInterval : Duration.ofMillis(ms * 2 / 15))
-        .attemptTimeout(attemptTimeout != null ? attemptTimeout : Duration.ofMillis(ms / 3))
-        .localDeadline(localDeadline != null ? localDeadline : Duration.ofMillis(ms * 2 / 3))
-        .gracePeriod(gracePeriod != null ? gracePeriod : Duration.ofMillis(ms / 3))
-        .maxClockRateError(maxClockRateError)
-        .build();
+    // lease-core's derivation, so the starter, the agent and LeaseTimings.of agree
+    LeaseTimings.Builder b = LeaseTimings.builderFor(duration).maxClockRateError(maxClockRateError);
+    if (renewInterval != null) {
+      b.renewInterval(renewInterval);
+    }
+    if (attemptTimeout != null) {
+      b.attemptTimeout(attemptTimeout);
+    }
+    if (localDeadline != null) {
+      b.localDeadline(localDeadline);
+    }
+    if (gracePeriod != null) {
+      b.gracePeriod(gracePeriod);
+    }
+    return b.build();
   }
 
   // ---- validation (Spring Boot applies it when it binds, because this class is a Validator) -----
@@ -307,6 +321,12 @@ public class LeaseProperties implements Validator {
               .replace("idleInTransactionTimeout", "lease.fencing.idle-in-transaction-timeout")
               .replace("lockWaitTimeout", "lease.fencing.lock-wait-timeout"));
     }
+    if (p.getConnectTimeout() == null || p.getConnectTimeout().toMillis() < 1) {
+      errors.rejectValue(
+          "connectTimeout",
+          "lease.connect-timeout",
+          "lease.connect-timeout must be at least 1 ms, got " + p.getConnectTimeout());
+    }
     if (p.getScheduler().getPollInterval() == null
         || p.getScheduler().getPollInterval().toMillis() < 1) {
       errors.rejectValue(
@@ -350,6 +370,14 @@ public class LeaseProperties implements Validator {
 
   public void setCreateTable(boolean createTable) {
     this.createTable = createTable;
+  }
+
+  public Duration getConnectTimeout() {
+    return connectTimeout;
+  }
+
+  public void setConnectTimeout(Duration connectTimeout) {
+    this.connectTimeout = connectTimeout;
   }
 
   public Duration getDuration() {

@@ -16,6 +16,7 @@ import java.util.OptionalDouble;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -53,11 +54,17 @@ final class LeasedMethodInterceptor implements MethodInterceptor {
           "org.springframework.transaction.support.TransactionSynchronizationManager",
           LeasedMethodInterceptor.class.getClassLoader());
 
+  /** What a lost or released call's exception says when no DataSource is fenced. */
+  static final String NOT_FENCED =
+      "; no DataSource is fenced (lease.fencing.enabled is not true), so nothing refused its"
+          + " transactions: what it wrote after that may have committed";
+
   private final Supplier<LeaseManager> manager;
   private final LeaseNameResolver names;
   private final LeasesInUse inUse;
   private final Supplier<List<LeasedCallListener>> listeners;
   private final boolean transactionAware;
+  private final BooleanSupplier fenced;
   private final Map<Method, Optional<Leased>> annotations = new ConcurrentHashMap<>();
 
   LeasedMethodInterceptor(
@@ -65,7 +72,16 @@ final class LeasedMethodInterceptor implements MethodInterceptor {
       LeaseNameResolver names,
       LeasesInUse inUse,
       Supplier<List<LeasedCallListener>> listeners) {
-    this(manager, names, inUse, listeners, SPRING_TX);
+    this(manager, names, inUse, listeners, SPRING_TX, () -> true);
+  }
+
+  LeasedMethodInterceptor(
+      Supplier<LeaseManager> manager,
+      LeaseNameResolver names,
+      LeasesInUse inUse,
+      Supplier<List<LeasedCallListener>> listeners,
+      BooleanSupplier fenced) {
+    this(manager, names, inUse, listeners, SPRING_TX, fenced);
   }
 
   /**
@@ -79,6 +95,22 @@ final class LeasedMethodInterceptor implements MethodInterceptor {
       LeasesInUse inUse,
       Supplier<List<LeasedCallListener>> listeners,
       boolean transactionAware) {
+    this(manager, names, inUse, listeners, transactionAware, () -> true);
+  }
+
+  /**
+   * @param fenced whether the starter fences a DataSource ({@code lease.fencing.enabled=true}): a
+   *     lost or released call's exception then says its later transactions were refused; without a
+   *     fence nothing refused them, and it says so
+   */
+  private LeasedMethodInterceptor(
+      Supplier<LeaseManager> manager,
+      LeaseNameResolver names,
+      LeasesInUse inUse,
+      Supplier<List<LeasedCallListener>> listeners,
+      boolean transactionAware,
+      BooleanSupplier fenced) {
+    this.fenced = fenced;
     this.manager = manager;
     this.names = names;
     this.inUse = inUse;
@@ -168,7 +200,10 @@ final class LeasedMethodInterceptor implements MethodInterceptor {
               + lease.lossReason().map(Enum::name).orElse("?")
               + ") while "
               + specific
-              + " ran; it was interrupted, its transactions from then on were refused",
+              + " ran; it was interrupted"
+              + (fenced.getAsBoolean()
+                  ? ", its fenced transactions from then on were refused"
+                  : NOT_FENCED),
           failure);
     }
     if (stopped) {
@@ -180,8 +215,10 @@ final class LeasedMethodInterceptor implements MethodInterceptor {
               + specific
               + " ran (the LeaseManager was closed: shutdown); it was interrupted"
               + (releasedFirst
-                  ? " and did not return within the grace period; its transactions from then on"
-                      + " were refused"
+                  ? " and did not return within the grace period"
+                      + (fenced.getAsBoolean()
+                          ? "; its fenced transactions from then on were refused"
+                          : NOT_FENCED)
                   : " and returned before the release"),
           !releasedFirst,
           failure);

@@ -145,6 +145,10 @@ class JpaTest {
             refusal = c instanceof LeaseLostSQLException l ? l : null;
           }
           assertNotNull(refusal, "refused by the fence: " + e);
+          // what a Spring caller catches: the starter's translation, not JpaSystemException
+          assertTrue(e instanceof LeaseLostDataAccessException, () -> "caught " + e);
+          assertEquals(
+              LeaseLostSQLException.REFUSED, ((LeaseLostDataAccessException) e).getSqlState());
         } else {
           payments.record(2);
         }

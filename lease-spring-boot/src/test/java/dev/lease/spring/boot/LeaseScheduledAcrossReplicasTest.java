@@ -155,8 +155,9 @@ class LeaseScheduledAcrossReplicasTest {
       createRoundsTable(a, rounds);
       ConfigurableApplicationContext b = replicas.start(WithoutStarter.class, "B", p);
       JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
-      // both replicas tick every RATE_MS: enough instants that most are run by both
-      awaitRounds(jdbc, rounds, ROUNDS);
+      // both replicas tick every RATE_MS: enough instants that most are run by both; counted from
+      // B's first tick (A alone may have ticked ROUNDS times while B's context started)
+      awaitTicksOf(jdbc, rounds, "B", ROUNDS);
       a.close();
       b.close();
       Map<Long, List<String>> byInstant = byInstant(jdbc(replicas, db), rounds);
@@ -189,6 +190,21 @@ class LeaseScheduledAcrossReplicasTest {
       Integer distinct =
           jdbc.queryForObject("SELECT COUNT(DISTINCT instant_ms) FROM " + rounds, Integer.class);
       if (distinct != null && distinct >= n) {
+        return;
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  /** Waits (deadline 30 s) until replica {@code who} recorded {@code n} rounds. */
+  private static void awaitTicksOf(JdbcTemplate jdbc, String rounds, String who, int n)
+      throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (System.nanoTime() < deadline) {
+      Integer ticks =
+          jdbc.queryForObject(
+              "SELECT COUNT(*) FROM " + rounds + " WHERE who = ?", Integer.class, who);
+      if (ticks != null && ticks >= n) {
         return;
       }
       Thread.sleep(50);

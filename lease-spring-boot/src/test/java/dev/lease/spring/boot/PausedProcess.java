@@ -80,6 +80,14 @@ final class PausedProcess implements MonotonicClock, Executor, LeaseManagerBuild
   }
 
   /**
+   * Time runs again (the pause's length passes at once), renewals still held: the process runs
+   * before its lease keeping noticed anything.
+   */
+  synchronized void resumeClockOnly() {
+    clockFrozen = false;
+  }
+
+  /**
    * Time runs again (the pause's length passes at once, as after a real pause) and renewals run.
    */
   void resume() {

@@ -1,6 +1,7 @@
 package dev.lease.spring.boot;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -20,6 +21,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -40,6 +42,24 @@ class PropertiesTest {
 
   static Stream<TestDatabase> databases() {
     return TestDatabase.all();
+  }
+
+  /** lease.duration alone derives the other timings as LeaseTimings.of and the agent do. */
+  @Test
+  void leaseDurationDerivesAsLeaseCoreDoes() {
+    for (Duration d :
+        new Duration[] {
+          Duration.ofSeconds(1),
+          Duration.ofSeconds(2),
+          Duration.ofSeconds(7),
+          Duration.ofSeconds(15),
+          Duration.ofSeconds(45),
+          Duration.ofMinutes(10)
+        }) {
+      LeaseProperties p = new LeaseProperties();
+      p.setDuration(d);
+      assertEquals(LeaseTimings.of(d).toString(), p.toTimings().toString(), d.toString());
+    }
   }
 
   @ParameterizedTest(name = "{0}")
@@ -84,6 +104,7 @@ class PropertiesTest {
         Arguments.of("lease.fencing.mode", "paranoid"),
         Arguments.of("lease.fencing.idle-in-transaction-timeout", "0s"),
         Arguments.of("lease.scheduler.poll-interval", "0ms"),
+        Arguments.of("lease.connect-timeout", "0s"),
         Arguments.of("lease.tabel", "typo"),
         Arguments.of("lease.fencing.enabeld", "true"),
         Arguments.of("lease.table", "bad;name"),
@@ -112,8 +133,11 @@ class PropertiesTest {
               RuntimeException.class,
               () -> replicas.start(App.class, "A", Map.of("lease.create-table", false)));
       String all = chain(e);
-      assertTrue(all.contains("lease.create-table"), all);
+      // a Spring user is told the property or the DDL, not the builder's createTableIfMissing()
+      assertTrue(all.contains("set lease.create-table=true to create it at start"), all);
       assertTrue(all.contains("does not exist"), all);
+      assertTrue(all.contains("CREATE TABLE"), all);
+      assertFalse(all.contains("createTableIfMissing"), all);
     }
   }
 

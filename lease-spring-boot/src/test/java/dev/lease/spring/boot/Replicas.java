@@ -77,6 +77,19 @@ final class Replicas implements AutoCloseable {
     return ctx;
   }
 
+  /**
+   * Starts a web application with exactly {@code properties} (banner off): a real server, on the
+   * port {@code server.port} says (0: a free one).
+   */
+  ConfigurableApplicationContext webStart(Class<?> app, Map<String, Object> properties) {
+    Map<String, Object> p = new HashMap<>(properties);
+    p.put("spring.main.banner-mode", "off");
+    p.put("spring.autoconfigure.exclude", NO_JPA);
+    ConfigurableApplicationContext ctx = builder(app, p).run();
+    started.add(ctx);
+    return ctx;
+  }
+
   static SpringApplicationBuilder builder(Class<?> app, Map<String, Object> properties) {
     SpringApplicationBuilder b = new SpringApplicationBuilder(app).properties(properties);
     b.application().setRegisterShutdownHook(false);

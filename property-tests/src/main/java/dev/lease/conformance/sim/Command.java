@@ -22,7 +22,9 @@ public record Command(Kind kind, int process, int amount) {
     /** The database clock steps by {@code amount} ms, forward or back. */
     DATABASE_CLOCK_STEP,
     PAUSE,
-    RESUME
+    RESUME,
+    /** The process hands its lease to process {@code amount} mod the process count (issue 23). */
+    TRANSFER
   }
 
   @Override
@@ -32,6 +34,7 @@ public record Command(Kind kind, int process, int amount) {
       case SKEW -> "p" + process + " clock +" + amount + " ms";
       case DRIFT -> "p" + process + " clock rate " + (1000 + amount) + "/1000";
       case DATABASE_CLOCK_STEP -> "database clock " + (amount >= 0 ? "+" : "") + amount + " ms";
+      case TRANSFER -> "p" + process + " transfer to p" + amount;
       default -> "p" + process + " " + kind.name().toLowerCase(java.util.Locale.ROOT);
     };
   }

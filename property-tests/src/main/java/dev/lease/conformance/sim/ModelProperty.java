@@ -12,6 +12,7 @@ import dev.lease.conformance.QuickCheck;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
 import dev.lease.core.Lease;
+import dev.lease.core.dialect.Dialect;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -51,8 +52,9 @@ public final class ModelProperty implements ConformanceProperty {
 
   @Override
   public String summary() {
-    return "Generated sequences of claim, renew, release, verify, fenced transaction, time, clock"
-        + " skew and drift, database clock steps, dropped requests, pause and resume give the"
+    return "Generated sequences of claim, renew, release, verify, fenced transaction, transfer to"
+        + " another process (adopted by its claim), time, clock skew and drift, database clock"
+        + " steps, dropped requests, pause and resume give the"
         + " outcomes, lease row and lease states of the reference model.";
   }
 
@@ -60,7 +62,7 @@ public final class ModelProperty implements ConformanceProperty {
   public String countsAsATest() {
     return "takeovers of an expired lease, claims refused while the lease is held, transactions"
         + " committed and refused by the database, leases given up at the local deadline,"
-        + " database clock steps";
+        + " database clock steps, transfers and their adoptions";
   }
 
   @Override
@@ -98,6 +100,7 @@ public final class ModelProperty implements ConformanceProperty {
                         switch (kind) {
                           case DRIFT -> amount % 201 - 100;
                           case DATABASE_CLOCK_STEP -> amount * 2 - 1_500;
+                          case TRANSFER -> amount % PROCESSES;
                           default -> amount;
                         }));
     return lists().of(command).ofSizeBetween(1, size.pick(60, 150));
@@ -109,6 +112,8 @@ public final class ModelProperty implements ConformanceProperty {
     long claimsRefused;
     long committed;
     long databaseSteps;
+    long transfers;
+    long adoptions;
   }
 
   @Override
@@ -183,7 +188,10 @@ public final class ModelProperty implements ConformanceProperty {
                   "leases given up at the local deadline",
                   s.leasesLostAtTheLocalDeadline,
                   250L * k),
-              new Count("database clock steps", counts.databaseSteps, 1000L * k)),
+              new Count("database clock steps", counts.databaseSteps, 1000L * k),
+              // one seed (quick): 186 transfers, 34 adopted (issue 23)
+              new Count("transfers", counts.transfers, 50L * k),
+              new Count("transfers adopted by their successor", counts.adoptions, 8L * k)),
           f == null ? 0 : 1,
           failure,
           world.mutations.isEmpty()
@@ -217,7 +225,12 @@ public final class ModelProperty implements ConformanceProperty {
         tokenOf.put(model.holder, p.lease().holder());
       }
       SimDatabase.Row row = world.row();
-      String modelHolder = model.holder.isEmpty() ? "" : tokenOf.get(model.holder);
+      String modelHolder =
+          model.holder.isEmpty()
+              ? ""
+              : model.holder.equals(ReferenceModel.PENDING)
+                  ? Dialect.TRANSFER_PENDING
+                  : tokenOf.get(model.holder);
       if (row.term() != model.term
           || row.expiresAtMs() != model.expiresAtMs
           || !row.holder().equals(modelHolder)) {
@@ -245,6 +258,8 @@ public final class ModelProperty implements ConformanceProperty {
         return step + world.violation();
       }
     }
+    counts.transfers += model.transfers;
+    counts.adoptions += model.adoptions;
     world.checkBusinessTable();
     return world.violation();
   }
@@ -294,7 +309,7 @@ public final class ModelProperty implements ConformanceProperty {
   private static SimWorld.Outcome apply(SimWorld world, SimProcess p, Command c) {
     boolean acts =
         switch (c.kind()) {
-          case CLAIM, RENEW, RELEASE, VERIFY, TRANSACTION -> true;
+          case CLAIM, RENEW, RELEASE, VERIFY, TRANSACTION, TRANSFER -> true;
           default -> false;
         };
     if (acts && p.paused) {
@@ -309,6 +324,8 @@ public final class ModelProperty implements ConformanceProperty {
         return world.verify(p);
       case RELEASE:
         return world.release(p);
+      case TRANSFER:
+        return world.transfer(p, world.processes.get(c.amount()));
       case TRANSACTION:
         return world.transactionNow(p);
       case ADVANCE:

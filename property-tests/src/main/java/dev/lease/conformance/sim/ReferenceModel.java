@@ -37,6 +37,15 @@ final class ReferenceModel {
     boolean paused;
   }
 
+  /** The model's holder of a transferred lease not adopted yet. */
+  static final String PENDING = "pending";
+
+  /** The process a pending transfer is for. */
+  int pendingFor = -1;
+
+  long transfers;
+  long adoptions;
+
   final long leaseMs;
   final long localDeadlineNanos;
   final List<ModelProcess> processes = new ArrayList<>();
@@ -104,6 +113,18 @@ final class ReferenceModel {
           term = nowMs * 1000;
         }
         if (expiresAtMs > nowMs) {
+          // a refused claim then asks whether the lease was transferred to it: one more request
+          if (dropped(p)) {
+            return SimWorld.Outcome.ERROR;
+          }
+          if (holder.equals(PENDING) && pendingFor == c.process()) {
+            // adopted: a fresh holder at the transfer's term, a full lease from now
+            holder = "p" + c.process() + "#" + (++claims);
+            expiresAtMs = nowMs + leaseMs;
+            p.lease = new ModelLease(holder, term, local);
+            adoptions++;
+            return SimWorld.Outcome.OK;
+          }
           return SimWorld.Outcome.REFUSED;
         }
         term++;
@@ -158,7 +179,33 @@ final class ReferenceModel {
         if (!locallyHeld(p, l, local)) {
           return SimWorld.Outcome.REFUSED;
         }
-        return databaseHolder(l, nowMs) ? SimWorld.Outcome.OK : SimWorld.Outcome.REFUSED;
+        if (!databaseHolder(l, nowMs)) {
+          l.state = State.LOST; // the database refused it: the lease is lost at once (DATABASE)
+          return SimWorld.Outcome.REFUSED;
+        }
+        return SimWorld.Outcome.OK;
+      case TRANSFER:
+        // Lease.transferTo: the local check, the work stopped and the lease ended here, then one
+        // statement that writes term + 1 pending for the successor while this holder holds it
+        if (p.paused || l == null) {
+          return SimWorld.Outcome.SKIPPED;
+        }
+        if (!locallyHeld(p, l, local)) {
+          return SimWorld.Outcome.REFUSED;
+        }
+        l.state = State.RELEASED;
+        if (dropped(p)) {
+          return SimWorld.Outcome.ERROR;
+        }
+        if (!databaseHolder(l, nowMs)) {
+          return SimWorld.Outcome.REFUSED;
+        }
+        term++;
+        holder = PENDING;
+        pendingFor = c.amount();
+        expiresAtMs = nowMs + leaseMs;
+        transfers++;
+        return SimWorld.Outcome.OK;
       case DROP:
         p.drop++;
         return SimWorld.Outcome.OK;

@@ -315,6 +315,22 @@ public final class SimWorld implements AutoCloseable {
     }
   }
 
+  /** {@code p} hands its lease to {@code to} ({@link Lease#transferTo}, issue 23). */
+  Outcome transfer(SimProcess p, SimProcess to) {
+    Lease lease = p.lease();
+    if (lease == null) {
+      return Outcome.SKIPPED;
+    }
+    try {
+      boolean done = lease.transferTo(to.instance());
+      note(p + (done ? " transferred term " + lease.term() + " to " + to : " could not transfer"));
+      return done ? Outcome.OK : Outcome.REFUSED;
+    } catch (LeaseException e) {
+      note(p + " transfer failed: " + e.getMessage());
+      return Outcome.ERROR;
+    }
+  }
+
   /** The database server's clock steps by {@code ms} (NTP on the server), forward or back. */
   void stepDatabaseClock(long ms) {
     db.offsetMs += ms;

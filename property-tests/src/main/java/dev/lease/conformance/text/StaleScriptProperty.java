@@ -179,10 +179,15 @@ public final class StaleScriptProperty implements ConformanceProperty {
 
   /** Waits for the stale holder's lease to expire and claims it as the successor. */
   static Lease takeOver(LeaseManager successorSide) {
+    return takeOver(successorSide, NAME);
+  }
+
+  /** Waits for the stale holder's lease {@code name} to expire and claims it as the successor. */
+  static Lease takeOver(LeaseManager successorSide, String name) {
     long deadline = System.nanoTime() + 15_000_000_000L;
     while (System.nanoTime() - deadline < 0) {
       try {
-        Optional<Lease> l = successorSide.tryClaim(NAME);
+        Optional<Lease> l = successorSide.tryClaim(name);
         if (l.isPresent()) {
           return l.get();
         }

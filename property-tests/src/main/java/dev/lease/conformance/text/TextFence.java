@@ -20,6 +20,11 @@ public enum TextFence {
   LEADING_KEYWORD,
   /** The plain verify: no lock orders the claim after the holder's commit (servers). */
   VERIFY,
+  /**
+   * STRICT, but handing out the driver's arrays, LOBs and {@code getObject} values unwrapped, as
+   * lease-jdbc did before issue 25 (its weakening {@code RAW_DRIVER_OBJECTS}).
+   */
+  RAW_DRIVER_OBJECTS,
   /** No fence at all. */
   NONE;
 
@@ -31,11 +36,30 @@ public enum TextFence {
       case NONE:
         return ds;
       case VERIFY:
-        return FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
-      case LEADING_KEYWORD:
+        // with the refusal before issue 25: the commit proof alone refuses a stale VERIFY commit
+        // on PostgreSQL now, and this control shows what the missing lock lets through
         synchronized (TextFence.class) {
           String was = System.getProperty(WEAKEN);
-          System.setProperty(WEAKEN, "LEADING_KEYWORD");
+          System.setProperty(WEAKEN, "PREVIOUS_REFUSAL");
+          try {
+            return FencedDataSource.wrap(
+                ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
+          } finally {
+            if (was == null) {
+              System.clearProperty(WEAKEN);
+            } else {
+              System.setProperty(WEAKEN, was);
+            }
+          }
+        }
+      case LEADING_KEYWORD:
+      case RAW_DRIVER_OBJECTS:
+        synchronized (TextFence.class) {
+          String was = System.getProperty(WEAKEN);
+          // the first release's reading, or raw driver objects, each with the refusal before issue
+          // 25 (the server's refusal and the commit proof would otherwise catch much of what the
+          // weakened part lets through)
+          System.setProperty(WEAKEN, name() + ",PREVIOUS_REFUSAL");
           try {
             return FencedDataSource.wrap(
                 ds, FencingOptions.builder().idleInTransactionTimeout(idleInTransaction).build());

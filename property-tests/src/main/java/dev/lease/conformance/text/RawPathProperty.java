@@ -1,0 +1,688 @@
+package dev.lease.conformance.text;
+
+import static org.quicktheories.generators.SourceDSL.booleans;
+import static org.quicktheories.generators.SourceDSL.integers;
+
+import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.NegativeControl;
+import dev.lease.conformance.PropertyResult;
+import dev.lease.conformance.QuickCheck;
+import dev.lease.conformance.Size;
+import dev.lease.conformance.Target;
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseException;
+import dev.lease.core.LeaseManager;
+import java.nio.charset.StandardCharsets;
+import java.sql.Array;
+import java.sql.Blob;
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import javax.sql.DataSource;
+import org.quicktheories.core.Gen;
+import org.quicktheories.generators.Generate;
+
+/**
+ * Invariant 3, for every JDBC object reachable from a fenced connection (issue 25): writes issued
+ * through statements and connections got back from result sets, metadata, arrays, refcursors and
+ * {@code unwrap}, and through large objects, in autocommit mode and in transactions, (a) by a
+ * holder whose lease another process has taken over, and (b) by a healthy holder paused between two
+ * writes while another process claims the expired lease. Nothing commits under the stale lease nor
+ * after the claim, and no non-transactional effect appears (a sequence advanced, a large object
+ * changed).
+ *
+ * <p>Counted, from what happened: writes sent under the taken-over lease, those sent through a
+ * driver object (PostgreSQL), and takeovers attempted between the paused holder's two writes.
+ * Negative controls: lease-jdbc handing out the driver's arrays, refcursors and LOBs unwrapped (as
+ * before issue 25; PostgreSQL, where those objects reach the database), and no fence.
+ */
+public final class RawPathProperty implements ConformanceProperty {
+
+  static final String NAME = "raw-path";
+
+  /** How a write reaches the database from a fenced connection. */
+  public enum Route {
+    /** {@code createStatement().getConnection().createStatement()}. */
+    STATEMENT_CONNECTION(false),
+    /** a result set's {@code getStatement()}. */
+    RESULT_STATEMENT(false),
+    /** a metadata result set's statement's (or the metadata's) connection. */
+    METADATA_CONNECTION(false),
+    /** {@code unwrap(Connection.class)}. */
+    UNWRAP_CONNECTION(false),
+    /** {@code unwrap} of the driver's own connection type (under the lease: where allowed). */
+    DRIVER_CONNECTION(false),
+    /** PostgreSQL: {@code createArrayOf(..).getResultSet().getStatement()}. */
+    CREATED_ARRAY(true),
+    /** PostgreSQL: the same statement's connection. */
+    CREATED_ARRAY_CONNECTION(true),
+    /** PostgreSQL: {@code getArray} of a result, its result set's statement. */
+    RESULT_ARRAY(true),
+    /** PostgreSQL: a refcursor read with {@code getObject}, its statement. */
+    REFCURSOR(true),
+    /** PostgreSQL: a large object read with {@code getBlob}, written with {@code setBytes}. */
+    LARGE_OBJECT(true);
+
+    final boolean driverObject;
+
+    Route(boolean driverObject) {
+      this.driverObject = driverObject;
+    }
+  }
+
+  /** What the write changes. */
+  public enum Effect {
+    /** the counter row, transactionally. */
+    COUNTER,
+    /** a sequence: not undone by a rollback (PostgreSQL, MariaDB). */
+    SEQUENCE
+  }
+
+  /**
+   * One generated write.
+   *
+   * @param early the object was reached before the lease was bound (read earlier), else under it
+   */
+  public record RawWrite(Route route, Effect effect, boolean autoCommit, boolean early, int delta) {
+    @Override
+    public String toString() {
+      return route
+          + (route == Route.LARGE_OBJECT
+              ? ""
+              : " " + effect + (effect == Effect.COUNTER ? " +" + delta : ""))
+          + (autoCommit ? " autocommit" : " in a transaction, commit()")
+          + (early ? ", reached before the lease was bound" : ", reached under the lease");
+    }
+  }
+
+  private final TextFence fence;
+  private final boolean nonTransactional;
+
+  public RawPathProperty() {
+    this(TextFence.STRICT);
+  }
+
+  public RawPathProperty(TextFence fence) {
+    this(fence, true);
+  }
+
+  /**
+   * @param nonTransactional also write non-transactional effects (a sequence's nextval): on
+   *     PostgreSQL a statement that carries the verify along runs even when the verify refuses
+   *     (issue 25 item 3, closed by the server-side refusal), so without that fix this property
+   *     finds the sequence advanced there
+   */
+  public RawPathProperty(TextFence fence, boolean nonTransactional) {
+    this.fence = fence;
+    this.nonTransactional = nonTransactional;
+  }
+
+  @Override
+  public String id() {
+    return fence == TextFence.STRICT
+        ? NAME
+        : NAME + "/" + (fence == TextFence.NONE ? "unfenced" : "raw-driver-objects");
+  }
+
+  @Override
+  public String summary() {
+    return "No write issued through a JDBC object reachable from a fenced connection (statements"
+        + " and connections got back from result sets, metadata, arrays, refcursors, unwrap; large"
+        + " objects), in autocommit or a transaction, commits under a lease taken over or after a"
+        + " paused holder's claim, nor advances a sequence.";
+  }
+
+  @Override
+  public String countsAsATest() {
+    return "writes through reached objects under the taken-over lease (through driver objects on"
+        + " PostgreSQL), and takeovers attempted between a paused holder's two writes";
+  }
+
+  @Override
+  public List<NegativeControl> controls() {
+    return List.of(
+        new NegativeControl(
+            NAME + "/raw-driver-objects",
+            "lease-jdbc hands out the driver's arrays, refcursors and LOBs unwrapped (before"
+                + " issue 25)",
+            new RawPathProperty(TextFence.RAW_DRIVER_OBJECTS),
+            t ->
+                t.isPostgres()
+                    ? null
+                    : "only pgjdbc's arrays, refcursors and large objects reach the database"),
+        NegativeControl.of(
+            NAME + "/unfenced",
+            "no fence: the writes do not verify",
+            new RawPathProperty(TextFence.NONE)));
+  }
+
+  static long requiredStaleWrites(Size size) {
+    return size.pick(40, 300);
+  }
+
+  static long requiredDriverObjectWrites(Target target, Size size) {
+    return target.isPostgres() ? size.pick(10, 80) : 0;
+  }
+
+  static long requiredTakeovers(Size size) {
+    return size.pick(3, 10);
+  }
+
+  static final String STALE_WRITES = "writes sent under the taken-over lease";
+  static final String DRIVER_OBJECT_WRITES =
+      "writes through arrays, refcursors and large objects under the taken-over lease";
+  static final String TAKEOVERS = "takeovers attempted between the paused holder's two writes";
+
+  Gen<RawWrite> writes(Target target, boolean sequences) {
+    List<Route> routes = new ArrayList<>();
+    for (Route r : Route.values()) {
+      if (!r.driverObject || target.isPostgres()) {
+        routes.add(r);
+      }
+    }
+    List<Effect> effects =
+        sequences ? List.of(Effect.COUNTER, Effect.SEQUENCE) : List.of(Effect.COUNTER);
+    return Generate.pick(routes)
+        .zip(
+            Generate.pick(effects),
+            booleans().all(),
+            integers().between(0, 99),
+            (route, effect, autoCommit, n) ->
+                new RawWrite(
+                    route,
+                    route == Route.LARGE_OBJECT ? Effect.COUNTER : effect,
+                    autoCommit,
+                    (n & 1) != 0 && route != Route.DRIVER_CONNECTION,
+                    1 + n / 2))
+        .describedAs(RawWrite::toString);
+  }
+
+  @Override
+  public PropertyResult check(Target target, Size size, long seed, Progress progress) {
+    long started = System.nanoTime();
+    TextCounts counts = new TextCounts();
+    counts.require(STALE_WRITES, requiredStaleWrites(size));
+    counts.require(DRIVER_OBJECT_WRITES, requiredDriverObjectWrites(target, size));
+    counts.require(TAKEOVERS, requiredTakeovers(size));
+    try (TextTables tables = new TextTables(target);
+        RawObjects objects = new RawObjects(target, tables);
+        LeaseManager holderSide = tables.frozen("raw-holder");
+        LeaseManager successorSide = tables.live("raw-successor")) {
+      DataSource ds = fence.wrap(target.dataSource(), Duration.ofSeconds(1));
+      Gen<RawWrite> gen = writes(target, nonTransactional && objects.sequence != null);
+      String[] broke = {null};
+      long[] n = {0};
+
+      // (a) a holder whose lease was taken over
+      Lease stale = holderSide.tryClaim(NAME).orElseThrow();
+      Lease next = StaleScriptProperty.takeOver(successorSide, NAME);
+      if (next == null) {
+        return counts.result(id(), target, 0, null, "the successor could not claim", started);
+      }
+      QuickCheck.Falsified f =
+          QuickCheck.run(
+              seed,
+              size.pick(60, 500),
+              size.pick(30, 200),
+              gen,
+              w -> {
+                n[0]++;
+                if (n[0] % 25 == 0) {
+                  progress.update(n[0], counts.observed(STALE_WRITES));
+                }
+                try {
+                  String before = objects.snapshot();
+                  staleWrite(ds, stale, objects, w, counts);
+                  String after = objects.snapshot();
+                  if (!before.equals(after)) {
+                    broke[0] = "under the taken-over lease: " + before + " became " + after;
+                    return false;
+                  }
+                  return true;
+                } catch (SQLException e) {
+                  throw new IllegalStateException("cannot read the tables", e);
+                }
+              });
+      String what = "under a lease taken over, this write changed the database: ";
+
+      // (b) a healthy holder paused between two writes while the successor claims
+      if (f == null) {
+        AtomicInteger round = new AtomicInteger();
+        for (int run = 0;
+            run < 3 && f == null && counts.observed(TAKEOVERS) < requiredTakeovers(size);
+            run++) {
+          f =
+              QuickCheck.run(
+                  seed + 1 + run,
+                  size.pick(4, 12),
+                  size.pick(2, 6),
+                  gen,
+                  w -> {
+                    try {
+                      String v =
+                          takeoverRound(
+                              ds,
+                              holderSide,
+                              successorSide,
+                              objects,
+                              w,
+                              round.incrementAndGet(),
+                              counts);
+                      if (v != null) {
+                        broke[0] = v;
+                        return false;
+                      }
+                      return true;
+                    } catch (SQLException e) {
+                      throw new IllegalStateException("cannot read the tables", e);
+                    }
+                  });
+        }
+        what = "a paused holder's write through this object committed after the claim: ";
+        n[0] += round.get();
+      }
+      String failure = null;
+      if (f != null) {
+        failure =
+            "seed "
+                + f.seed()
+                + " (replay: --seed "
+                + f.seed()
+                + "): "
+                + what
+                + f.smallest()
+                + (broke[0] != null ? "\n    " + broke[0] : "")
+                + (f.cause() != null ? "\n    " + f.cause() : "");
+      }
+      return counts.result(id(), target, n[0], failure, null, started);
+    } catch (SQLException | LeaseException e) {
+      throw new IllegalStateException(
+          id() + " on " + target.label() + " could not be set up: " + e.getMessage(), e);
+    }
+  }
+
+  /** One write under the stale lease on a new session, counting what happened. */
+  private static void staleWrite(
+      DataSource ds, Lease stale, RawObjects objects, RawWrite w, TextCounts counts) {
+    SQLException error = null;
+    try (Connection c = ds.getConnection()) {
+      Object reached = w.early() ? objects.reach(c, w.route()) : null;
+      try (LeaseContext.Scope scope = LeaseContext.bind(stale)) {
+        c.setAutoCommit(w.autoCommit());
+        counts.add(STALE_WRITES, 1);
+        if (w.route().driverObject) {
+          counts.add(DRIVER_OBJECT_WRITES, 1);
+        }
+        try {
+          if (reached == null) {
+            reached = objects.reach(c, w.route());
+          }
+          objects.write(reached, w);
+          if (!w.autoCommit()) {
+            c.commit();
+          }
+        } catch (SQLException e) {
+          error = e;
+        } finally {
+          if (!w.autoCommit()) {
+            c.rollback();
+          }
+        }
+      }
+    } catch (SQLException e) {
+      error = error == null ? e : error;
+    }
+    String state = error == null ? null : error.getSQLState();
+    if (state != null && state.startsWith("LF")) {
+      counts.add("refused by the fence", 1);
+    } else if (error != null) {
+      counts.add("ended by a database or driver error", 1);
+    }
+  }
+
+  /** One round of (b); returns what broke, or null. */
+  private String takeoverRound(
+      DataSource ds,
+      LeaseManager holderSide,
+      LeaseManager successorSide,
+      RawObjects objects,
+      RawWrite w,
+      int round,
+      TextCounts counts)
+      throws SQLException {
+    String name = NAME + "-round-" + round;
+    Lease lease;
+    try {
+      lease = holderSide.tryClaim(name).orElse(null);
+    } catch (LeaseException e) {
+      counts.add("rounds whose set-up claim failed", 1);
+      return null;
+    }
+    if (lease == null) {
+      return null;
+    }
+    long pauseNanos = 3 * TextTables.TIMINGS.leaseDuration().toNanos();
+    CountDownLatch claimed = new CountDownLatch(1);
+    String[] afterClaim = {null};
+    Thread claimer =
+        new Thread(
+            () -> {
+              Lease l =
+                  claimUntil(successorSide, name, System.nanoTime() + pauseNanos + 10_000_000_000L);
+              if (l != null) {
+                try {
+                  afterClaim[0] = objects.snapshot(); // before the holder may go on
+                } catch (SQLException e) {
+                  afterClaim[0] = "unreadable: " + e.getMessage();
+                }
+                claimed.countDown();
+                try {
+                  l.release();
+                } catch (LeaseException e) {
+                  // expires by itself
+                }
+              }
+            },
+            "raw-claimer");
+    try (Connection c = ds.getConnection()) {
+      Object reached = w.early() ? objects.reach(c, w.route()) : null;
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+        c.setAutoCommit(w.autoCommit());
+        boolean wrote = false;
+        try {
+          if (reached == null) {
+            reached = objects.reach(c, w.route());
+          }
+          objects.write(reached, w);
+          wrote = true;
+        } catch (SQLException e) {
+          counts.add("first writes that failed", 1);
+        }
+        if (wrote) {
+          counts.add(TAKEOVERS, 1);
+        }
+        claimer.start();
+        try {
+          if (claimed.await(pauseNanos, TimeUnit.NANOSECONDS)) {
+            counts.add("claims that completed while the holder was paused", 1);
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        try {
+          if (reached != null) {
+            objects.write(reached, w);
+          }
+          if (!w.autoCommit()) {
+            c.commit();
+          }
+        } catch (SQLException e) {
+          counts.add("writes or commits after the pause that failed", 1);
+        } finally {
+          if (!w.autoCommit()) {
+            try {
+              c.rollback();
+            } catch (SQLException e) {
+              // the server ended the session
+            }
+          }
+        }
+      }
+    } catch (SQLException e) {
+      counts.add("sessions the server ended", 1);
+    }
+    try {
+      claimer.join(pauseNanos / 1_000_000 + 20_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (afterClaim[0] == null) {
+      counts.add("rounds without a takeover", 1);
+      return null;
+    }
+    String atEnd = objects.snapshot();
+    if (!afterClaim[0].equals(atEnd)) {
+      return "right after the claim " + afterClaim[0] + ", at the end " + atEnd;
+    }
+    return null;
+  }
+
+  private static Lease claimUntil(LeaseManager manager, String name, long deadlineNanos) {
+    while (System.nanoTime() - deadlineNanos < 0) {
+      try {
+        Optional<Lease> l = manager.tryClaim(name);
+        if (l.isPresent()) {
+          return l.get();
+        }
+      } catch (LeaseException e) {
+        // waited behind the holder's lock past the attempt timeout: try again
+      }
+      LockSupport.parkNanos(25_000_000L);
+    }
+    return null;
+  }
+
+  /**
+   * What the routes need besides the counter: a sequence (PostgreSQL, MariaDB), a refcursor
+   * function and a large object (PostgreSQL); how to reach each route's object and write through
+   * it; and the snapshot of everything a write could change.
+   */
+  static final class RawObjects implements AutoCloseable {
+    final Target target;
+    final TextTables tables;
+    final String sequence;
+    final String cursor;
+    final String lobs;
+
+    RawObjects(Target target, TextTables tables) throws SQLException {
+      this.target = target;
+      this.tables = tables;
+      String seq = null;
+      String cur = null;
+      String lo = null;
+      try (Connection c = target.connect();
+          Statement s = c.createStatement()) {
+        if (target.isPostgres()) {
+          seq = target.newTable("seq");
+          s.execute("CREATE SEQUENCE " + seq);
+          cur = target.newTable("cur");
+          s.execute(
+              "CREATE FUNCTION "
+                  + cur
+                  + "() RETURNS refcursor AS $$ DECLARE r refcursor; BEGIN"
+                  + " OPEN r FOR SELECT 1 AS one; RETURN r; END $$ LANGUAGE plpgsql");
+          lo = target.newTable("lo");
+          s.execute("CREATE TABLE " + lo + " (id INT PRIMARY KEY, b OID)");
+          s.execute(
+              "INSERT INTO " + lo + " VALUES (1, lo_from_bytea(0, convert_to('abc', 'UTF8')))");
+        } else if (target.isMySqlFamily()) {
+          try {
+            String name = target.newTable("seq");
+            s.execute("CREATE SEQUENCE " + name + " NOCACHE"); // MariaDB; MySQL has none
+            seq = name;
+          } catch (SQLException e) {
+            // MySQL: no sequences, no non-transactional effect of this kind to look for
+          }
+        }
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+      }
+      this.sequence = seq;
+      this.cursor = cur;
+      this.lobs = lo;
+    }
+
+    /** The object a route starts from, reached on {@code c}: a statement, or a large object. */
+    Object reach(Connection c, Route route) throws SQLException {
+      switch (route) {
+        case STATEMENT_CONNECTION:
+          return c.createStatement().getConnection().createStatement();
+        case RESULT_STATEMENT:
+          {
+            ResultSet rs = c.createStatement().executeQuery("SELECT 1");
+            rs.next();
+            return rs.getStatement();
+          }
+        case METADATA_CONNECTION:
+          {
+            DatabaseMetaData md = c.getMetaData();
+            ResultSet rs = md.getTables(null, null, tables.counter, null);
+            Statement s = rs.getStatement();
+            return (s != null ? s.getConnection() : md.getConnection()).createStatement();
+          }
+        case UNWRAP_CONNECTION:
+          return c.unwrap(Connection.class).createStatement();
+        case DRIVER_CONNECTION:
+          return ((Connection) c.unwrap(driverConnection())).createStatement();
+        case CREATED_ARRAY:
+          return c.createArrayOf("int4", new Integer[] {1}).getResultSet().getStatement();
+        case CREATED_ARRAY_CONNECTION:
+          return c.createArrayOf("int4", new Integer[] {1})
+              .getResultSet()
+              .getStatement()
+              .getConnection()
+              .createStatement();
+        case RESULT_ARRAY:
+          {
+            ResultSet rs = c.createStatement().executeQuery("SELECT ARRAY[1, 2]");
+            rs.next();
+            Array a = rs.getArray(1);
+            return a.getResultSet().getStatement();
+          }
+        case REFCURSOR:
+          return inTransaction(
+              c,
+              () -> {
+                ResultSet rs = c.createStatement().executeQuery("SELECT " + cursor + "()");
+                rs.next();
+                return ((ResultSet) rs.getObject(1)).getStatement();
+              });
+        case LARGE_OBJECT:
+        default:
+          {
+            ResultSet rs = c.createStatement().executeQuery("SELECT b FROM " + lobs);
+            rs.next();
+            return rs.getBlob(1);
+          }
+      }
+    }
+
+    private Class<?> driverConnection() throws SQLException {
+      String name =
+          target.isPostgres()
+              ? "org.postgresql.core.BaseConnection"
+              : target.isSqlite()
+                  ? "org.sqlite.SQLiteConnection"
+                  : target.label().equals("mariadb")
+                      ? "org.mariadb.jdbc.Connection"
+                      : "com.mysql.cj.jdbc.JdbcConnection";
+      try {
+        return Class.forName(name);
+      } catch (ClassNotFoundException e) {
+        throw new SQLException("no driver connection type " + name, e);
+      }
+    }
+
+    /** A refcursor lives only in its transaction: read it in one (the connection's own or new). */
+    private static Object inTransaction(Connection c, SqlSupplier read) throws SQLException {
+      if (!c.getAutoCommit()) {
+        return read.get();
+      }
+      c.setAutoCommit(false);
+      try {
+        Object o = read.get();
+        c.commit();
+        return o;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    }
+
+    @FunctionalInterface
+    interface SqlSupplier {
+      Object get() throws SQLException;
+    }
+
+    void write(Object reached, RawWrite w) throws SQLException {
+      if (reached instanceof Blob) {
+        ((Blob) reached).setBytes(1, "X".getBytes(StandardCharsets.UTF_8));
+        return;
+      }
+      Statement s = (Statement) reached;
+      if (w.effect() == Effect.SEQUENCE && sequence != null) {
+        s.execute(
+            target.isPostgres()
+                ? "SELECT nextval('" + sequence + "')"
+                : "SELECT NEXTVAL(" + sequence + ")");
+      } else {
+        s.executeUpdate("UPDATE " + tables.counter + " SET n = n + " + w.delta() + " WHERE id = 1");
+      }
+    }
+
+    /** The counter, the sequence and the large object, committed, as another session sees them. */
+    String snapshot() throws SQLException {
+      StringBuilder b = new StringBuilder(tables.snapshot());
+      if (sequence == null && lobs == null) {
+        return b.toString();
+      }
+      try (Connection c = target.connect();
+          Statement s = c.createStatement()) {
+        if (sequence != null) {
+          try (ResultSet rs =
+              s.executeQuery(
+                  target.isPostgres()
+                      ? "SELECT last_value, is_called FROM " + sequence
+                      : "SELECT next_not_cached_value FROM " + sequence)) {
+            rs.next();
+            b.append(", sequence ").append(rs.getString(1));
+            if (target.isPostgres()) {
+              b.append(rs.getBoolean(2) ? " (called)" : "");
+            }
+          }
+        }
+        if (lobs != null) {
+          try (ResultSet rs =
+              s.executeQuery("SELECT convert_from(lo_get(b), 'UTF8') FROM " + lobs)) {
+            rs.next();
+            b.append(", large object ").append(rs.getString(1));
+          }
+        }
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+      }
+      return b.toString();
+    }
+
+    @Override
+    public void close() {
+      try (Connection c = target.connect();
+          Statement s = c.createStatement()) {
+        if (lobs != null) {
+          s.execute("SELECT lo_unlink(b) FROM " + lobs);
+          s.execute("DROP TABLE IF EXISTS " + lobs);
+        }
+        if (cursor != null) {
+          s.execute("DROP FUNCTION IF EXISTS " + cursor + "()");
+        }
+        if (sequence != null) {
+          s.execute("DROP SEQUENCE IF EXISTS " + sequence);
+        }
+      } catch (SQLException e) {
+        // best effort: the runner's final sweep drops the tables of the run
+      }
+    }
+  }
+}

@@ -1,0 +1,91 @@
+package dev.lease.conformance.text;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.PropertyResult;
+import dev.lease.conformance.Size;
+import dev.lease.conformance.Target;
+import dev.lease.testing.TestDatabase;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The raw-path property (issue 25) on every database, with its negative controls: the driver's
+ * arrays, refcursors and LOBs handed out unwrapped (PostgreSQL, where they reach the database), and
+ * no fence, must both be caught.
+ */
+class RawPathPropertyTest {
+
+  static Stream<TestDatabase> postgresql() {
+    return Stream.of(TestDatabase.POSTGRESQL);
+  }
+
+  static Stream<TestDatabase> notPostgresql() {
+    return TestDatabase.all().filter(db -> db != TestDatabase.POSTGRESQL);
+  }
+
+  /** Every database: nothing transactional commits, whatever object the write went through. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void noWriteThroughAReachedObjectCommitsUnderALeaseTakenOver(TestDatabase db) {
+    PropertyResult r = run(new RawPathProperty(TextFence.STRICT, false), db);
+    assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), String.valueOf(r));
+  }
+
+  /** MariaDB (both drivers) has sequences: a stale nextval never runs either. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("notPostgresql")
+  void noSequenceAdvancesUnderALeaseTakenOver(TestDatabase db) {
+    PropertyResult r = run(new RawPathProperty(), db);
+    assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), String.valueOf(r));
+  }
+
+  /**
+   * PostgreSQL with sequences: the verify that rides with a transaction's first statement is read
+   * after the statement ran (issue 25 item 3, closed by the server-side refusal on its own branch),
+   * so until that lands the property finds a stale {@code nextval}. Either way the run must be
+   * conclusive, and a violation, if any, is that one.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgresql")
+  void aStaleSequenceOnPostgresqlIsOnlyTheKnownPiggybackCase(TestDatabase db) {
+    PropertyResult r = run(new RawPathProperty(), db);
+    assertNotEquals(PropertyResult.Verdict.INCONCLUSIVE, r.verdict(), String.valueOf(r));
+    if (r.verdict() == PropertyResult.Verdict.FAILS) {
+      assertTrue(
+          r.failure().contains("SEQUENCE in a transaction") && r.failure().contains("sequence"),
+          r.failure());
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgresql")
+  void negativeControlTheDriversOwnObjectsAreCaught(TestDatabase db) {
+    PropertyResult r = run(new RawPathProperty(TextFence.RAW_DRIVER_OBJECTS, false), db);
+    assertTrue(r.violations() > 0, "unwrapped driver objects must be caught: " + r);
+    assertTrue(
+        r.failure().contains("ARRAY")
+            || r.failure().contains("REFCURSOR")
+            || r.failure().contains("LARGE_OBJECT"),
+        r.failure());
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void negativeControlNoFenceIsCaught(TestDatabase db) {
+    PropertyResult r = run(new RawPathProperty(TextFence.NONE, false), db);
+    assertTrue(r.violations() > 0, "an unfenced stale holder must be caught: " + r);
+  }
+
+  static PropertyResult run(RawPathProperty p, TestDatabase db) {
+    PropertyResult r =
+        p.check(
+            new Target(db.url(), null, null), Size.QUICK, 1L, ConformanceProperty.Progress.NONE);
+    System.out.println(db + " " + p.id() + ": " + r);
+    return r;
+  }
+}

@@ -743,9 +743,11 @@ public abstract class Dialect {
       return new PostgresDialect(table, fn, faults);
     }
     if (p.contains("mariadb") || (p.contains("mysql") && v.contains("mariadb"))) {
+      MultiWriterCheck.refuseMultiWriter(c, "MariaDB");
       return new MySqlDialect(table, fn, true, faults);
     }
     if (p.contains("mysql")) {
+      MultiWriterCheck.refuseMultiWriter(c, "MySQL");
       return new MySqlDialect(table, fn, false, faults);
     }
     if (p.contains("sqlite")) {

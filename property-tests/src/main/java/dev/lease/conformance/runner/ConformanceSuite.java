@@ -6,6 +6,9 @@ import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.Properties;
 import dev.lease.conformance.PropertyResult;
+import dev.lease.conformance.failover.FailoverProperty;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.DynamicTest;
@@ -26,8 +29,14 @@ public class ConformanceSuite {
 
   @TestFactory
   Stream<DynamicTest> everyProperty(SuiteSettings settings, TestReporter reporter) {
+    // The failover property runs only with the user's failover command: without it the runner
+    // cannot fail the database over, and the property is left out (skipped), never passed.
+    List<ConformanceProperty> properties = new ArrayList<>(Properties.all());
+    if (settings.failover != null) {
+      properties.add(new FailoverProperty(settings.failover));
+    }
     if (settings.controls) {
-      return Properties.all().stream()
+      return properties.stream()
           .flatMap(
               p ->
                   p.controls().stream()
@@ -37,7 +46,7 @@ public class ConformanceSuite {
                               DynamicTest.dynamicTest(
                                   c.id(), () -> control(c, settings, reporter))));
     }
-    return Properties.all().stream()
+    return properties.stream()
         .filter(settings::selected)
         .map(p -> DynamicTest.dynamicTest(p.id(), () -> check(p, settings, reporter)));
   }

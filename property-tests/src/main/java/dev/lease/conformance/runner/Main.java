@@ -168,6 +168,15 @@ public final class Main {
     if (options.only() != null) {
       request.configurationParameter(SuiteSettings.ONLY, options.only());
     }
+    if (options.failoverCommand() != null) {
+      request.configurationParameter(SuiteSettings.FAILOVER_COMMAND, options.failoverCommand());
+      if (options.failoverPrepare() != null) {
+        request.configurationParameter(SuiteSettings.FAILOVER_PREPARE, options.failoverPrepare());
+      }
+      if (options.failoverStall() != null) {
+        request.configurationParameter(SuiteSettings.FAILOVER_STALL, options.failoverStall());
+      }
+    }
     LauncherDiscoveryRequest discovery = request.build();
     List<Row> rows = new ArrayList<>();
     Progress progress = new Progress(out, rows, target);

@@ -4,6 +4,7 @@ import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.Properties;
 import dev.lease.conformance.Size;
+import dev.lease.conformance.failover.FailoverProperty;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashSet;
@@ -21,14 +22,19 @@ record Options(
     Long seed,
     String only,
     boolean controls,
-    boolean help) {
+    boolean help,
+    String failoverCommand,
+    String failoverPrepare,
+    String failoverStall) {
 
   static final String USAGE =
       String.join(
           "\n",
           "usage: java -jar lease-conformance.jar [--url JDBC_URL] [--user USER] [--password PASSWORD]",
           "                                      [--quick | --full] [--seed N] [--only ID[,ID...]]",
-          "                                      [--controls]",
+          "                                      [--controls] [--failover-command CMD",
+          "                                      [--failover-prepare-command CMD]",
+          "                                      [--failover-stall-command CMD]]",
           "",
           "Checks the lease protocol's guarantees against a database and prints a table of",
           "property x database x result, with the events each property counted. Exit status:",
@@ -47,14 +53,29 @@ record Options(
           "  --only IDS     checks only these properties: " + String.join(", ", propertyIds()),
           "  --controls     runs the negative controls instead: deliberately broken variants of the",
           "                 fence and the protocol, each of which the suite must catch on this",
-          "                 database (--only then also takes a control's id)");
+          "                 database (--only then also takes a control's id)",
+          "  --failover-command CMD   adds the failover property: rounds of holders doing fenced",
+          "                 transactions and hand-overs while CMD (run with sh -c) kills the primary",
+          "                 and promotes a replica; it must return once the new primary takes writes.",
+          "                 The URL must reach whichever server is primary (pgjdbc's",
+          "                 targetServerType=primary, a proxy, a virtual IP). Without it the",
+          "                 failover property is skipped, never passed",
+          "  --failover-prepare-command CMD   run before each round: the pair healthy again",
+          "  --failover-stall-command CMD     run right before the failover's moment: stop",
+          "                 shipping changes to the replica (replication lag on demand)");
 
   static List<String> propertyIds() {
-    return Properties.all().stream().map(ConformanceProperty::id).toList();
+    List<String> ids =
+        new ArrayList<>(Properties.all().stream().map(ConformanceProperty::id).toList());
+    ids.add(new FailoverProperty(null).id()); // runs only with --failover-command
+    return ids;
   }
 
   static List<String> controlIds() {
-    return Properties.controls().stream().map(NegativeControl::id).toList();
+    List<String> ids =
+        new ArrayList<>(Properties.controls().stream().map(NegativeControl::id).toList());
+    new FailoverProperty(null).controls().forEach(c -> ids.add(c.id()));
+    return ids;
   }
 
   /**
@@ -69,6 +90,9 @@ record Options(
     String only = null;
     boolean controls = false;
     boolean help = false;
+    String failoverCommand = null;
+    String failoverPrepare = null;
+    String failoverStall = null;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       String value = null;
@@ -78,7 +102,14 @@ record Options(
         a = a.substring(0, eq);
       }
       switch (a) {
-        case "--url", "--user", "--password", "--seed", "--only" -> {
+        case "--url",
+            "--user",
+            "--password",
+            "--seed",
+            "--only",
+            "--failover-command",
+            "--failover-prepare-command",
+            "--failover-stall-command" -> {
           if (value == null) {
             if (i + 1 >= args.length) {
               throw new IllegalArgumentException(a + " needs a value");
@@ -90,6 +121,9 @@ record Options(
             case "--user" -> user = value;
             case "--password" -> password = value;
             case "--only" -> only = value;
+            case "--failover-command" -> failoverCommand = value;
+            case "--failover-prepare-command" -> failoverPrepare = value;
+            case "--failover-stall-command" -> failoverStall = value;
             default -> {
               try {
                 seed = Long.parseLong(value);
@@ -112,7 +146,32 @@ record Options(
     if (only != null) {
       checkIds(only, controls);
     }
-    return new Options(url, user, password, size, seed, only, controls, help);
+    if ((failoverPrepare != null || failoverStall != null) && failoverCommand == null) {
+      throw new IllegalArgumentException(
+          "--failover-prepare-command and --failover-stall-command need --failover-command");
+    }
+    if (failoverCommand != null && failoverCommand.isBlank()) {
+      failoverCommand = null;
+    }
+    if (only != null
+        && Arrays.stream(only.split(",")).map(String::trim).anyMatch("failover"::equals)
+        && failoverCommand == null) {
+      throw new IllegalArgumentException(
+          "--only failover needs --failover-command: the runner cannot fail a database over by"
+              + " itself");
+    }
+    return new Options(
+        url,
+        user,
+        password,
+        size,
+        seed,
+        only,
+        controls,
+        help,
+        failoverCommand,
+        failoverPrepare,
+        failoverStall);
   }
 
   /** Every id of {@code --only} must name a property (or, with --controls, a control). */

@@ -4,6 +4,7 @@ import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
+import dev.lease.conformance.failover.FailoverHook;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Set;
@@ -26,6 +27,9 @@ final class SuiteSettings {
   static final String SEED = "lease.conformance.seed";
   static final String ONLY = "lease.conformance.only";
   static final String CONTROLS = "lease.conformance.controls";
+  static final String FAILOVER_COMMAND = "lease.conformance.failoverCommand";
+  static final String FAILOVER_PREPARE = "lease.conformance.failoverPrepareCommand";
+  static final String FAILOVER_STALL = "lease.conformance.failoverStallCommand";
 
   final Target target;
   final Size size;
@@ -33,12 +37,22 @@ final class SuiteSettings {
   final Set<String> only;
   final boolean controls;
 
-  SuiteSettings(Target target, Size size, long seed, Set<String> only, boolean controls) {
+  /** Fails the database over for the failover property; null without --failover-command. */
+  final FailoverHook failover;
+
+  SuiteSettings(
+      Target target,
+      Size size,
+      long seed,
+      Set<String> only,
+      boolean controls,
+      FailoverHook failover) {
     this.target = target;
     this.size = size;
     this.seed = seed;
     this.only = only;
     this.controls = controls;
+    this.failover = failover;
   }
 
   boolean selected(ConformanceProperty p) {
@@ -87,7 +101,16 @@ final class SuiteSettings {
               .orElse(Set.of());
       boolean controls =
           Boolean.parseBoolean(e.getConfigurationParameter(CONTROLS).orElse("false"));
-      return new SuiteSettings(target, size, seed, only, controls);
+      FailoverHook failover =
+          e.getConfigurationParameter(FAILOVER_COMMAND)
+              .map(
+                  cmd ->
+                      FailoverHook.commands(
+                          e.getConfigurationParameter(FAILOVER_PREPARE).orElse(null),
+                          e.getConfigurationParameter(FAILOVER_STALL).orElse(null),
+                          cmd))
+              .orElse(null);
+      return new SuiteSettings(target, size, seed, only, controls, failover);
     }
   }
 }

@@ -1,0 +1,790 @@
+package dev.lease.conformance.failover;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.NegativeControl;
+import dev.lease.conformance.PropertyResult;
+import dev.lease.conformance.PropertyResult.Count;
+import dev.lease.conformance.Size;
+import dev.lease.conformance.Target;
+import dev.lease.core.FailurePolicy;
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseListener;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseTimings;
+import dev.lease.core.LossReason;
+import dev.lease.jdbc.FencedDataSource;
+import dev.lease.jdbc.FencingMode;
+import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.LeaseLostSQLException;
+import java.io.IOException;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Leases across a failover of the database: holders (threads of this JVM, each with its own lease
+ * manager and HikariCP pools on the multi-host URL, as separate processes would have) claim, run
+ * STRICT-fenced transactions and hand the lease over; at a generated moment (during a claim, inside
+ * a STRICT transaction, between a claim and its first verify) the hook stalls replication for a
+ * generated lag, kills the primary and promotes the replica. The holders carry on against whatever
+ * the pools reach. Checked afterwards on the promoted server's own history:
+ *
+ * <ul>
+ *   <li>invariant 1 (STRICT): no data row of term t committed after the claim of term t+1 — the
+ *       claim's trigger counted the rows of term t it saw, and no more may exist;
+ *   <li>every data row was written under a (term, holder) the promoted history granted;
+ *   <li>a holder whose claim vanished with the failover learnt it (its lease was lost, with an
+ *       event) and wrote nothing the promoted server kept;
+ *   <li>on a synchronous pair no acknowledged claim or commit vanished (reported, not required, for
+ *       an asynchronous one).
+ * </ul>
+ *
+ * Counted: failovers run, hand-overs lost with the failover (claims acknowledged to a holder that
+ * the promoted server does not have), commits lost, time from the kill until a holder commits
+ * again, transactions refused, leases held across the failover that were kept or lost.
+ */
+public final class FailoverProperty implements ConformanceProperty {
+
+  /** Where in the workload the failover starts. */
+  public enum Moment {
+    /**
+     * A holder starts the failover right before it releases: its successor's claim runs while
+     * replication is stalled and the primary is being killed.
+     */
+    DURING_CLAIM,
+    INSIDE_STRICT_TRANSACTION,
+    BETWEEN_CLAIM_AND_FIRST_VERIFY
+  }
+
+  /** A deliberately broken holder, for the negative control. */
+  public enum Break {
+    NONE,
+    /**
+     * The holder writes without the fence (no verify) for as long as its own clock says its claim
+     * is good (the lease duration counted from the claim), whatever the database says.
+     */
+    HOLDER_TRUSTS_ITS_CLOCK
+  }
+
+  /**
+   * Short protocol timings so a round is seconds long; the local deadline (2.5 s) is about as long
+   * as a failover here, so some leases live through one and some do not.
+   */
+  static final LeaseTimings TIMINGS =
+      LeaseTimings.builder()
+          .leaseDuration(Duration.ofMillis(4000))
+          .renewInterval(Duration.ofMillis(300))
+          .attemptTimeout(Duration.ofMillis(800))
+          .localDeadline(Duration.ofMillis(2500))
+          .gracePeriod(Duration.ofMillis(500))
+          .build();
+
+  private static final int HOLDERS = 3;
+  private static final String NAME = "fo-leader";
+
+  private final FailoverHook hook;
+  private final int quickRounds;
+  private final int fullRounds;
+  private final Break broken;
+  private final boolean synchronous;
+  private final Moment fixedMoment;
+
+  /**
+   * @param hook fails the database over; null when none was given (the property is then skipped)
+   * @param synchronous true when the pair replicates synchronously: then an acknowledged claim or
+   *     commit that vanished is a violation
+   */
+  public FailoverProperty(
+      FailoverHook hook, int quickRounds, int fullRounds, boolean synchronous, Break broken) {
+    this(hook, quickRounds, fullRounds, synchronous, broken, null);
+  }
+
+  /**
+   * @param moment the moment of every round's failover, or null for a generated one per round
+   */
+  public FailoverProperty(
+      FailoverHook hook,
+      int quickRounds,
+      int fullRounds,
+      boolean synchronous,
+      Break broken,
+      Moment moment) {
+    this.hook = hook;
+    this.quickRounds = quickRounds;
+    this.fullRounds = fullRounds;
+    this.synchronous = synchronous;
+    this.broken = Objects.requireNonNull(broken);
+    this.fixedMoment = moment;
+  }
+
+  /** The runner's property: {@code hook} may be null (no --failover-command: skipped). */
+  public FailoverProperty(FailoverHook hook) {
+    this(hook, 3, 20, false, Break.NONE);
+  }
+
+  /**
+   * The negative control: holders that trust their own clock instead of the verify, failed over
+   * during a claim (what an asynchronous failover loses is a claim made after the stall).
+   */
+  public FailoverProperty holderTrustsItsClock() {
+    return new FailoverProperty(
+        hook,
+        quickRounds,
+        fullRounds,
+        synchronous,
+        Break.HOLDER_TRUSTS_ITS_CLOCK,
+        Moment.DURING_CLAIM);
+  }
+
+  public boolean hasHook() {
+    return hook != null;
+  }
+
+  @Override
+  public String id() {
+    return "failover";
+  }
+
+  @Override
+  public String summary() {
+    return "across a failover of the database, no transaction of term t commits after the claim of"
+        + " t+1, no row is kept under a term the promoted server never granted, and a holder whose"
+        + " claim vanished stops";
+  }
+
+  @Override
+  public String countsAsATest() {
+    return "failovers run with a holder leading again on the promoted server afterwards, and"
+        + " hand-overs before them";
+  }
+
+  @Override
+  public List<NegativeControl> controls() {
+    return List.of(
+        new NegativeControl(
+            "failover/holder-trusts-its-clock",
+            "a holder writes unfenced while its own clock says its claim is good",
+            holderTrustsItsClock(),
+            t -> hook == null ? "no --failover-command" : null));
+  }
+
+  @Override
+  public PropertyResult check(Target target, Size size, long seed, Progress progress) {
+    long started = System.nanoTime();
+    if (hook == null) {
+      return new PropertyResult(
+          id(),
+          target.label(),
+          0,
+          0,
+          List.of(),
+          0,
+          null,
+          "skipped: no --failover-command (the runner cannot fail a database over by itself)",
+          0);
+    }
+    int rounds = size.pick(quickRounds, fullRounds);
+    Totals totals = new Totals();
+    String failure = null;
+    for (int r = 0; r < rounds; r++) {
+      Random random = new Random(seed * 1_000_003L + r);
+      Round round = new Round(target, random, r);
+      try {
+        round.run();
+      } catch (Exception e) {
+        failure =
+            "round " + r + " (seed " + seed + ", moment " + round.moment + ") could not run: " + e;
+        totals.add(round);
+        break;
+      }
+      totals.add(round);
+      progress.update(r + 1, totals.failovers);
+      if (!round.violations.isEmpty()) {
+        failure =
+            "seed "
+                + seed
+                + ", round "
+                + r
+                + " (moment "
+                + round.moment
+                + ", lag "
+                + round.lagMs
+                + " ms): "
+                + round.violations.get(0);
+        if (broken != Break.NONE) {
+          break; // a control stops at its first violation
+        }
+      }
+    }
+    List<Count> counts = new ArrayList<>();
+    counts.add(new Count("failovers run", totals.failovers, rounds));
+    counts.add(new Count("failovers after which a holder led again", totals.ledAgain, rounds));
+    counts.add(new Count("hand-overs before the failovers", totals.handOvers, rounds));
+    counts.add(Count.info("hand-overs lost with the failover", totals.claimsVanished));
+    counts.add(Count.info("acknowledged commits lost with the failover", totals.commitsVanished));
+    counts.add(Count.info("claims kept though the claimer saw an error", totals.claimsUnknown));
+    // Terms count up from the row's term: a claim lost with an asynchronous failover leaves its
+    // number free, and the next claim on the promoted server takes it again (another holder).
+    counts.add(
+        Count.info("terms granted again to another holder after the failover", totals.termsReused));
+    counts.add(Count.info("transactions refused by the fence", totals.refused));
+    counts.add(Count.info("transactions failed by the failover", totals.failedTransactions));
+    counts.add(Count.info("leases held across a failover and kept", totals.leasesKept));
+    counts.add(Count.info("leases held across a failover and lost", totals.leasesLost));
+    counts.add(Count.info("max ms from the kill to a holder leading again", totals.maxLeadAgainMs));
+    counts.add(
+        Count.info(
+            "median ms from the kill to a holder leading again", totals.medianLeadAgainMs()));
+    return new PropertyResult(
+        id(),
+        target.label(),
+        totals.rounds,
+        totals.failovers,
+        counts,
+        totals.violations,
+        failure,
+        (synchronous ? "synchronous" : "asynchronous or unknown")
+            + " replication; "
+            + hook.describe()
+            + (broken == Break.NONE ? "" : "; broken: " + broken),
+        (System.nanoTime() - started) / 1_000_000);
+  }
+
+  /** Totals over the rounds of one check. */
+  static final class Totals {
+    long rounds;
+    long failovers;
+    long ledAgain;
+    long handOvers;
+    long claimsVanished;
+    long commitsVanished;
+    long claimsUnknown;
+    long termsReused;
+    long refused;
+    long failedTransactions;
+    long leasesKept;
+    long leasesLost;
+    long violations;
+    long maxLeadAgainMs;
+    final List<Long> leadAgainMs = new ArrayList<>();
+
+    void add(Round r) {
+      rounds++;
+      failovers += r.failedOver ? 1 : 0;
+      handOvers += r.handOversBefore;
+      claimsVanished += r.claimsVanished;
+      commitsVanished += r.commitsVanished;
+      claimsUnknown += r.claimsUnknown;
+      termsReused += r.termsReused;
+      refused += r.refused.get();
+      failedTransactions += r.failed.get();
+      leasesKept += r.leasesKept;
+      leasesLost += r.leasesLost;
+      violations += r.violations.size();
+      if (r.leadAgainMs >= 0) {
+        ledAgain++;
+        leadAgainMs.add(r.leadAgainMs);
+        maxLeadAgainMs = Math.max(maxLeadAgainMs, r.leadAgainMs);
+      }
+    }
+
+    long medianLeadAgainMs() {
+      if (leadAgainMs.isEmpty()) {
+        return 0;
+      }
+      List<Long> sorted = new ArrayList<>(leadAgainMs);
+      sorted.sort(null);
+      return sorted.get(sorted.size() / 2);
+    }
+  }
+
+  /** A claim acknowledged to a holder. */
+  record Granted(Lease lease, long claimedNanos) {}
+
+  /** A commit acknowledged to a holder. */
+  record Committed(String holder, long term, long txn, long nanos) {}
+
+  /** One round: fresh tables, holders, one failover, the checks. */
+  final class Round {
+    Target target;
+    final Random random;
+    final int index;
+    final Moment moment;
+    final long lagMs;
+    final FailoverTables tables;
+
+    final AtomicBoolean stop = new AtomicBoolean();
+    final AtomicBoolean armed = new AtomicBoolean();
+    final AtomicBoolean fired = new AtomicBoolean();
+    final CountDownLatch stalled = new CountDownLatch(1);
+    final CountDownLatch failedOverLatch = new CountDownLatch(1);
+    final AtomicLong killNanos = new AtomicLong();
+    final AtomicLong doneNanos = new AtomicLong();
+    volatile Exception failoverError;
+
+    final List<Granted> granted = new CopyOnWriteArrayList<>();
+    final List<Committed> committed = new CopyOnWriteArrayList<>();
+    final Map<Lease, Long> lostAt = new ConcurrentHashMap<>();
+    final Map<Lease, LossReason> lossReasons = new ConcurrentHashMap<>();
+    final Map<Lease, Long> lastRenewed = new ConcurrentHashMap<>();
+    final Set<Lease> released = ConcurrentHashMap.newKeySet();
+    final AtomicLong refused = new AtomicLong();
+    final AtomicLong failed = new AtomicLong();
+    final AtomicLong txnIds = new AtomicLong();
+    final AtomicLong handOvers = new AtomicLong();
+
+    /** The holders' last unexpected error, for a round that could not run. */
+    final java.util.concurrent.atomic.AtomicReference<Exception> lastError =
+        new java.util.concurrent.atomic.AtomicReference<>();
+
+    /** Leases whose holders still believed in them at the end of the round. */
+    final Set<Lease> stillHeld = ConcurrentHashMap.newKeySet();
+
+    boolean failedOver;
+    long handOversBefore;
+    long claimsVanished;
+    long commitsVanished;
+    long claimsUnknown;
+    long termsReused;
+    long leasesKept;
+    long leasesLost;
+    long leadAgainMs = -1;
+    final List<String> violations = new ArrayList<>();
+
+    Round(Target target, Random random, int index) {
+      this.target = target;
+      this.random = random;
+      this.index = index;
+      Moment generated = Moment.values()[random.nextInt(Moment.values().length)];
+      this.moment = fixedMoment != null ? fixedMoment : generated;
+      this.lagMs = random.nextInt(300);
+      this.tables = new FailoverTables(target);
+    }
+
+    void run() throws Exception {
+      hook.prepare();
+      target = hook.target(target);
+      List<HikariDataSource> pools = new ArrayList<>();
+      List<LeaseManager> managers = new ArrayList<>();
+      List<Thread> threads = new ArrayList<>();
+      try {
+        HikariDataSource admin = pool("admin", 2, 15_000);
+        pools.add(admin);
+        try (LeaseManager creator =
+            LeaseManager.builder(admin)
+                .table(tables.lease)
+                .createTableIfMissing()
+                .timings(TIMINGS)
+                .build()) {
+          try (Connection c = admin.getConnection()) {
+            tables.create(c, target);
+          }
+          creator.describe(NAME); // creates nothing; checks the table answers
+        }
+        for (int h = 0; h < HOLDERS; h++) {
+          HikariDataSource leasePool = pool("lease-" + h, 3, 5000);
+          HikariDataSource dataPool = pool("data-" + h, 2, 5000);
+          pools.add(leasePool);
+          pools.add(dataPool);
+          LeaseManager manager =
+              LeaseManager.builder(leasePool)
+                  .table(tables.lease)
+                  .timings(TIMINGS)
+                  .instance("holder-" + h)
+                  .failurePolicy(FailurePolicy.logOnly())
+                  .listener(listener())
+                  .build();
+          managers.add(manager);
+          FencedDataSource fenced =
+              FencedDataSource.wrap(
+                  dataPool, FencingOptions.builder().mode(FencingMode.STRICT).build());
+          Holder holder = new Holder(manager, fenced, dataPool, new Random(random.nextLong()), h);
+          Thread t = new Thread(holder, "failover-holder-" + h);
+          t.setDaemon(true);
+          threads.add(t);
+        }
+        threads.forEach(Thread::start);
+
+        // Warm up: hand-overs and commits replicated before the failover may fire.
+        if (!awaitFor(
+            () -> handOvers.get() >= 2 && committed.size() >= 4, Duration.ofSeconds(20))) {
+          throw new IOException(
+              "the holders did not hand over twice and commit four times within 20 s before the"
+                  + " failover; last error: "
+                  + lastError.get());
+        }
+        armed.set(true);
+        // A holder reaches the moment within a few transactions; if none does, fire anyway.
+        if (!awaitFor(fired::get, Duration.ofSeconds(5))) {
+          fire("round " + index);
+        }
+        if (!failedOverLatch.await(150, TimeUnit.SECONDS)) {
+          throw new IOException("the failover did not finish within 150 s");
+        }
+        if (failoverError != null) {
+          throw failoverError;
+        }
+        failedOver = true;
+        handOversBefore = granted.stream().filter(g -> g.claimedNanos < killNanos.get()).count();
+        // Afterwards: until a holder commits twice on the promoted server, and at least a local
+        // deadline, so every holder whose claim vanished has had to find out.
+        long done = doneNanos.get();
+        awaitFor(
+            () -> committed.stream().filter(c -> c.nanos > done).count() >= 2,
+            Duration.ofSeconds(30));
+        awaitFor(
+            () -> System.nanoTime() - done > TIMINGS.localDeadline().toNanos() + 500_000_000L,
+            Duration.ofSeconds(10));
+        committed.stream()
+            .filter(c -> c.nanos > done)
+            .mapToLong(Committed::nanos)
+            .min()
+            .ifPresent(n -> leadAgainMs = (n - killNanos.get()) / 1_000_000);
+        // The state of every lease before the holders stop and release.
+        List<Granted> snapshotGranted = List.copyOf(granted);
+        snapshotGranted.stream().map(Granted::lease).filter(Lease::isHeld).forEach(stillHeld::add);
+        Map<Lease, Long> snapshotLost = Map.copyOf(lostAt);
+        stop.set(true);
+        for (Thread t : threads) {
+          t.join(TimeUnit.SECONDS.toMillis(30));
+        }
+        for (LeaseManager m : managers) {
+          m.close();
+        }
+        managers.clear();
+        check(admin, snapshotGranted, snapshotLost);
+      } finally {
+        stop.set(true);
+        for (LeaseManager m : managers) {
+          try {
+            m.close();
+          } catch (RuntimeException e) {
+            // the round's result stands
+          }
+        }
+        pools.forEach(HikariDataSource::close);
+        if (violations.isEmpty() || !Boolean.getBoolean("lease.failover.keepTables")) {
+          target.dropQuietly(tables.all());
+        }
+      }
+    }
+
+    /**
+     * A pool on the target URL. The borrow waits long enough for a multi-host URL to try a dead
+     * host and a standby before the primary on a loaded machine (2 s was not, measured).
+     */
+    private HikariDataSource pool(String name, int size, long connectionTimeoutMs) {
+      HikariConfig config = new HikariConfig();
+      config.setPoolName("failover-" + index + "-" + name);
+      config.setJdbcUrl(target.url());
+      config.setUsername(target.user());
+      config.setPassword(target.password());
+      config.setMaximumPoolSize(size);
+      config.setMinimumIdle(0);
+      config.setConnectionTimeout(connectionTimeoutMs);
+      config.setValidationTimeout(500);
+      config.setInitializationFailTimeout(-1);
+      return new HikariDataSource(config);
+    }
+
+    private LeaseListener listener() {
+      return new LeaseListener() {
+        @Override
+        public void lost(Lease lease, LossReason reason) {
+          lostAt.putIfAbsent(lease, System.nanoTime());
+          lossReasons.putIfAbsent(lease, reason);
+        }
+
+        @Override
+        public void renewed(Lease lease) {
+          lastRenewed.put(lease, System.nanoTime());
+        }
+
+        @Override
+        public void released(Lease lease) {
+          released.add(lease);
+        }
+      };
+    }
+
+    /**
+     * Called by a holder at a moment; fires the failover when this round's moment is armed. Returns
+     * once replication has stalled, so what the holder does next is what the failover cuts.
+     */
+    void at(Moment m) {
+      if (m == moment && armed.get()) {
+        fire(m.name());
+      }
+    }
+
+    private void fire(String why) {
+      if (!fired.compareAndSet(false, true)) {
+        return;
+      }
+      Thread killer =
+          new Thread(
+              () -> {
+                try {
+                  hook.stall();
+                  stalled.countDown();
+                  LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(lagMs));
+                  killNanos.set(System.nanoTime());
+                  hook.failOver();
+                  doneNanos.set(System.nanoTime());
+                } catch (Exception e) {
+                  failoverError = e;
+                } finally {
+                  stalled.countDown();
+                  failedOverLatch.countDown();
+                }
+              },
+              "failover-" + why);
+      killer.setDaemon(true);
+      killer.start();
+      try {
+        stalled.await(30, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+
+    /** One holder: claim, a few fenced transactions, hand over; again, until the round stops. */
+    final class Holder implements Runnable {
+      final LeaseManager manager;
+      final FencedDataSource fenced;
+      final HikariDataSource raw;
+      final Random random;
+      final int id;
+
+      Holder(
+          LeaseManager manager, FencedDataSource fenced, HikariDataSource raw, Random r, int id) {
+        this.manager = manager;
+        this.fenced = fenced;
+        this.raw = raw;
+        this.random = r;
+        this.id = id;
+      }
+
+      @Override
+      public void run() {
+        while (!stop.get()) {
+          Lease lease;
+          try {
+            lease = manager.tryClaim(NAME).orElse(null);
+          } catch (RuntimeException e) {
+            lastError.set(e);
+            pause(50);
+            continue;
+          }
+          if (lease == null) {
+            pause(20 + random.nextInt(40));
+            continue;
+          }
+          long claimed = System.nanoTime();
+          granted.add(new Granted(lease, claimed));
+          try {
+            lease.hold();
+          } catch (RuntimeException e) {
+            continue;
+          }
+          at(Moment.BETWEEN_CLAIM_AND_FIRST_VERIFY);
+          // The broken holder writes for as long as its clock allows, through the failover.
+          int transactions =
+              broken == Break.HOLDER_TRUSTS_ITS_CLOCK ? Integer.MAX_VALUE : 2 + random.nextInt(5);
+          for (int i = 0; i < transactions && !stop.get(); i++) {
+            if (broken == Break.HOLDER_TRUSTS_ITS_CLOCK) {
+              if (System.nanoTime() - claimed > TIMINGS.leaseDuration().toNanos()) {
+                break;
+              }
+            } else if (!lease.isHeld()) {
+              break;
+            }
+            transaction(lease);
+          }
+          if (lease.isHeld()) {
+            // The failover starts before this release: the successor's claim then runs while
+            // replication is stalled and the primary is being killed.
+            at(Moment.DURING_CLAIM);
+            try {
+              lease.release();
+              handOvers.incrementAndGet();
+            } catch (RuntimeException e) {
+              // it expires by itself
+            }
+          }
+        }
+      }
+
+      private void transaction(Lease lease) {
+        long txn = txnIds.incrementAndGet();
+        boolean trustsClock = broken == Break.HOLDER_TRUSTS_ITS_CLOCK;
+        try (LeaseContext.Scope scope = trustsClock ? null : LeaseContext.bind(lease);
+            Connection c = trustsClock ? raw.getConnection() : fenced.getConnection()) {
+          c.setAutoCommit(false);
+          FailoverTables.insert(c, tables.data, lease.holder(), lease.term(), txn);
+          at(Moment.INSIDE_STRICT_TRANSACTION);
+          c.commit();
+          committed.add(new Committed(lease.holder(), lease.term(), txn, System.nanoTime()));
+        } catch (SQLException e) {
+          if (refusedByFence(e)) {
+            refused.incrementAndGet();
+          } else {
+            lastError.set(e);
+            failed.incrementAndGet();
+            pause(50);
+          }
+        } catch (RuntimeException e) {
+          lastError.set(e);
+          failed.incrementAndGet();
+          pause(50);
+        }
+      }
+    }
+
+    private void check(
+        HikariDataSource admin, List<Granted> grantedAtEnd, Map<Lease, Long> lostAtEnd)
+        throws SQLException {
+      Map<Long, FailoverTables.Claim> claims;
+      List<FailoverTables.Row> rows;
+      try (Connection c = admin.getConnection()) {
+        claims = tables.claims(c);
+        rows = tables.rows(c);
+      }
+      // Invariant 1 on the promoted history: the claim of t+1 saw every row of term t there is.
+      Map<Long, Long> rowsPerTerm = new ConcurrentHashMap<>();
+      rows.forEach(r -> rowsPerTerm.merge(r.term(), 1L, Long::sum));
+      for (FailoverTables.Claim claim : claims.values()) {
+        if (claim.prevTerm() == null) {
+          continue;
+        }
+        long now = rowsPerTerm.getOrDefault(claim.prevTerm(), 0L);
+        if (now > claim.prevRows()) {
+          violations.add(
+              (now - claim.prevRows())
+                  + " row(s) of term "
+                  + claim.prevTerm()
+                  + " committed after the claim of term "
+                  + claim.term()
+                  + " (invariant 1)");
+        }
+      }
+      // Every row under a (term, holder) the promoted server granted.
+      Set<String> reported = new HashSet<>();
+      for (FailoverTables.Row r : rows) {
+        FailoverTables.Claim claim = claims.get(r.term());
+        if ((claim == null || !r.holder().equals(claim.holder()))
+            && reported.add(r.term() + "/" + r.holder())) {
+          violations.add(
+              "row(s) kept under term "
+                  + r.term()
+                  + " of holder "
+                  + r.holder()
+                  + ", which the promoted server "
+                  + (claim == null ? "never granted" : "granted to " + claim.holder()));
+        }
+      }
+      // Claims the holders were told of, against the promoted history.
+      long kill = killNanos.get();
+      Set<String> grantedKeys = new HashSet<>();
+      for (Granted g : grantedAtEnd) {
+        Lease lease = g.lease();
+        grantedKeys.add(lease.term() + "/" + lease.holder());
+        FailoverTables.Claim claim = claims.get(lease.term());
+        boolean kept = claim != null && lease.holder().equals(claim.holder());
+        if (!kept) {
+          claimsVanished++;
+          if (claim != null) {
+            termsReused++; // the new timeline granted the same number to another holder
+          }
+          if (synchronous) {
+            violations.add(
+                "the acknowledged claim of term "
+                    + lease.term()
+                    + " vanished though replication is synchronous");
+          }
+          // Its holder must have found out: lost, with the event, before the round ended.
+          if (stillHeld.contains(lease)) {
+            violations.add(
+                "the holder of the vanished claim of term "
+                    + lease.term()
+                    + " still believes it holds the lease "
+                    + (System.nanoTime() - doneNanos.get()) / 1_000_000
+                    + " ms after the failover");
+          }
+        } else if (g.claimedNanos() < kill && !released.contains(lease)) {
+          // held across the failover: kept when a renewal after it succeeded
+          Long renewed = lastRenewed.get(lease);
+          if (renewed != null && renewed > doneNanos.get()) {
+            leasesKept++;
+          } else if (lostAtEnd.containsKey(lease)) {
+            leasesLost++;
+          }
+        }
+      }
+      for (FailoverTables.Claim claim : claims.values()) {
+        if (claim.holder() != null && !grantedKeys.contains(claim.term() + "/" + claim.holder())) {
+          claimsUnknown++;
+        }
+      }
+      Set<Long> keptTxns = new HashSet<>();
+      rows.forEach(r -> keptTxns.add(r.txn()));
+      for (Committed c : committed) {
+        if (c.nanos() < doneNanos.get() && !keptTxns.contains(c.txn())) {
+          commitsVanished++;
+          if (synchronous) {
+            violations.add(
+                "acknowledged commit "
+                    + c.txn()
+                    + " of term "
+                    + c.term()
+                    + " vanished though replication is synchronous");
+          }
+        }
+      }
+    }
+  }
+
+  /** The fence refused: lease-jdbc's exception, anywhere in the chain. */
+  static boolean refusedByFence(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof LeaseLostSQLException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static void pause(long millis) {
+    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(millis));
+  }
+
+  /** Waits for {@code condition} up to {@code limit}; true when it came true. */
+  static boolean awaitFor(BooleanSupplier condition, Duration limit) {
+    long end = System.nanoTime() + limit.toNanos();
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > end) {
+        return false;
+      }
+      pause(10);
+    }
+    return true;
+  }
+}

@@ -1,0 +1,67 @@
+package dev.lease.conformance.runner;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The runner's failover property through its hook: skipped without {@code --failover-command}
+ * (asking for it then is bad input, never a pass), and run against the CI's replicated PostgreSQL
+ * pair with {@code .ci/replicas} as the user's failover tooling (skipped without the pair).
+ */
+class FailoverCommandTest {
+
+  private static int run(ByteArrayOutputStream out, String... args) {
+    PrintStream o = new PrintStream(out, true, StandardCharsets.UTF_8);
+    return Main.run(args, Map.of(), o, o);
+  }
+
+  @Test
+  void withoutACommandTheFailoverPropertyIsNotRunAndAskingForItIsBadInput() {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    assertEquals(2, run(out, "--only", "failover"), out.toString(StandardCharsets.UTF_8));
+    assertTrue(
+        out.toString(StandardCharsets.UTF_8).contains("needs --failover-command"),
+        out.toString(StandardCharsets.UTF_8));
+    assertTrue(Options.propertyIds().contains("failover"));
+  }
+
+  @Test
+  void theHookFailsTheCiPairOverAndThePropertyHolds() {
+    String script =
+        System.getProperty("lease.failover.script", System.getenv("LEASE_FAILOVER_SCRIPT"));
+    Assumptions.assumeTrue(
+        script != null && Files.isExecutable(Path.of(script)),
+        "no replicated pairs: set LEASE_FAILOVER_SCRIPT to .ci/replicas (.ci/run does)");
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    int status =
+        run(
+            out,
+            "--url",
+            "jdbc:postgresql://127.0.0.1:5442,127.0.0.1:5443/test?targetServerType=primary",
+            "--user",
+            "postgres",
+            "--only",
+            "failover",
+            "--seed",
+            "5",
+            "--failover-command",
+            script + " pg-failover",
+            "--failover-prepare-command",
+            script + " pg-prepare async",
+            "--failover-stall-command",
+            script + " pg-stall");
+    String text = out.toString(StandardCharsets.UTF_8);
+    System.out.println(text);
+    assertEquals(0, status, text);
+    assertTrue(text.matches("(?s).*failover\\s+postgresql\\s+holds.*"), text);
+  }
+}

@@ -414,6 +414,11 @@ final class TransactionFence {
       }
       return run(st, call);
     }
+    if (lease.isLost()) {
+      // known lost (the database refused it, or its deadline passed): refused here, before any
+      // round trip — not even the MySQL flag refresh that mode() may send after the refusal's error
+      verify(lease);
+    }
     switch (mode()) {
       case JDBC:
         if (shape != SHAPE_NONE && piggybackable(lease, st, source)) {

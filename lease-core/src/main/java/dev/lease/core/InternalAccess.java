@@ -32,12 +32,11 @@ final class InternalAccess extends LeaseAccess {
   public boolean verifyInTransaction(
       Lease lease,
       Connection connection,
-      String sql,
       boolean strict,
       Duration idleInTransaction,
       long[] sessionBounds)
       throws SQLException {
-    return lease.verifyInTransaction(connection, sql, strict, idleInTransaction, sessionBounds);
+    return lease.verifyInTransaction(connection, strict, idleInTransaction, sessionBounds);
   }
 
   @Override

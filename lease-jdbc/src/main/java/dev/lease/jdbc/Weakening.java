@@ -1,5 +1,7 @@
 package dev.lease.jdbc;
 
+import dev.lease.core.dialect.Dialect;
+import java.sql.SQLException;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
@@ -70,7 +72,18 @@ enum Weakening {
    * conformance runner's negative controls, which cannot reach {@code
    * FencingOptions.Builder.refusal} (another package); tests in this package use that seam.
    */
-  PREVIOUS_REFUSAL;
+  PREVIOUS_REFUSAL,
+  /**
+   * Take any error whose message contains {@code Dialect.REFUSAL_MARKER} for the server's refusal,
+   * as before the review: an application's error echoing the marker from user data (a duplicate
+   * key) loses a held lease.
+   */
+  REFUSAL_BY_MARKER_TEXT,
+  /**
+   * PostgreSQL: commit a read-only transaction without a proof, as before the review (its NOTIFY
+   * reaches listeners after a successor's claim).
+   */
+  NO_READ_ONLY_PROOF;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 
@@ -126,6 +139,20 @@ enum Weakening {
     } catch (ClassNotFoundException | LinkageError e) {
       return false;
     }
+  }
+
+  /** The check {@link #REFUSAL_BY_MARKER_TEXT} restores: the marker anywhere in the chain. */
+  static boolean mentionsMarker(SQLException e) {
+    for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+      if (String.valueOf(t.getMessage()).contains(Dialect.REFUSAL_MARKER)
+          || (t instanceof SQLException s
+              && s.getNextException() != null
+              && String.valueOf(s.getNextException().getMessage())
+                  .contains(Dialect.REFUSAL_MARKER))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   static void warn(Set<Weakening> set, Object what) {

@@ -695,7 +695,10 @@ final class TransactionFence {
     } catch (SQLException e) {
       // only errors that say the session was gone before the commit arrived: any other failure
       // of a commit leaves its outcome unknown, and the driver's error says so better
-      if (SESSION_GONE.contains(e.getSQLState())) {
+      // a driver's error may carry no SQLState (Set.of(..).contains(null) throws, and an exception
+      // escaping here would skip the fence's bookkeeping of the failed commit)
+      String state = e.getSQLState();
+      if (state != null && SESSION_GONE.contains(state)) {
         LeaseLostSQLException lost = lostDuring(e);
         if (lost != null) {
           throw lost;

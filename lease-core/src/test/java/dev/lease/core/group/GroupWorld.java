@@ -174,11 +174,20 @@ final class GroupWorld implements AutoCloseable {
         return; // lost meanwhile (read after the row): the manager gave the row back, not the group
       }
       orderingChecks.incrementAndGet();
-      if (row != null
-          && row.holder().equals(lease.holder())
-          && row.term() == lease.term()
-          && row.expiresAtMs() == 0) {
-        violations.add(key + " term " + lease.term() + " was released before onReleasing returned");
+      // the row as the database has it, and the lease's own state: a peer passing at the same time
+      // may already have claimed a row released too early, so the row alone can miss it
+      boolean rowReleased =
+          row != null
+              && row.holder().equals(lease.holder())
+              && row.term() == lease.term()
+              && row.expiresAtMs() == 0;
+      if (rowReleased || lease.isReleased()) {
+        violations.add(
+            key
+                + " term "
+                + lease.term()
+                + " was released before onReleasing returned"
+                + (rowReleased ? " (its row shows the release)" : " (the lease says released)"));
       }
     }
 

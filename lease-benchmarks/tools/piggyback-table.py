@@ -21,8 +21,9 @@ for r in csv.DictReader(open(sys.argv[1])):
     trials.setdefault(key, {})[counter] = float(r["Score"])
 
 print("| database | commits | statements | threads | raw tx/s | STRICT, separate verify"
-      " | STRICT, verify carried along | VERIFY, carried along |")
-print("|---|---|---|---|---|---|---|---|")
+      " | STRICT, verify carried along | VERIFY, carried along"
+      " | STRICT carried, previous mechanism (before issue 25) |")
+print("|---|---|---|---|---|---|---|---|---|")
 order = {"postgresql": 0, "mariadb": 1, "sqlite": 2}
 for key in sorted(trials, key=lambda k: (order.get(k[0], 9), k[1] != "relaxed", k[3], k[2])):
     t = trials[key]
@@ -34,10 +35,12 @@ for key in sorted(trials, key=lambda k: (order.get(k[0], 9), k[1] != "relaxed", 
     raw = tps("raw")
     cells = [
         "{:,.0f} ({:.2f}×)".format(tps(v), tps(v) / raw)
-        for v in ("separate", "carried", "verify")
+        for v in ("separate", "carried", "verify", "previous")
+        if v + "Tx" in t
     ]
+    cells += ["–"] * (4 - len(cells))
     # MariaDB has no per-session durability setting: both of its runs use the server's
     commits = key[1] if key[0] != "mariadb" else "server's (run {})".format(
         1 if key[1] == "relaxed" else 2)
-    print("| {} | {} | {} | {} | {:,.0f} | {} | {} | {} |".format(
+    print("| {} | {} | {} | {} | {:,.0f} | {} | {} | {} | {} |".format(
         key[0], commits, key[2], threads, raw, *cells))

@@ -46,6 +46,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * same load. The ratio of mean transaction times is the figure to read ({@code
  * tools/piggyback-table.py} in this module makes the README table).
  *
+ * <p>A fifth variant, {@code previous}, is STRICT carried along with the mechanism before issue 25
+ * (the client reads the verify's empty result; the commit carries no proof): beside {@code carried}
+ * (the server refuses, and on PostgreSQL every commit carries the verify in its round trip), it
+ * shows what the server-side refusal and the commit proof cost.
+ *
  * <p>Transactions of 1 and 5 {@code UPDATE}s by primary key (ids sorted), at 1 and 8 threads, with
  * relaxed commits ({@code synchronous_commit = off} on PostgreSQL; MariaDB has no per-session
  * durability setting, {@code innodb_flush_log_at_trx_commit} is global and left as the server has
@@ -77,7 +82,7 @@ public class PiggybackBenchmark {
   String leaseTable;
   String update;
 
-  /** raw, STRICT separate verify, STRICT verify carried along, VERIFY carried along. */
+  /** raw, STRICT separate, STRICT carried, VERIFY carried, STRICT carried (previous). */
   DataSource[] variants;
 
   @Setup(Level.Trial)
@@ -131,6 +136,10 @@ public class PiggybackBenchmark {
               FencingOptions.builder()
                   .mode(dev.lease.jdbc.FencingMode.VERIFY)
                   .piggybackVerify(true)
+                  .build()),
+          FencedDataSource.wrap(
+              pool,
+              dev.lease.jdbc.PreviousMechanism.of(FencingOptions.builder().piggybackVerify(true))
                   .build())
         };
   }
@@ -154,6 +163,8 @@ public class PiggybackBenchmark {
     public long carriedTx;
     public long verifyNanos;
     public long verifyTx;
+    public long previousNanos;
+    public long previousTx;
 
     int turn;
     LeaseContext.Scope scope;
@@ -161,13 +172,13 @@ public class PiggybackBenchmark {
     @Setup(Level.Trial)
     public void bind(PiggybackBenchmark b) {
       scope = LeaseContext.bind(b.lease);
-      turn = ThreadLocalRandom.current().nextInt(4);
+      turn = ThreadLocalRandom.current().nextInt(5);
     }
 
     @Setup(Level.Iteration)
     public void reset() {
       rawNanos = rawTx = separateNanos = separateTx = carriedNanos = carriedTx = 0;
-      verifyNanos = verifyTx = 0;
+      verifyNanos = verifyTx = previousNanos = previousTx = 0;
     }
 
     @TearDown(Level.Trial)
@@ -190,7 +201,7 @@ public class PiggybackBenchmark {
 
   private int next(Times t) throws SQLException {
     int variant = t.turn;
-    t.turn = variant == 3 ? 0 : variant + 1;
+    t.turn = variant == 4 ? 0 : variant + 1;
     long start = System.nanoTime();
     int changed = transaction(variants[variant]);
     long took = System.nanoTime() - start;
@@ -207,9 +218,13 @@ public class PiggybackBenchmark {
         t.carriedNanos += took;
         t.carriedTx++;
         break;
-      default:
+      case 3:
         t.verifyNanos += took;
         t.verifyTx++;
+        break;
+      default:
+        t.previousNanos += took;
+        t.previousTx++;
     }
     return changed;
   }

@@ -32,11 +32,12 @@ final class InternalAccess extends LeaseAccess {
   public boolean verifyInTransaction(
       Lease lease,
       Connection connection,
+      String sql,
       boolean strict,
       Duration idleInTransaction,
       long[] sessionBounds)
       throws SQLException {
-    return lease.verifyInTransaction(connection, strict, idleInTransaction, sessionBounds);
+    return lease.verifyInTransaction(connection, sql, strict, idleInTransaction, sessionBounds);
   }
 
   @Override

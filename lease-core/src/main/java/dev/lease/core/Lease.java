@@ -336,20 +336,36 @@ public final class Lease implements AutoCloseable {
    */
   boolean verifyInTransaction(Connection connection, boolean strict, Duration idleInTransaction)
       throws SQLException {
-    return verifyInTransaction(connection, strict, idleInTransaction, null);
+    try {
+      return verifyInTransaction(
+          connection, manager.dialect().verifySql(strict), strict, idleInTransaction, null);
+    } catch (SQLException e) {
+      if (Dialect.isRefusal(e)) {
+        return false; // the database refused it: this holder no longer holds the lease
+      }
+      throw e;
+    }
   }
 
   /**
-   * Like {@link #verifyInTransaction(Connection, boolean, Duration)}; when the database confirms
-   * the holder and {@code sessionBounds} is not null, also reports the session's current STRICT
-   * bounds the verify reads along ({@link Dialect#readSessionBounds}: MySQL/MariaDB lock wait and
-   * idle-in-transaction timeout in seconds, -1 where there is none; unchanged on other databases).
+   * Runs {@code sql} (the dialect's {@link Dialect#verifySql}, or for negative controls its {@link
+   * Dialect#clientCheckedVerifySql}) as the verify; the server's refusal is thrown as it came
+   * ({@link Dialect#isRefusal} tells it). When the database confirms the holder and {@code
+   * sessionBounds} is not null, also reports the session's current STRICT bounds the verify reads
+   * along ({@link Dialect#readSessionBounds}: MySQL/MariaDB lock wait and idle-in-transaction
+   * timeout in seconds, -1 where there is none; unchanged on other databases).
+   *
+   * @return true if the database confirms this holder at this term, false if it returned no row
    */
   boolean verifyInTransaction(
-      Connection connection, boolean strict, Duration idleInTransaction, long[] sessionBounds)
+      Connection connection,
+      String sql,
+      boolean strict,
+      Duration idleInTransaction,
+      long[] sessionBounds)
       throws SQLException {
     Dialect d = manager.dialect();
-    try (PreparedStatement ps = connection.prepareStatement(d.verifySql(strict))) {
+    try (PreparedStatement ps = connection.prepareStatement(sql)) {
       d.bindVerify(ps, 1, name, holder, term, strict, idleInTransaction.toMillis());
       try (ResultSet rs = ps.executeQuery()) {
         if (!rs.next()) {

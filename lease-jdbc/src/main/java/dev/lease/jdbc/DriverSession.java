@@ -47,6 +47,12 @@ final class DriverSession {
 
   static final DriverSession UNKNOWN = new DriverSession(Driver.UNKNOWN, null, null, null);
 
+  /**
+   * A driver option that reconnects or replays silently ({@code transactionReplay=true}), null when
+   * none is set: see {@link #silentReplay()}.
+   */
+  private String silentReplay;
+
   final Driver driver;
   private final Object target;
   private final Method inTransaction;
@@ -79,17 +85,26 @@ final class DriverSession {
         // (autoReconnect) replaces them
         Object server = connectorJServerSession(my);
         String type = "com.mysql.cj.protocol.ServerSession";
-        return new DriverSession(
-            Driver.CONNECTOR_J,
-            my,
-            method(server, type, "inTransactionOnServer"),
-            method(server, type, "isAutocommit"));
+        DriverSession d =
+            new DriverSession(
+                Driver.CONNECTOR_J,
+                my,
+                method(server, type, "inTransactionOnServer"),
+                method(server, type, "isAutocommit"));
+        d.silentReplay = connectorJReconnects(my);
+        return d;
       }
       Object maria = unwrap(delegate, "org.mariadb.jdbc.Connection");
       if (maria != null) {
         Object context = method(maria, "org.mariadb.jdbc.Connection", "getContext").invoke(maria);
         Method status = method(context, "org.mariadb.jdbc.client.Context", "getServerStatus");
-        return new DriverSession(Driver.MARIADB, context, status, status);
+        DriverSession d = new DriverSession(Driver.MARIADB, context, status, status);
+        Object conf = method(context, "org.mariadb.jdbc.client.Context", "getConf").invoke(context);
+        if (Boolean.TRUE.equals(
+            method(conf, "org.mariadb.jdbc.Configuration", "transactionReplay").invoke(conf))) {
+          d.silentReplay = "transactionReplay=true";
+        }
+        return d;
       }
       Object sqlite = unwrap(delegate, "org.sqlite.SQLiteConnection");
       if (sqlite != null) {
@@ -194,6 +209,38 @@ final class DriverSession {
       log.warn("could not repair sqlite-jdbc's autocommit flag", e);
       return false;
     }
+  }
+
+  /**
+   * The driver option under this connection that reconnects and goes on (or replays the open
+   * transaction) without telling the application, or null: MariaDB Connector/J {@code
+   * transactionReplay=true}, MySQL Connector/J {@code autoReconnect=true} or {@code
+   * autoReconnectForPools=true}. pgjdbc and sqlite-jdbc have none. The fence refuses to run a
+   * lease-bound statement on such a connection ({@link FencedDriver#refuseSilentReplay}).
+   */
+  String silentReplay() {
+    return silentReplay;
+  }
+
+  private static String connectorJReconnects(Object connection) {
+    try {
+      Object props =
+          method(connection, "com.mysql.cj.jdbc.JdbcConnection", "getPropertySet")
+              .invoke(connection);
+      Class<?> type =
+          Class.forName("com.mysql.cj.conf.PropertySet", false, props.getClass().getClassLoader());
+      Method get = type.getMethod("getBooleanProperty", String.class);
+      for (String option : new String[] {"autoReconnect", "autoReconnectForPools"}) {
+        Object property = get.invoke(props, option);
+        Object value = property.getClass().getMethod("getValue").invoke(property);
+        if (Boolean.TRUE.equals(value)) {
+          return option + "=true";
+        }
+      }
+    } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+      log.debug("cannot read Connector/J's reconnect options", e);
+    }
+    return null;
   }
 
   private static Object connectorJServerSession(Object connection)

@@ -34,6 +34,7 @@ public final class FencingOptions {
   private final Set<Weakening> weakenings;
   private final Executor cancelExecutor;
   private final boolean piggybackVerify;
+  private final Refusal refusal;
 
   private FencingOptions(Builder b) {
     this.mode = b.mode;
@@ -48,6 +49,7 @@ public final class FencingOptions {
     this.weakenings = w;
     this.cancelExecutor = b.cancelExecutor;
     this.piggybackVerify = b.piggybackVerify;
+    this.refusal = w.contains(Weakening.PREVIOUS_REFUSAL) ? Refusal.CLIENT : b.refusal;
   }
 
   public static FencingOptions defaults() {
@@ -70,6 +72,7 @@ public final class FencingOptions {
     b.weakenings.addAll(weakenings);
     b.cancelExecutor = cancelExecutor;
     b.piggybackVerify = piggybackVerify;
+    b.refusal = refusal;
     return b;
   }
 
@@ -117,6 +120,11 @@ public final class FencingOptions {
     return weakenings;
   }
 
+  /** How a lease no longer held stops a transaction ({@link Refusal#SERVER} but in tests). */
+  Refusal refusal() {
+    return refusal;
+  }
+
   /** Where a lost lease's running statement is cancelled: off the thread that reported the loss. */
   Executor cancelExecutor() {
     return cancelExecutor;
@@ -137,6 +145,7 @@ public final class FencingOptions {
         + ", piggybackVerify="
         + piggybackVerify
         + (weakenings.isEmpty() ? "" : ", WEAKENED=" + weakenings)
+        + (refusal == Refusal.SERVER ? "" : ", REFUSAL=" + refusal)
         + "]";
   }
 
@@ -151,6 +160,7 @@ public final class FencingOptions {
     private final Set<Weakening> weakenings = EnumSet.noneOf(Weakening.class);
     private Executor cancelExecutor = CancelThreads.SHARED;
     private boolean piggybackVerify = true;
+    private Refusal refusal = Refusal.SERVER;
 
     private Builder() {}
 
@@ -221,6 +231,12 @@ public final class FencingOptions {
       for (Weakening w : ws) {
         weakenings.add(w);
       }
+      return this;
+    }
+
+    /** Negative controls only: plugs in another refusal mechanism (see {@link Refusal}). */
+    Builder refusal(Refusal refusal) {
+      this.refusal = Objects.requireNonNull(refusal, "refusal");
       return this;
     }
 

@@ -40,7 +40,11 @@ public class LeaseLostSQLException extends SQLException {
 
   private static final long serialVersionUID = 1L;
 
-  /** The verify refused the transaction: the lease is not held by this holder at this term. */
+  /**
+   * The verify refused the transaction: the lease is not held by this holder at this term. When the
+   * database refused it, the cause is the server's own error (its message contains {@code LF001
+   * lease not held}), and nothing sent with the verify or after it in the same round trip ran.
+   */
   public static final String REFUSED = "LF001";
 
   /** The transaction is poisoned (refused earlier, or its lease was lost while it was open). */

@@ -29,6 +29,12 @@ import org.slf4j.LoggerFactory;
  *       (checklist 7, 17); exactly once per transaction, under one lease (checklist 24); again
  *       after anything that may have taken its lock away: a driver error, a savepoint rollback, a
  *       MySQL CALL ({@link #reverify}).
+ *   <li><b>The database refuses</b>: a verify whose lease is gone fails in the server, so nothing
+ *       sent with it or after it runs; {@link #refusedByDatabase} turns its error into LF001.
+ *       <b>Every commit carries its proof</b> ({@link #commit}): on PostgreSQL the verify rides in
+ *       the COMMIT's round trip; elsewhere it runs before the COMMIT when the fence's picture is in
+ *       doubt, including when the driver says the verified transaction ended behind the fence
+ *       ({@link #endedBehindTheFence}). The mechanism is a {@link Refusal}; DESIGN-NOTE.md.
  *   <li><b>Where the transaction is</b> is asked of the driver, not assumed ({@link
  *       DriverSession}): a BEGIN sent as SQL before the lease was bound, {@code SET autocommit} as
  *       SQL, a deadlock that rolled the transaction back. With a driver that cannot tell, the fence
@@ -122,6 +128,9 @@ final class TransactionFence {
 
   /** A lost lease's statement being cancelled on another thread (review L1); null when none. */
   private volatile Statement cancelling;
+
+  /** The driver's options were checked for silent reconnects and replays. */
+  private boolean driverChecked;
 
   /** A statement failed before {@link #session} was looked up: its flags start out stale. */
   private boolean failedBeforeSession;
@@ -389,6 +398,9 @@ final class TransactionFence {
       Lease lease, FencingStatement st, SqlCall<T> call, int shape, int source, String sql)
       throws SQLException {
     if (verified() == lease) {
+      if (!reverify && endedBehindTheFence()) {
+        reverify = true; // an implicit commit, a COMMIT through a driver object: verify anew
+      }
       if (reverify) {
         // MySQL family: a CALL/EXECUTE may have run SET autocommit = 1 behind Connector/J's cached
         // flag (review S7): mode() asks the server before the cached flag is trusted
@@ -449,6 +461,11 @@ final class TransactionFence {
       case SqlKind.COMMIT:
       case SqlKind.PREPARE_TRANSACTION:
         checkCommit(lease);
+        if (verified() != null && ridesInCommit(verified())) {
+          // PostgreSQL: every commit carries its proof; the user's own COMMIT text cannot carry
+          // it, so it runs just before, as commit() would send it
+          proveCommit(verified(), false);
+        }
         try {
           return runUnverified(call);
         } finally {
@@ -686,12 +703,24 @@ final class TransactionFence {
     if (verified() != null && lease != verified() && abandoned()) {
       rollbackAbandoned(lease);
     }
-    if (reverify && verified() != null) {
+    Lease proof = proofLease(lease);
+    if (proof != null && proof == verified() && endedBehindTheFence()) {
+      reverify = true;
+    }
+    boolean rides = ridesInCommit(proof);
+    if (reverify && verified() != null && !rides) {
       verifyAgain(verified());
     }
     checkStillHeld();
     try {
-      delegate.commit();
+      if (rides) {
+        commitWithVerify(proof);
+      } else {
+        if (proof != null && proof != verified() && options.refusal().commitCarriesProof()) {
+          verify(proof); // writes the fence did not see (a driver object): prove them now
+        }
+        delegate.commit();
+      }
     } catch (SQLException e) {
       // only errors that say the session was gone before the commit arrived: any other failure
       // of a commit leaves its outcome unknown, and the driver's error says so better
@@ -707,6 +736,94 @@ final class TransactionFence {
       throw e;
     } finally {
       endTransaction();
+    }
+  }
+
+  // ---- every commit carries its proof
+  // -------------------------------------------------------------
+
+  /**
+   * The lease a commit must prove, or null when it commits nothing fenced: the lease the open
+   * transaction was verified under; else the bound lease if the server has a transaction open that
+   * the fence never verified (writes through an object that bypassed the wrapper). The driver is
+   * asked; a driver that cannot tell (sqlite-jdbc) leaves only the verified transaction to prove.
+   */
+  private Lease proofLease(Lease bound) {
+    Lease v = verified();
+    if (v != null) {
+      return v;
+    }
+    if (bound == null || !options.refusal().commitCarriesProof() || poisoned()) {
+      return null;
+    }
+    return Boolean.TRUE.equals(driverSession().inTransaction()) ? bound : null;
+  }
+
+  /** The server has a transaction open under the bound lease that the fence never verified. */
+  private boolean unprovenUnderLease() {
+    Lease bound = LeaseInternals.currentOrNull();
+    return verified() == null && bound != null && proofLease(bound) != null;
+  }
+
+  /**
+   * True when the driver says the server has no transaction open although the fence verified one:
+   * it ended behind the fence (a MySQL implicit commit such as MariaDB's {@code CREATE TEMPORARY
+   * SEQUENCE}, a COMMIT sent through a driver object), so what runs now runs in a transaction no
+   * verify covers. Free: the drivers keep the flag of the last OK packet or ReadyForQuery.
+   */
+  private boolean endedBehindTheFence() {
+    if (!options.refusal().readsServerState() || verified() == null) {
+      return false;
+    }
+    return Boolean.FALSE.equals(driverSession().inTransaction());
+  }
+
+  /**
+   * PostgreSQL: the commit's proof rides in the COMMIT's own round trip, always (measured: costs
+   * next to nothing; see DESIGN-NOTE.md). Not in a read-only transaction, which writes nothing and
+   * where STRICT's lock is refused.
+   */
+  private boolean ridesInCommit(Lease proof) throws SQLException {
+    return proof != null
+        && options.refusal().commitCarriesProof()
+        && lexer(proof).dialect == SqlDialect.POSTGRESQL
+        && !readOnlyWithoutLocks(proof);
+  }
+
+  /**
+   * Sends {@code <verify>; COMMIT} as one text: when the lease is not held the verify raises its
+   * error in the server, which skips the COMMIT and leaves the transaction aborted; the fence then
+   * rolls it back and refuses ({@link #refusedByDatabase}). pgjdbc's own commit() afterwards finds
+   * no transaction open and sends nothing.
+   */
+  private void commitWithVerify(Lease lease) throws SQLException {
+    proveCommit(lease, true);
+    delegate.commit();
+  }
+
+  /**
+   * Runs the commit's proof ({@link Refusal#commitProofSql}), followed by {@code COMMIT} in the
+   * same text when {@code commit}; on failure rolls back and throws (LF001 for a refusal).
+   */
+  private void proveCommit(Lease lease, boolean commit) throws SQLException {
+    Duration idle = idleBound(lease);
+    // prepared, so that pgjdbc server-prepares the text after its threshold like any statement
+    try (PreparedStatement ps =
+        delegate.prepareStatement(
+            options.refusal().commitProofSql(lease, strict) + (commit ? ";\nCOMMIT" : ""))) {
+      LeaseInternals.bindVerify(lease, ps, 1, strict, idle);
+      ps.execute();
+    } catch (SQLException e) {
+      driverSession().failed();
+      try {
+        delegate.rollback();
+      } catch (SQLException r) {
+        e.addSuppressed(r);
+      }
+      if (LeaseInternals.isRefusal(e)) {
+        throw refusedByDatabase(lease, e);
+      }
+      throw e;
     }
   }
 
@@ -814,8 +931,16 @@ final class TransactionFence {
       delegate.setAutoCommit(true);
       throw refused;
     }
-    if (autoCommit && verified() != null) {
-      checkCommit(verified());
+    if (autoCommit) {
+      Lease proof = proofLease(LeaseInternals.currentOrNull());
+      if (proof != null && ridesInCommit(proof)) {
+        checkStillHeld();
+        commitWithVerify(proof); // the driver then finds nothing open to commit
+      } else if (proof != null && proof == verified()) {
+        checkCommit(proof);
+      } else if (proof != null) {
+        verify(proof); // writes the fence did not see: prove them before they commit
+      }
     }
     try {
       delegate.setAutoCommit(autoCommit);
@@ -886,7 +1011,10 @@ final class TransactionFence {
     if (pending != null) {
       finishPendingQuietly();
     }
-    if ((poisoned() || verified() != null) && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
+    // also a transaction the fence never verified that the server has open under the bound lease
+    // (writes through a driver object): the next borrower must not commit it
+    if ((poisoned() || verified() != null || unprovenUnderLease())
+        && !options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
       try {
         if (!delegate.isClosed()) {
           rollbackOpenTransaction();
@@ -1197,6 +1325,10 @@ final class TransactionFence {
 
   /** The lexer of this connection's database: the lease's, else the connection's metadata. */
   private SqlLexer lexer(Lease lease) throws SQLException {
+    if (lease != null && !driverChecked) {
+      driverChecked = true;
+      FencedDriver.refuseSilentReplay(driverSession().silentReplay(), lease);
+    }
     SqlLexer l = lexer;
     if (l == null) {
       String product =
@@ -1296,7 +1428,7 @@ final class TransactionFence {
   private <T> T piggyback(Lease lease, FencingStatement st, int source, String sql, int shape)
       throws SQLException {
     Duration idle = idleBound(lease);
-    String verifySql = LeaseInternals.verifySql(lease, strict);
+    String verifySql = options.refusal().verifySql(lease, strict);
     List<Object> values = LeaseInternals.verifyParameters(lease, strict, idle);
     FencedTransaction t = transaction(lease);
     Statement s;
@@ -1324,9 +1456,13 @@ final class TransactionFence {
       }
       rows = s.getMoreResults();
     } catch (SQLException e) {
-      // the verify or the statement failed (PostgreSQL aborts the transaction either way): the
-      // transaction stays unverified, the next statement verifies again
+      // the verify or the statement failed (PostgreSQL aborts the transaction either way, and
+      // skips what was sent after the failure): the transaction stays unverified
       afterError();
+      if (LeaseInternals.isRefusal(e)) {
+        piggybacked++; // carried along: the server refused it and ran nothing after it
+        throw refusedByDatabase(lease, e);
+      }
       if (poisoned()) {
         throw poisonedException("its statement failed after the loss: " + e.getMessage(), e);
       }
@@ -1335,12 +1471,10 @@ final class TransactionFence {
       t.running = null;
     }
     if (!held && !options.weakened(Weakening.PIGGYBACK_IGNORES_REFUSAL)) {
+      // only a verify that returns no row instead of failing (Refusal.CLIENT) gets here: the
+      // statement sent along has run
       drain(s);
-      throw refuse(
-          lease,
-          "the database says it is no longer held by this holder at this term (the statement"
-              + " sent along with the verify ran in this transaction and is undone by its"
-              + " rollback)");
+      throw refusedByDatabase(lease, null);
     }
     markVerified(lease);
     notify(lease, l -> l.transactionVerified(lease));
@@ -1471,7 +1605,9 @@ final class TransactionFence {
         lock && lexer != null && lexer.dialect == SqlDialect.MYSQL ? new long[] {-1, -1} : null;
     boolean held;
     try {
-      held = LeaseInternals.verifyInTransaction(lease, delegate, lock, idle, session);
+      held =
+          LeaseInternals.verifyInTransaction(
+              lease, delegate, options.refusal().verifySql(lease, lock), lock, idle, session);
       if (held && session != null && session[0] >= 0) {
         applySessionBounds(lease, session, idle);
       }
@@ -1479,11 +1615,14 @@ final class TransactionFence {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
       driverSession().failed();
+      if (LeaseInternals.isRefusal(e)) {
+        throw refusedByDatabase(lease, e);
+      }
       poison(lease, "its verify failed: " + e.getMessage());
       throw e;
     }
     if (!held) {
-      throw refuse(lease, "the database says it is no longer held by this holder at this term");
+      throw refusedByDatabase(lease, null);
     }
     markVerified(lease);
     notify(lease, l -> l.transactionVerified(lease));
@@ -1605,6 +1744,10 @@ final class TransactionFence {
       return call.call();
     } catch (SQLException e) {
       afterError();
+      if (t != null && LeaseInternals.isRefusal(e)) {
+        // a verify the driver sent again on its own (MariaDB transactionReplay) was refused
+        throw refusedByDatabase(t.lease, e);
+      }
       if (poisoned()) {
         // the lease was lost while the statement ran and the loss cancelled it
         throw poisonedException("its statement failed after the loss: " + e.getMessage(), e);
@@ -1773,10 +1916,24 @@ final class TransactionFence {
     }
   }
 
-  private LeaseLostSQLException refuse(Lease lease, String why) {
+  /**
+   * The one place where the database's refusal of a verify becomes {@value
+   * LeaseLostSQLException#REFUSED}: the server's error ({@code cause}; null when a verify returned
+   * no row instead) is kept as the cause, the transaction is poisoned, listeners are told.
+   */
+  private LeaseLostSQLException refusedByDatabase(Lease lease, SQLException cause) {
     if (!options.weakened(Weakening.REFUSAL_NOT_REPORTED)) {
       LeaseInternals.lostInDatabase(lease); // lost at once; later transactions refused locally
     }
+    return refuse(
+        lease, "the database says it is no longer held by this holder at this term", cause);
+  }
+
+  private LeaseLostSQLException refuse(Lease lease, String why) {
+    return refuse(lease, why, null);
+  }
+
+  private LeaseLostSQLException refuse(Lease lease, String why, SQLException cause) {
     FencedTransaction t = transaction(lease);
     synchronized (this) {
       t.poisoned = true;
@@ -1801,7 +1958,7 @@ final class TransactionFence {
             + "; roll back",
         LeaseLostSQLException.REFUSED,
         lease,
-        null);
+        cause);
   }
 
   /** Poisons the open transaction under {@code lease} (owner thread). */
@@ -1894,6 +2051,9 @@ final class TransactionFence {
     checkNotPoisoned();
     if (options.weakened(Weakening.NO_COMMIT_CHECKS)) {
       return;
+    }
+    if (endedBehindTheFence()) {
+      reverify = true;
     }
     if (reverify && verified() != null && lease == verified()) {
       verifyAgain(lease);

@@ -63,7 +63,14 @@ enum Weakening {
    * Report a failure of a transaction whose lease is no longer held as the database's error alone
    * (no lease-lost cause), and fail the rollback of a session the server already ended (issue 20).
    */
-  LOSS_AS_DATABASE_ERROR;
+  LOSS_AS_DATABASE_ERROR,
+  /**
+   * The refusal mechanism before issue 25 ({@link Refusal#CLIENT}: the client reads the verify's
+   * empty result, commits carry no proof, the server's transaction state is not read), for the
+   * conformance runner's negative controls, which cannot reach {@code
+   * FencingOptions.Builder.refusal} (another package); tests in this package use that seam.
+   */
+  PREVIOUS_REFUSAL;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

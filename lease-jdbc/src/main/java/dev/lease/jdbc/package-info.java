@@ -19,6 +19,9 @@
  *       MySQL's autocommit flag), reached by reflection;
  *   <li>{@code SessionBounds}: STRICT's MySQL/MariaDB session bounds, set when the verify finds
  *       them missing and restored for borrowers without a lease;
+ *   <li>{@code Refusal}: how a lease no longer held stops a transaction (the server refuses the
+ *       verify; every commit carries its proof; DESIGN-NOTE.md in this module), with the previous
+ *       mechanism kept as a seam for negative controls;
  *   <li>{@code Weakening}: deliberately broken variants for negative controls only;
  *   <li>the {@code Fencing*} wrappers and the generated {@code *Delegate} base classes ({@code
  *       tools/GenerateDelegates.java}) they extend.

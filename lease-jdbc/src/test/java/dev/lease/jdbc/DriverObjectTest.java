@@ -73,7 +73,7 @@ class DriverObjectTest {
   @MethodSource("postgresqlPaths")
   void aStaleHoldersWriteThroughAReachedObjectDoesNotCommit(
       TestDatabase db, Path path, boolean autoCommit) throws Exception {
-    assertEquals(0, writeThrough(db, path, autoCommit, false));
+    assertEquals(0, writeThrough(db, path, autoCommit, false, Refusal.SERVER));
   }
 
   /** Negative control: the driver's own object (what the wrapper handed out before) commits. */
@@ -81,7 +81,21 @@ class DriverObjectTest {
   @MethodSource("postgresqlPaths")
   void negativeControlTheDriversOwnObjectCommitsTheStaleWrite(
       TestDatabase db, Path path, boolean autoCommit) throws Exception {
-    assertEquals(1, writeThrough(db, path, autoCommit, true));
+    assertEquals(1, writeThrough(db, path, autoCommit, true, Refusal.CLIENT));
+  }
+
+  /**
+   * Issue 25's commit proof: even the driver's own object, which bypasses the wrapper, cannot get a
+   * stale write committed through the fenced {@code commit()} (in autocommit mode its write commits
+   * on its own: the wrapping above is what stops that).
+   */
+  @ParameterizedTest(name = "{0} {1}")
+  @MethodSource("postgresqlPaths")
+  void theCommitsProofRefusesAWriteThroughTheDriversOwnObject(
+      TestDatabase db, Path path, boolean autoCommit) throws Exception {
+    if (!autoCommit) {
+      assertEquals(0, writeThrough(db, path, false, true, Refusal.SERVER));
+    }
   }
 
   /**
@@ -91,7 +105,8 @@ class DriverObjectTest {
    * @param driversOwn write through the driver's object under the wrapper instead
    */
   private static int writeThrough(
-      TestDatabase db, Path path, boolean autoCommit, boolean driversOwn) throws Exception {
+      TestDatabase db, Path path, boolean autoCommit, boolean driversOwn, Refusal refusal)
+      throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       String cursor = TestDatabase.uniqueTable("cur");
       try (Connection c = f.pool.getConnection();
@@ -104,7 +119,7 @@ class DriverObjectTest {
       }
       try {
         Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("obj").orElseThrow();
-        try (Connection c = f.fenced(f.options().build()).getConnection();
+        try (Connection c = f.fenced(f.options().refusal(refusal).build()).getConnection();
             LeaseContext.Scope scope = LeaseContext.bind(lease)) {
           Object reached = reach(c, path, cursor);
           if (driversOwn) {
@@ -247,7 +262,11 @@ class DriverObjectTest {
       }
       try {
         Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("lob").orElseThrow();
-        try (Connection c = f.fenced(f.options().build()).getConnection();
+        // the driver's own object: with the mechanism before issue 25 too (the commit's proof
+        // would refuse its write at the fenced commit)
+        FencingOptions.Builder o = f.options();
+        try (Connection c =
+                f.fenced((driversOwn ? o.refusal(Refusal.CLIENT) : o).build()).getConnection();
             LeaseContext.Scope scope = LeaseContext.bind(lease)) {
           c.setAutoCommit(false);
           Object lob;

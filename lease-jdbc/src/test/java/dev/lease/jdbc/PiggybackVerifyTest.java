@@ -447,7 +447,11 @@ class PiggybackVerifyTest {
     assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
     try (Fixture f = new Fixture(db, 4)) {
       FencedDataSource ds =
-          f.fenced(f.options().weaken(Weakening.PIGGYBACK_IGNORES_REFUSAL).build());
+          f.fenced(
+              f.options()
+                  .refusal(Refusal.CLIENT) // the server no longer runs the write at all
+                  .weaken(Weakening.PIGGYBACK_IGNORES_REFUSAL)
+                  .build());
       Outcome o = refusedAheadOfWrite(f, ds, false);
       assertEquals(1, o.piggybacked, o.toString());
       assertNull(o.first, o.toString());
@@ -561,12 +565,14 @@ class PiggybackVerifyTest {
       FencingOptions options = f.options().build();
       assertEquals(0, parsesLate(f, proxy, cached, null), "raw");
       assertEquals(0, parsesLate(f, proxy, FencedDataSource.wrap(cached, options), lease));
-      // 4 transactions: the UPDATE and the COMMIT parsed each time; fenced, the verify too
+      // 4 transactions: the UPDATE and the COMMIT parsed each time; fenced, the verify and the
+      // commit's proof too
       assertEquals(8, parsesLate(f, proxy, uncached, null), "control: raw, never server-prepared");
       assertEquals(
-          12,
+          16,
           parsesLate(f, proxy, FencedDataSource.wrap(uncached, options), lease),
-          "control: the verify, the statement and the commit parsed in each transaction");
+          "control: the verify, the statement, the commit's proof and the COMMIT parsed in each"
+              + " transaction");
     }
   }
 

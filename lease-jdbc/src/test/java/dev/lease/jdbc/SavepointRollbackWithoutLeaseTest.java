@@ -46,7 +46,7 @@ class SavepointRollbackWithoutLeaseTest {
       assertEquals(
           1,
           verifiesAfterUnleasedRollbackTo(
-              f, lease, f.options().weaken(Weakening.NO_REVERIFY).build()));
+              f, lease, f.options().refusal(Refusal.CLIENT).weaken(Weakening.NO_REVERIFY).build()));
     }
   }
 
@@ -91,7 +91,7 @@ class SavepointRollbackWithoutLeaseTest {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
       FencingOptions.Builder o = f.options();
       if (weakened) {
-        o.weaken(Weakening.NO_REVERIFY);
+        o.refusal(Refusal.CLIENT).weaken(Weakening.NO_REVERIFY); // the commit proof would catch it
       }
       try (Connection c = f.fenced(o.build()).getConnection();
           Statement s = c.createStatement()) {

@@ -64,7 +64,9 @@ class ServerEndedTransactionTest {
   void negativeControlWithoutReverifyTheStaleWriteCommitsAfterTheDeadlock(TestDatabase db)
       throws Exception {
     assertEquals(
-        "committed", afterDeadlock(db, f -> f.options().weaken(Weakening.NO_REVERIFY).build()));
+        "committed",
+        afterDeadlock(
+            db, f -> f.options().refusal(Refusal.CLIENT).weaken(Weakening.NO_REVERIFY).build()));
   }
 
   interface Options {
@@ -187,7 +189,8 @@ class ServerEndedTransactionTest {
     }
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
-      FencingOptions weak = f.options().weaken(Weakening.NO_REVERIFY).build();
+      FencingOptions weak =
+          f.options().refusal(Refusal.CLIENT).weaken(Weakening.NO_REVERIFY).build();
       assertEquals("committed", savepointPastTheVerify(f, lease, weak, false));
     }
   }

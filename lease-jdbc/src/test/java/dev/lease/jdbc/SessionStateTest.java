@@ -231,7 +231,10 @@ class SessionStateTest {
     try (Fixture f = new Fixture(db, 3)) {
       LeaseManager m = f.manager("holder", LeaseTimings.DEFAULTS);
       FencingOptions.Builder b = f.options().mode(FencingMode.VERIFY);
-      FencedDataSource ds = f.fenced((weakened ? b.weaken(Weakening.NO_COMMIT_CHECKS) : b).build());
+      FencedDataSource ds =
+          f.fenced(
+              (weakened ? b.refusal(Refusal.CLIENT).weaken(Weakening.NO_COMMIT_CHECKS) : b)
+                  .build());
       int id = 0;
       for (String path : commitPaths(db)) {
         id++;

@@ -145,7 +145,9 @@ class StrictFencingTest {
     try (Fixture f = new Fixture(db, 6)) {
       CommitHistory h = new CommitHistory();
       DataSource ds =
-          db.isSqlite() ? f.pool : f.fenced(f.options().mode(FencingMode.VERIFY).build());
+          db.isSqlite()
+              ? f.pool
+              : f.fenced(f.options().mode(FencingMode.VERIFY).refusal(Refusal.CLIENT).build());
       Pause pause = db.isSqlite() ? Pause.BEFORE_FIRST_STATEMENT : Pause.AFTER_WRITE;
       Run run = pausedHolder(f, ds, pause, 3000, h, "weakened");
       assertEquals("committed", run.holderOutcome(), run.toString());

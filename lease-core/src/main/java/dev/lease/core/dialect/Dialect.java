@@ -146,11 +146,63 @@ public abstract class Dialect {
       Connection c, String name, String holder, String instance, long leaseMs) throws SQLException;
 
   /**
+   * The text every refusing verify puts into the error the server raises ({@link #verifySql}), so
+   * that whoever reads the error (lease-jdbc, a log) can tell the lease's refusal from any other
+   * failure. It must appear in each dialect's error message verbatim.
+   */
+  public static final String REFUSAL_MARKER = "LF001 lease not held";
+
+  /**
    * The verify statement: selects the term when {@code holder} still holds {@code name} at {@code
-   * term} by the database clock. In strict mode it also takes the lock on the lease row that the
-   * claim of the next term must wait for. Its parameters are {@link #verifyParameters}, in order.
+   * term} by the database clock, and <b>raises an error in the server</b> when it does not, whose
+   * message carries {@link #REFUSAL_MARKER} ({@link #isRefusal}). The error, not the client's
+   * reading of an empty result, is what stops the transaction: nothing sent in the same round trip
+   * after it runs (a statement carried along, a COMMIT), and a driver that replays the verify on a
+   * new session (MariaDB Connector/J {@code transactionReplay}) gets the error too. In strict mode
+   * it also takes the lock on the lease row that the claim of the next term must wait for. Its
+   * parameters are {@link #verifyParameters}, in order. The failing expression depends on the rows
+   * read, never on literals or parameters alone, so no planner can evaluate it ahead of the rows.
+   * Where the lease row itself is missing, a dialect may return no row instead (the caller must
+   * still treat an empty result as a refusal).
    */
   public abstract String verifySql(boolean strict);
+
+  /**
+   * The verify before the server refused (an empty result when the lease is not held, read by the
+   * client after the round trip): kept for negative controls and comparison benchmarks only. Same
+   * parameters as {@link #verifySql}.
+   */
+  public abstract String clientCheckedVerifySql(boolean strict);
+
+  /**
+   * The verify a commit carries as its proof (lease-jdbc sends it with the COMMIT where it can):
+   * like {@link #verifySql}, same parameters. A dialect whose strict verify's lock orders every
+   * claim after the commit may leave the expiry out: the row still naming this holder at this term
+   * means no successor has claimed, and the lock it takes again means none can before the commit (a
+   * holder paused past the expiry, whose lock made the next claim wait, still commits).
+   */
+  public String commitProofSql(boolean strict) {
+    return verifySql(strict);
+  }
+
+  /** True if {@code e} (or an exception chained to it) is a refusing verify's error. */
+  public static boolean isRefusal(SQLException e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (String.valueOf(t.getMessage()).contains(REFUSAL_MARKER)) {
+        return true;
+      }
+      if (t instanceof SQLException s
+          && s.getNextException() != null
+          && s.getNextException() != t
+          && String.valueOf(s.getNextException().getMessage()).contains(REFUSAL_MARKER)) {
+        return true;
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return false;
+  }
 
   /**
    * The values of the verify statement's parameters, in order: what {@link #bindVerify} binds, for

@@ -315,9 +315,33 @@ final class MySqlDialect extends Dialect {
    * {@code FOR SHARE}). InnoDB queues new share requests behind a waiting writer, so a renewal
    * waits only for transactions already in flight. Locking reads see the newest committed row
    * whatever the transaction's isolation level.
+   *
+   * <p>The refusal: the aggregate always yields one row, and when no row matched its CASE adds
+   * {@code COUNT(*)} (0), the largest BIGINT and the length of a text carrying {@link
+   * #REFUSAL_MARKER}, which overflows: {@code 1690 (22003) BIGINT value is out of range in
+   * 'count(0) + 9223372036854775807 + octet_length('LF001 lease not held')'}. Chosen over a scalar
+   * subquery returning two rows ({@code 1242 Subquery returns more than 1 row}) because the server
+   * prints the expression, marker included, into the message. The sum starts from {@code COUNT(*)},
+   * so nothing in it is constant. A locking read may aggregate (the rows it reads are locked as
+   * without one).
    */
   @Override
   public String verifySql(boolean strict) {
+    return "SELECT CASE WHEN COUNT(*) = 1 THEN MAX(term) ELSE COUNT(*) + 9223372036854775807"
+        + " + LENGTH('"
+        + REFUSAL_MARKER
+        + "') END AS term"
+        + (strict ? sessionBoundColumns() : "")
+        + " FROM "
+        + table
+        + " WHERE name = ? AND holder = ? AND term = ?"
+        + " AND expires_at_ms > "
+        + clock
+        + (strict ? " LOCK IN SHARE MODE" : "");
+  }
+
+  @Override
+  public String clientCheckedVerifySql(boolean strict) {
     return "SELECT term"
         + (strict ? sessionBoundColumns() : "")
         + " FROM "

@@ -382,20 +382,62 @@ final class PostgresDialect extends Dialect {
    * at most 4.4 ms, and the {@code FOR UPDATE} of the claim still waits for it. The {@code
    * idle_in_transaction_session_timeout} set LOCAL in the select list (no extra round trip) makes
    * the server end a paused holder's session, so it cannot delay a takeover without bound.
+   *
+   * <p>The refusal: an aggregate over the matching rows always yields one row, and when none
+   * matched its CASE casts a text carrying {@link #REFUSAL_MARKER} to bigint, which fails ({@code
+   * 22P02 invalid input syntax for type bigint: "LF001 lease not held: 0"}). The text is joined to
+   * {@code count(*)}, so the planner cannot fold the cast into a constant and fail while planning a
+   * verify that would match. The locking clause sits in a subquery: PostgreSQL refuses {@code FOR
+   * KEY SHARE} together with an aggregate, and on the nullable side of an outer join.
    */
   @Override
   public String verifySql(boolean strict) {
     if (!strict) {
-      return "SELECT term FROM "
-          + table
-          + " WHERE name = ? AND holder = ? AND term = ?"
-          + " AND expires_at_ms > "
-          + clock;
+      return "SELECT " + refusingTerm() + " FROM " + table + " v WHERE " + matches();
+    }
+    return "SELECT "
+        + refusingTerm()
+        + ", set_config('idle_in_transaction_session_timeout', ?, true)"
+        + " FROM (SELECT term FROM "
+        + table
+        + " WHERE "
+        + matches()
+        + " FOR KEY SHARE) v";
+  }
+
+  /** Strict: no expiry (see {@link Dialect#commitProofSql}); FOR KEY SHARE taken again. */
+  @Override
+  public String commitProofSql(boolean strict) {
+    if (!strict) {
+      return verifySql(false);
+    }
+    return "SELECT "
+        + refusingTerm()
+        + ", set_config('idle_in_transaction_session_timeout', ?, true)"
+        + " FROM (SELECT term FROM "
+        + table
+        + " WHERE name = ? AND holder = ? AND term = ? FOR KEY SHARE) v";
+  }
+
+  private static String refusingTerm() {
+    return "CASE WHEN count(*) = 1 THEN min(v.term) ELSE CAST('"
+        + REFUSAL_MARKER
+        + ": ' || count(*) AS bigint) END AS term";
+  }
+
+  private String matches() {
+    return "name = ? AND holder = ? AND term = ? AND expires_at_ms > " + clock;
+  }
+
+  @Override
+  public String clientCheckedVerifySql(boolean strict) {
+    if (!strict) {
+      return "SELECT term FROM " + table + " WHERE " + matches();
     }
     return "SELECT term, set_config('idle_in_transaction_session_timeout', ?, true) FROM "
         + table
-        + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
-        + clock
+        + " WHERE "
+        + matches()
         + " FOR KEY SHARE";
   }
 

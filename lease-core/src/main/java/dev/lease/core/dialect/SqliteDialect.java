@@ -319,9 +319,28 @@ final class SqliteDialect extends Dialect {
    * first act, so concurrent writers queue behind it as they do behind any writer, and the next
    * term's claim waits for the transaction like on the servers. It changes no value, and an UPDATE
    * leaves {@code last_insert_rowid()} alone.
+   *
+   * <p>The refusal: the row is found by name, and a CASE over its other columns calls {@code
+   * json_extract} with a path that is not one when they do not match: {@code JSON path error near
+   * 'LF001 lease not held: term 3'}. The path is built from the row's term, so it is not a constant
+   * SQLite could evaluate once ahead of the rows. A missing row gives no row (and no error).
    */
   @Override
   public String verifySql(boolean strict) {
+    String refusing =
+        " WHERE name = ? AND CASE WHEN holder = ? AND term = ? AND expires_at_ms > "
+            + clock
+            + " THEN 1 ELSE json_extract('{}', '"
+            + REFUSAL_MARKER
+            + ": term ' || term) END";
+    if (strict) {
+      return "UPDATE " + table + " SET revision = revision" + refusing + " RETURNING term";
+    }
+    return "SELECT term FROM " + table + refusing;
+  }
+
+  @Override
+  public String clientCheckedVerifySql(boolean strict) {
     if (strict) {
       return "UPDATE "
           + table

@@ -33,6 +33,7 @@ public abstract class LeaseAccess {
   public abstract boolean verifyInTransaction(
       Lease lease,
       Connection connection,
+      String sql,
       boolean strict,
       Duration idleInTransaction,
       long[] sessionBounds)

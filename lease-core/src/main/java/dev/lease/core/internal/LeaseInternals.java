@@ -87,29 +87,51 @@ public final class LeaseInternals {
   }
 
   /**
-   * Like {@link #verifyInTransaction(Lease, Connection, boolean, Duration)}; when the database
-   * confirms the holder, a STRICT verify also reports the session's current bounds it reads along
-   * ({@link Dialect#readSessionBounds}: MySQL/MariaDB lock wait and idle-in-transaction timeout,
-   * seconds, -1 where there is none) into {@code sessionBounds} (unchanged on other databases), so
+   * Runs {@code sql} (from {@link #verifySql} or {@link #clientCheckedVerifySql}) as the verify in
+   * the caller's open transaction. The server's refusal is thrown as the database raised it ({@link
+   * #isRefusal} tells it apart); false means the verify returned no row. When the database confirms
+   * the holder, a STRICT verify also reports the session's current bounds it reads along ({@link
+   * Dialect#readSessionBounds}: MySQL/MariaDB lock wait and idle-in-transaction timeout, seconds,
+   * -1 where there is none) into {@code sessionBounds} (unchanged on other databases), so
    * lease-jdbc sets them only when a session lacks them.
    */
   public static boolean verifyInTransaction(
       Lease lease,
       Connection connection,
+      String sql,
       boolean strict,
       Duration idleInTransaction,
       long[] sessionBounds)
       throws SQLException {
     return access()
-        .verifyInTransaction(lease, connection, strict, idleInTransaction, sessionBounds);
+        .verifyInTransaction(lease, connection, sql, strict, idleInTransaction, sessionBounds);
   }
 
   /**
-   * The SQL text of the verify statement of {@code lease}'s database (for sending it in one round
-   * trip with other statements); its parameters are {@link #verifyParameters}.
+   * The SQL text of the verify statement of {@code lease}'s database, which raises an error in the
+   * server when the lease is not held ({@link Dialect#verifySql}); its parameters are {@link
+   * #verifyParameters}.
    */
   public static String verifySql(Lease lease, boolean strict) {
     return dialect(lease.manager()).verifySql(strict);
+  }
+
+  /**
+   * The verify before the server refused ({@link Dialect#clientCheckedVerifySql}): negative
+   * controls and comparison benchmarks only.
+   */
+  public static String clientCheckedVerifySql(Lease lease, boolean strict) {
+    return dialect(lease.manager()).clientCheckedVerifySql(strict);
+  }
+
+  /** The verify a commit carries as its proof ({@link Dialect#commitProofSql}). */
+  public static String commitProofSql(Lease lease, boolean strict) {
+    return dialect(lease.manager()).commitProofSql(strict);
+  }
+
+  /** True if {@code e} is (or chains) a refusing verify's error ({@link Dialect#isRefusal}). */
+  public static boolean isRefusal(SQLException e) {
+    return Dialect.isRefusal(e);
   }
 
   /** The values of {@link #verifySql}'s parameters for {@code lease}, in order (String or Long). */

@@ -30,9 +30,30 @@ public enum Fence {
                   .mode(FencingMode.STRICT)
                   .idleInTransactionTimeout(idleInTransaction)
                   .build());
-      case VERIFY ->
-          FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
+      case VERIFY -> FencedDataSource.wrap(ds, previousRefusal(FencingMode.VERIFY));
       case NONE -> ds;
     };
+  }
+
+  /**
+   * VERIFY with lease-jdbc's refusal before issue 25 (its {@code PREVIOUS_REFUSAL} weakening,
+   * through its testing switch while the options are built): the current commit proof refuses a
+   * stale VERIFY commit on PostgreSQL by itself, and this control must show the lock's absence.
+   */
+  static FencingOptions previousRefusal(FencingMode mode) {
+    synchronized (Fence.class) {
+      String property = "lease.jdbc.testing.weaken";
+      String was = System.getProperty(property);
+      System.setProperty(property, "PREVIOUS_REFUSAL");
+      try {
+        return FencingOptions.builder().mode(mode).build();
+      } finally {
+        if (was == null) {
+          System.clearProperty(property);
+        } else {
+          System.setProperty(property, was);
+        }
+      }
+    }
   }
 }

@@ -36,12 +36,30 @@ public enum TextFence {
       case NONE:
         return ds;
       case VERIFY:
-        return FencedDataSource.wrap(ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
+        // with the refusal before issue 25: the commit proof alone refuses a stale VERIFY commit
+        // on PostgreSQL now, and this control shows what the missing lock lets through
+        synchronized (TextFence.class) {
+          String was = System.getProperty(WEAKEN);
+          System.setProperty(WEAKEN, "PREVIOUS_REFUSAL");
+          try {
+            return FencedDataSource.wrap(
+                ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
+          } finally {
+            if (was == null) {
+              System.clearProperty(WEAKEN);
+            } else {
+              System.setProperty(WEAKEN, was);
+            }
+          }
+        }
       case LEADING_KEYWORD:
       case RAW_DRIVER_OBJECTS:
         synchronized (TextFence.class) {
           String was = System.getProperty(WEAKEN);
-          System.setProperty(WEAKEN, name());
+          // the first release's reading, or raw driver objects, each with the refusal before issue
+          // 25 (the server's refusal and the commit proof would otherwise catch much of what the
+          // weakened part lets through)
+          System.setProperty(WEAKEN, name() + ",PREVIOUS_REFUSAL");
           try {
             return FencedDataSource.wrap(
                 ds, FencingOptions.builder().idleInTransactionTimeout(idleInTransaction).build());

@@ -191,7 +191,7 @@ final class FreezableProcess implements AutoCloseable {
         gate();
         Connection c = raw.getConnection();
         gate();
-        return (Connection) wrap(c, Connection.class, application);
+        return (Connection) wrap(c, Connection.class, application, false);
       }
 
       @Override
@@ -201,13 +201,26 @@ final class FreezableProcess implements AutoCloseable {
     };
   }
 
-  private Object wrap(Object target, Class<?> iface, boolean application) {
+  /**
+   * A text that ends with COMMIT: lease-jdbc's commit on PostgreSQL sends {@code <proof>;COMMIT} as
+   * one prepared statement, so the commit reaches the database when that statement executes, not
+   * at the driver's {@code commit()} (which then finds nothing open to commit).
+   */
+  private static final java.util.regex.Pattern COMMITS =
+      java.util.regex.Pattern.compile("(?is).*;\\s*COMMIT\\s*;?\\s*");
+
+  /**
+   * @param commits a statement whose text ends with COMMIT: its execution is the commit leaving the
+   *     process (where a freeze at commit stops it, and when the commit was sent)
+   */
+  private Object wrap(Object target, Class<?> iface, boolean application, boolean commits) {
     // lease-core's connections never lose their setAutoCommit(false)
     boolean[] applicationTransactionStarted = {!application};
     return Proxy.newProxyInstance(
         iface.getClassLoader(),
         new Class<?>[] {iface},
-        (proxy, m, args) -> call(proxy, target, iface, m, args, applicationTransactionStarted));
+        (proxy, m, args) ->
+            call(proxy, target, iface, m, args, applicationTransactionStarted, commits));
   }
 
   private Object call(
@@ -216,7 +229,8 @@ final class FreezableProcess implements AutoCloseable {
       Class<?> iface,
       Method m,
       Object[] args,
-      boolean[] applicationTransactionStarted)
+      boolean[] applicationTransactionStarted,
+      boolean commits)
       throws Throwable {
     String method = m.getName();
     switch (method) {
@@ -243,10 +257,13 @@ final class FreezableProcess implements AutoCloseable {
           return null;
         }
       }
-      if (method.equals("commit") && freezeAtCommitMillis > 0) {
-        freeze(freezeAtCommitMillis);
-        freezeAtCommitMillis = 0;
-      }
+    }
+    boolean commitCall =
+        (iface == Connection.class && method.equals("commit"))
+            || (commits && method.startsWith("execute"));
+    if (commitCall && freezeAtCommitMillis > 0) {
+      freeze(freezeAtCommitMillis);
+      freezeAtCommitMillis = 0;
     }
     if (args != null
         && args.length > 0
@@ -258,7 +275,8 @@ final class FreezableProcess implements AutoCloseable {
       args[0] = mutations.sql(sql);
     }
     gate();
-    if (iface == Connection.class && method.equals("commit")) {
+    if (commitCall && commitSent.get()[0] == 0) {
+      // the first wins: after a {@code <proof>;COMMIT} text, the driver's commit() sends nothing
       commitSent.get()[0] = System.nanoTime();
     }
     Object result;
@@ -269,7 +287,14 @@ final class FreezableProcess implements AutoCloseable {
     }
     Class<?> type = m.getReturnType();
     if (result != null && WRAPPED.contains(type)) {
-      return wrap(result, type, false);
+      boolean commitText =
+          iface == Connection.class
+              && method.startsWith("prepare")
+              && args != null
+              && args.length > 0
+              && args[0] instanceof String sql
+              && COMMITS.matcher(sql).matches();
+      return wrap(result, type, false, commitText);
     }
     return result;
   }

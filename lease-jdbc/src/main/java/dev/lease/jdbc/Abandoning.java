@@ -175,6 +175,27 @@ final class Abandoning {
               + "|ONE\\s+PHASE))?\\s*",
           java.util.regex.Pattern.CASE_INSENSITIVE | java.util.regex.Pattern.DOTALL);
 
+  /**
+   * True when {@code text} is {@code XA COMMIT xid ONE PHASE} of the remembered branch after its
+   * {@code XA END} (which passed the checks of a commit): the branch is IDLE and holds its locks,
+   * STRICT's share lock included, until this commit.
+   */
+  boolean onePhaseOfEndedBranch(SqlLexer lexer, String text) {
+    if (text == null || xid == null || !xaEnded) {
+      return false;
+    }
+    List<SqlStatement> statements = lexer.statements(text);
+    if (statements.size() != 1) {
+      return false;
+    }
+    String one = statements.get(0).text(text).trim();
+    java.util.regex.Matcher m = XA.matcher(one);
+    return m.matches()
+        && m.group(1).equalsIgnoreCase("COMMIT")
+        && m.group(2).replaceAll("\\s+", "").equals(xid)
+        && one.toUpperCase(Locale.ROOT).matches("(?s).*\\sONE\\s+PHASE$");
+  }
+
   boolean xaOpen() {
     return xid != null;
   }

@@ -59,7 +59,9 @@ public class LeaseLostSQLException extends SQLException {
   /**
    * Under a lease, a text or batch mixed transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT,
    * SET autocommit, MySQL's implicit commits, CALL, ...) with other statements, or could not be
-   * read unambiguously; nothing of it was sent.
+   * read unambiguously; nothing of it was sent. Also MySQL/MariaDB {@code XA PREPARE} under STRICT,
+   * which releases the verify's share lock (MariaDB 10.6+): {@code XA COMMIT xid ONE PHASE} commits
+   * the branch with the lock held.
    */
   public static final String TRANSACTION_CONTROL_MIXED = "LF005";
 

@@ -969,10 +969,13 @@ final class SqlLexer {
         return SqlKind.ROUTINE;
       }
       if (isWord(0, "CREATE") || isWord(0, "DROP")) {
-        // CREATE [OR REPLACE] TEMPORARY TABLE and DROP TEMPORARY TABLE do not commit
+        // CREATE [OR REPLACE] TEMPORARY TABLE and DROP TEMPORARY TABLE do not commit; MariaDB's
+        // CREATE [OR REPLACE] TEMPORARY SEQUENCE does (measured on 10.11: the share lock is gone)
         for (int w = 1; w < Math.min(words, 4); w++) {
           if (isWord(w, "TEMPORARY")) {
-            return SqlKind.OTHER;
+            return isWord(0, "CREATE") && isWord(w + 1, "SEQUENCE")
+                ? SqlKind.IMPLICIT_COMMIT
+                : SqlKind.OTHER;
           }
           if (isWord(w, "TABLE")) {
             break;

@@ -263,7 +263,21 @@ final class TransactionFence {
       return call.call(); // nothing but comments: nothing to fence
     }
     if (kind == SqlKind.OTHER) {
+      if (isMySql() && (count > 1 || source == BATCH)) {
+        try {
+          return ordinary(lease, st, call, SHAPE_NONE, source, sql);
+        } finally {
+          inDoubt();
+        }
+      }
       return ordinary(lease, st, call, count == 1 ? shape : SHAPE_NONE, source, sql);
+    }
+    if (kind == SqlKind.PREPARE_TRANSACTION
+        && isMySql()
+        && strict
+        && !options.weakened(Weakening.NO_COMMIT_CHECKS)
+        && isXaPrepare(st, source, sql)) {
+      throw xaPrepareRefused(lease);
     }
     return xaControl(lease, st, kind, summary, call, text(st, source, sql));
   }
@@ -282,6 +296,21 @@ final class TransactionFence {
       if (mode == Mode.AUTOCOMMIT || verified() == lease) {
         return unlockTables(lease, mode, call);
       }
+    }
+    if (kind == SqlKind.COMMIT_PREPARED
+        && isMySql()
+        && verified() == null
+        && abandoning.onePhaseOfEndedBranch(lexer, text)) {
+      // its XA END passed the checks of a commit; the IDLE branch still holds the verify's lock,
+      // and a verify cannot run in it (XAER_RMFAIL): the lease's own state is checked once more
+      if (!lease.isHeld()) {
+        throw refuse(lease, "it is no longer held by this process");
+      }
+      T result = runUnverified(call); // on failure the branch stays remembered, for close
+      abandoning.observe(lexer, text);
+      endTransaction();
+      markSqlTransaction(false);
+      return result;
     }
     T result = control(lease, st, kind, summary, call);
     if (isMySql()
@@ -336,6 +365,49 @@ final class TransactionFence {
       abandoning.observe(lexer, text);
     }
     return result;
+  }
+
+  /**
+   * MySQL/MariaDB: after a batch or a multi-statement text, or once a driver object that can run
+   * SQL was handed out, the driver's in-transaction flag (read after the whole call) no longer
+   * proves that the verified transaction is still the open one: an implicit commit the lexer does
+   * not know (MariaDB's CREATE TEMPORARY SEQUENCE was one) or a commit through the driver object
+   * ends it and frees STRICT's lock, and a later statement opens a new one, so the flag says "in
+   * transaction" again. The next statement and the commit verify again.
+   */
+  private void inDoubt() {
+    if (verified() != null && !options.weakened(Weakening.NO_REVERIFY)) {
+      reverify = true;
+    }
+  }
+
+  private boolean isXaPrepare(FencingStatement st, int source, String sql) {
+    String text = text(st, source, sql);
+    if (text == null) {
+      return false;
+    }
+    List<String> w = Abandoning.words(lexer, text, 2);
+    return w.size() >= 2 && w.get(0).equals("XA") && w.get(1).equals("PREPARE");
+  }
+
+  /**
+   * MariaDB 10.6+ releases a transaction's shared locks at XA PREPARE, STRICT's share lock on the
+   * lease row included: a branch prepared under term t no longer holds term t+1's claim back, and
+   * its XA COMMIT (by the transaction manager, from any connection) could commit after the
+   * successor's claim. Refused before it is sent; the branch stays as it was (IDLE after XA END).
+   */
+  private static LeaseLostSQLException xaPrepareRefused(Lease lease) {
+    return new LeaseLostSQLException(
+        "refused XA PREPARE under "
+            + lease
+            + " before it was sent: MySQL/MariaDB release the transaction's shared locks at"
+            + " XA PREPARE (MariaDB 10.6+), STRICT's lock on the lease row included, so a prepared"
+            + " branch could be committed after a successor's claim; end the branch with"
+            + " XA COMMIT xid ONE PHASE (it commits with the lock held) or XA ROLLBACK, or use"
+            + " FencingMode.VERIFY (whose guarantee rests on timing) if two-phase commit is required",
+        LeaseLostSQLException.TRANSACTION_CONTROL_MIXED,
+        lease,
+        null);
   }
 
   private static String text(FencingStatement st, int source, String sql) {
@@ -641,19 +713,26 @@ final class TransactionFence {
 
   /**
    * Before {@code unwrap} hands out a driver object, whose calls bypass the wrapper (review S4).
-   * Under a bound lease, inside a transaction: after its verify ({@link #verifyIfInTransaction}).
-   * In autocommit mode, where what the object runs commits on its own (pgjdbc's COPY): never the
-   * driver's own {@code Connection} or {@code Statement} (every statement through it would commit
-   * unfenced), and other vendor objects only after a verify run as a statement of its own, as for
-   * statements that cannot run in a transaction (not atomic; refused with {@link
+   * Under a bound lease, inside a transaction: after its verify ({@link #verifyIfInTransaction});
+   * on MySQL/MariaDB the transaction is then in doubt ({@link #inDoubt}): the commit verifies
+   * again. In autocommit mode, where what the object runs commits on its own (pgjdbc's COPY): never
+   * the driver's own {@code Connection} or {@code Statement} (every statement through it would
+   * commit unfenced), and other vendor objects only after a verify run as a statement of its own,
+   * as for statements that cannot run in a transaction (not atomic; refused with {@link
    * AutoCommitPolicy#REFUSE}), which refuses a lease no longer held.
    */
   void beforeUnwrap(Class<?> iface) throws SQLException {
     verifyIfInTransaction();
     Lease lease = LeaseInternals.currentOrNull();
-    if (lease == null
-        || options.weakened(Weakening.NO_UNWRAP_CHECKS)
-        || mode() != Mode.AUTOCOMMIT) {
+    if (lease == null || options.weakened(Weakening.NO_UNWRAP_CHECKS)) {
+      return;
+    }
+    if (mode() != Mode.AUTOCOMMIT) {
+      if (verified() != null && isMySql()) {
+        // its commit() can end the verified transaction (and STRICT's lock) and its next
+        // statement open another, which the driver's flag cannot tell apart (review: unwrap)
+        inDoubt();
+      }
       return;
     }
     if (Connection.class.isAssignableFrom(iface) || Statement.class.isAssignableFrom(iface)) {

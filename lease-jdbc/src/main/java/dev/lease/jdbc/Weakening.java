@@ -19,7 +19,10 @@ import org.slf4j.LoggerFactory;
 enum Weakening {
   /** Read a text's kind from its first keyword only, as the first release did (issue 9). */
   LEADING_KEYWORD,
-  /** Trust the verify's lock after errors and savepoint rollbacks: no re-verify. */
+  /**
+   * Trust the verify's lock after errors, savepoint rollbacks, and (MySQL/MariaDB) batches,
+   * multi-statement texts and driver objects handed out by unwrap: no re-verify.
+   */
   NO_REVERIFY,
   /** Leave a verified transaction begun as SQL open at close. */
   NO_ROLLBACK_AT_CLOSE,
@@ -35,7 +38,8 @@ enum Weakening {
   NO_ABANDON_CHECK,
   /**
    * Run commits written as SQL (COMMIT, END, MySQL implicit commits, SET autocommit = 1) and {@code
-   * setAutoCommit(true)} without the checks of {@code commit()}.
+   * setAutoCommit(true)} without the checks of {@code commit()}, and let MySQL/MariaDB {@code XA
+   * PREPARE} through under STRICT.
    */
   NO_COMMIT_CHECKS,
   /**

@@ -220,6 +220,9 @@ class SqlLexerTest {
       assertEquals(OTHER, kind(MY, "CREATE TEMPORARY TABLE t (a int)"));
       assertEquals(OTHER, kind(MY, "CREATE OR REPLACE TEMPORARY TABLE t (a int)"));
       assertEquals(OTHER, kind(MY, "DROP TEMPORARY TABLE IF EXISTS t"));
+      // MariaDB commits at CREATE TEMPORARY SEQUENCE (review: the share lock was gone)
+      assertEquals(IMPLICIT_COMMIT, kind(MY, "CREATE TEMPORARY SEQUENCE s"));
+      assertEquals(IMPLICIT_COMMIT, kind(MY, "create or replace temporary sequence s start 5"));
       assertEquals(OTHER, kind(MY, "LOAD DATA INFILE 'f' INTO TABLE t"));
       assertEquals(OTHER, kind(MY, "SELECT 1 FROM t LOCK IN SHARE MODE"));
     }

@@ -1434,6 +1434,15 @@ final class TransactionFence {
     if (options.weakened(Weakening.LEADING_KEYWORD)) {
       return leadingKeywordOnly(st, source, sql, lexer);
     }
+    if (options.weakened(Weakening.UNKNOWN_IMPLICIT_COMMITS)
+        && SqlSummary.has(s, SqlKind.IMPLICIT_COMMIT)) {
+      int single = SqlSummary.single(s);
+      return SqlSummary.of(
+          (SqlSummary.kinds(s) & ~(1 << SqlKind.IMPLICIT_COMMIT)) | (1 << SqlKind.OTHER),
+          SqlSummary.count(s),
+          single == SqlKind.IMPLICIT_COMMIT ? SqlKind.OTHER : single,
+          s & (SqlSummary.AMBIGUOUS | SqlSummary.CHAIN));
+    }
     return s;
   }
 

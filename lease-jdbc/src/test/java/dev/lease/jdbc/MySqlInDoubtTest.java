@@ -31,39 +31,49 @@ class MySqlInDoubtTest {
   }
 
   /**
-   * A batch whose implicit commit the lexer does not see (LEADING_KEYWORD stands in for a statement
-   * the lexer does not know commits): the commit after it verifies again and is refused.
+   * A batch and a multi-statement text whose implicit commit the lexer does not see
+   * (UNKNOWN_IMPLICIT_COMMITS stands in for a statement the lexer does not know commits): the
+   * commit after it verifies again and is refused.
    */
   @ParameterizedTest(name = "{0}")
   @MethodSource("mysqlFamily")
-  void aBatchLeavesTheTransactionInDoubt(TestDatabase db) throws Exception {
-    assertEquals(0, staleBatch(db, false), "a stale write committed after the successor's claim");
+  void aBatchOrMultiStatementTextLeavesTheTransactionInDoubt(TestDatabase db) throws Exception {
+    assertAll(
+        () -> assertEquals(0, stale(db, true, false), "batch: a stale write committed"),
+        () -> assertEquals(0, stale(db, false, false), "text: a stale write committed"));
   }
 
-  /** Negative control: without the re-verify after a batch the stale write commits. */
+  /** Negative control: without the re-verify after a batch or text the stale write commits. */
   @ParameterizedTest(name = "{0}")
   @MethodSource("mysqlFamily")
-  void controlWithoutTheReverifyTheBatchsStaleWriteCommits(TestDatabase db) throws Exception {
-    assertEquals(1, staleBatch(db, true), "the control did not let the stale write through");
+  void controlWithoutTheReverifyTheStaleWriteCommits(TestDatabase db) throws Exception {
+    assertAll(
+        () -> assertEquals(1, stale(db, true, true), "batch: the control let nothing through"),
+        () -> assertEquals(1, stale(db, false, true), "text: the control let nothing through"));
   }
 
-  private int staleBatch(TestDatabase db, boolean weakened) throws Exception {
-    try (Fixture f = new Fixture(db, 3)) {
+  private int stale(TestDatabase db, boolean batch, boolean weakened) throws Exception {
+    try (Fixture f = new Fixture(db, 3, true)) {
       Lease lease =
           f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("b" + IDS.incrementAndGet()).get();
-      FencingOptions.Builder o = f.options().weaken(Weakening.LEADING_KEYWORD);
+      FencingOptions.Builder o = f.options().weaken(Weakening.UNKNOWN_IMPLICIT_COMMITS);
       if (weakened) {
         o.weaken(Weakening.NO_REVERIFY);
       }
       String seq = TestDatabase.uniqueTable("ts");
+      String insert = "INSERT INTO " + f.data + " (id, term) VALUES (2, 0)";
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(o.build()).getConnection()) {
         c.setAutoCommit(false);
         f.insert(c, 1, lease.term());
         try (Statement s = c.createStatement()) {
-          s.addBatch("CREATE TEMPORARY SEQUENCE " + seq); // commits: the lock is gone
-          s.addBatch("INSERT INTO " + f.data + " (id, term) VALUES (2, 0)"); // a new transaction
-          s.executeBatch();
+          if (batch) {
+            s.addBatch("CREATE TEMPORARY SEQUENCE " + seq); // commits: the lock is gone
+            s.addBatch(insert); // a new transaction
+            s.executeBatch();
+          } else {
+            s.execute("CREATE TEMPORARY SEQUENCE " + seq + "; " + insert);
+          }
         }
         f.takeOver(lease);
         if (weakened) {

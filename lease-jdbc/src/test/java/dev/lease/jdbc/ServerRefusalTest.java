@@ -324,7 +324,14 @@ class ServerRefusalTest {
         int base = refusal == Refusal.SERVER ? 0 : 10;
         String seq = TestDatabase.uniqueTable("ts");
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-            Connection c = fenced(f, refusal).getConnection()) {
+            // the lexer knows this one commits (the review): read as one it does not know
+            Connection c =
+                f.fenced(
+                        f.options()
+                            .refusal(refusal)
+                            .weaken(Weakening.UNKNOWN_IMPLICIT_COMMITS)
+                            .build())
+                    .getConnection()) {
           c.setAutoCommit(false);
           f.insert(c, base + 1, lease.term()); // verified, under the lock
           try (Statement s = c.createStatement()) {

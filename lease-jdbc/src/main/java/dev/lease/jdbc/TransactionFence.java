@@ -859,14 +859,18 @@ final class TransactionFence {
 
   /**
    * PostgreSQL: the commit's proof rides in the COMMIT's own round trip, always (measured: costs
-   * next to nothing; see DESIGN-NOTE.md). Not in a read-only transaction, which writes nothing and
-   * where STRICT's lock is refused.
+   * next to nothing; see DESIGN-NOTE.md). A read-only transaction carries one too: it writes no
+   * rows, but PostgreSQL delivers its NOTIFY at commit, which must not reach listeners after a
+   * successor's claim; its proof is the plain verify ({@link #proveCommit}), STRICT's lock being
+   * refused there. Not where {@link ReadOnlyPolicy#SKIP} skipped the verify: nothing was verified.
    */
   private boolean ridesInCommit(Lease proof) throws SQLException {
     return proof != null
         && options.refusal().commitCarriesProof()
         && lexer(proof).dialect == SqlDialect.POSTGRESQL
-        && !readOnlyWithoutLocks(proof);
+        && !((options.readOnly() == ReadOnlyPolicy.SKIP
+                || options.weakened(Weakening.NO_READ_ONLY_PROOF))
+            && readOnlyWithoutLocks(proof));
   }
 
   /**
@@ -886,11 +890,13 @@ final class TransactionFence {
    */
   private void proveCommit(Lease lease, boolean commit) throws SQLException {
     Duration idle = idleBound(lease);
+    // a read-only transaction (PostgreSQL refuses FOR KEY SHARE there) carries the plain verify
+    boolean lock = strict && !readOnlyWithoutLocks(lease);
     // prepared, so that pgjdbc server-prepares the text after its threshold like any statement
     try (PreparedStatement ps =
         delegate.prepareStatement(
-            options.refusal().commitProofSql(lease, strict) + (commit ? ";\nCOMMIT" : ""))) {
-      LeaseInternals.bindVerify(lease, ps, 1, strict, idle);
+            options.refusal().commitProofSql(lease, lock) + (commit ? ";\nCOMMIT" : ""))) {
+      LeaseInternals.bindVerify(lease, ps, 1, lock, idle);
       ps.execute();
     } catch (SQLException e) {
       driverSession().failed();
@@ -899,7 +905,7 @@ final class TransactionFence {
       } catch (SQLException r) {
         e.addSuppressed(r);
       }
-      if (LeaseInternals.isRefusal(e)) {
+      if (refusedInServer(e)) {
         throw refusedByDatabase(lease, e);
       }
       throw e;
@@ -1547,7 +1553,7 @@ final class TransactionFence {
       // the verify or the statement failed (PostgreSQL aborts the transaction either way, and
       // skips what was sent after the failure): the transaction stays unverified
       afterError();
-      if (LeaseInternals.isRefusal(e)) {
+      if (refusedInServer(e)) {
         piggybacked++; // carried along: the server refused it and ran nothing after it
         throw refusedByDatabase(lease, e);
       }
@@ -1703,7 +1709,7 @@ final class TransactionFence {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
       driverSession().failed();
-      if (LeaseInternals.isRefusal(e)) {
+      if (refusedInServer(e)) {
         throw refusedByDatabase(lease, e);
       }
       poison(lease, "its verify failed: " + e.getMessage());
@@ -1832,7 +1838,7 @@ final class TransactionFence {
       return call.call();
     } catch (SQLException e) {
       afterError();
-      if (t != null && LeaseInternals.isRefusal(e)) {
+      if (t != null && refusedInServer(e)) {
         // a verify the driver sent again on its own (MariaDB transactionReplay) was refused
         throw refusedByDatabase(t.lease, e);
       }
@@ -2002,6 +2008,18 @@ final class TransactionFence {
     } catch (SQLException | RuntimeException e) {
       log.debug("could not cancel a statement under lost {}", lease, e);
     }
+  }
+
+  /**
+   * Whether {@code e} is the server's refusal of a verify ({@code Dialect.isRefusal}: this
+   * process's marker text and the refusal's own SQLState), not an application statement's error
+   * that merely echoes the marker from user data.
+   */
+  private boolean refusedInServer(SQLException e) {
+    if (options.weakened(Weakening.REFUSAL_BY_MARKER_TEXT)) {
+      return Weakening.mentionsMarker(e);
+    }
+    return LeaseInternals.isRefusal(e);
   }
 
   /**

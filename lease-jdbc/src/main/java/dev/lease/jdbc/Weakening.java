@@ -1,5 +1,7 @@
 package dev.lease.jdbc;
 
+import dev.lease.core.dialect.Dialect;
+import java.sql.SQLException;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
@@ -80,7 +82,17 @@ enum Weakening {
    * does not know commits (MariaDB's CREATE TEMPORARY SEQUENCE before the review): shows what the
    * server's transaction state and the re-verify after batches catch without the lexer.
    */
-  UNKNOWN_IMPLICIT_COMMITS;
+  UNKNOWN_IMPLICIT_COMMITS,
+   * Take any error whose message contains {@code Dialect.REFUSAL_MARKER} for the server's refusal,
+   * as before the review: an application's error echoing the marker from user data (a duplicate
+   * key) loses a held lease.
+   */
+  REFUSAL_BY_MARKER_TEXT,
+  /**
+   * PostgreSQL: commit a read-only transaction without a proof, as before the review (its NOTIFY
+   * reaches listeners after a successor's claim).
+   */
+  NO_READ_ONLY_PROOF;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 
@@ -136,6 +148,20 @@ enum Weakening {
     } catch (ClassNotFoundException | LinkageError e) {
       return false;
     }
+  }
+
+  /** The check {@link #REFUSAL_BY_MARKER_TEXT} restores: the marker anywhere in the chain. */
+  static boolean mentionsMarker(SQLException e) {
+    for (Throwable t = e; t != null && t.getCause() != t; t = t.getCause()) {
+      if (String.valueOf(t.getMessage()).contains(Dialect.REFUSAL_MARKER)
+          || (t instanceof SQLException s
+              && s.getNextException() != null
+              && String.valueOf(s.getNextException().getMessage())
+                  .contains(Dialect.REFUSAL_MARKER))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   static void warn(Set<Weakening> set, Object what) {

@@ -3,6 +3,8 @@ package dev.lease.core.dialect;
 import dev.lease.core.Database;
 import dev.lease.core.LeaseException;
 import dev.lease.core.internal.TestFault;
+import java.math.BigInteger;
+import java.security.SecureRandom;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
@@ -146,20 +148,31 @@ public abstract class Dialect {
       Connection c, String name, String holder, String instance, long leaseMs) throws SQLException;
 
   /**
-   * The text every refusing verify puts into the error the server raises ({@link #verifySql}), so
-   * that whoever reads the error (lease-jdbc, a log) can tell the lease's refusal from any other
-   * failure. It must appear in each dialect's error message verbatim.
+   * The documented part of the text every refusing verify puts into the error the server raises
+   * ({@link #verifySql}): a log reader can tell the lease's refusal from any other failure by it.
+   * It is not enough to recognise a refusal: errors echo user data (a duplicate key on a value
+   * holding this text), so {@link #isRefusal} looks for {@link #REFUSAL_TEXT}, which carries this
+   * process's nonce, and for the SQLState the refusal raises.
    */
   public static final String REFUSAL_MARKER = "LF001 lease not held";
 
   /**
+   * {@link #REFUSAL_MARKER} followed by a random nonce drawn once per process: what each dialect
+   * puts into its refusing expression verbatim. User data cannot carry it without knowing the
+   * nonce, and the verify's text stays the same for the whole process, so statement caches keep
+   * working. Alphanumeric, so it needs no quoting in any SQL literal or error message.
+   */
+  static final String REFUSAL_TEXT =
+      REFUSAL_MARKER + " " + new BigInteger(96, new SecureRandom()).setBit(96).toString(36);
+
+  /**
    * The verify statement: selects the term when {@code holder} still holds {@code name} at {@code
    * term} by the database clock, and <b>raises an error in the server</b> when it does not, whose
-   * message carries {@link #REFUSAL_MARKER} ({@link #isRefusal}). The error, not the client's
-   * reading of an empty result, is what stops the transaction: nothing sent in the same round trip
-   * after it runs (a statement carried along, a COMMIT), and a driver that replays the verify on a
-   * new session (MariaDB Connector/J {@code transactionReplay}) gets the error too. In strict mode
-   * it also takes the lock on the lease row that the claim of the next term must wait for. Its
+   * message carries {@link #REFUSAL_TEXT} ({@link #isRefusal}). The error, not the client's reading
+   * of an empty result, is what stops the transaction: nothing sent in the same round trip after it
+   * runs (a statement carried along, a COMMIT), and a driver that replays the verify on a new
+   * session (MariaDB Connector/J {@code transactionReplay}) gets the error too. In strict mode it
+   * also takes the lock on the lease row that the claim of the next term must wait for. Its
    * parameters are {@link #verifyParameters}, in order. The failing expression depends on the rows
    * read, never on literals or parameters alone, so no planner can evaluate it ahead of the rows.
    * Where the lease row itself is missing, a dialect may return no row instead (the caller must
@@ -185,16 +198,20 @@ public abstract class Dialect {
     return verifySql(strict);
   }
 
-  /** True if {@code e} (or an exception chained to it) is a refusing verify's error. */
+  /**
+   * True if {@code e} (or an exception chained to it) is a refusing verify's error: its message
+   * carries {@link #REFUSAL_TEXT} (this process's nonce, so not user data echoed in an error) and
+   * it has the SQLState or error code the refusing expression raises ({@link #refusalSignature}).
+   */
   public static boolean isRefusal(SQLException e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (String.valueOf(t.getMessage()).contains(REFUSAL_MARKER)) {
+      if (refusalSignature(t)) {
         return true;
       }
       if (t instanceof SQLException s
           && s.getNextException() != null
           && s.getNextException() != t
-          && String.valueOf(s.getNextException().getMessage()).contains(REFUSAL_MARKER)) {
+          && refusalSignature(s.getNextException())) {
         return true;
       }
       if (t.getCause() == t) {
@@ -202,6 +219,23 @@ public abstract class Dialect {
       }
     }
     return false;
+  }
+
+  /**
+   * The refusing expressions' own errors ({@link #verifySql} of each dialect): PostgreSQL's cast of
+   * the text to bigint, {@code 22P02}; MySQL/MariaDB's BIGINT overflow, error 1690 in class 22
+   * (MariaDB Connector/J passes the server's {@code 22003}; Connector/J throws it as a {@code
+   * MysqlDataTruncation}, whose SQLState is {@code 22001}); SQLite's JSON path error, result code 1
+   * ({@code SQLITE_ERROR}; sqlite-jdbc gives no SQLState).
+   */
+  private static boolean refusalSignature(Throwable t) {
+    if (!(t instanceof SQLException s) || !String.valueOf(s.getMessage()).contains(REFUSAL_TEXT)) {
+      return false;
+    }
+    String state = s.getSQLState();
+    return "22P02".equals(state)
+        || (s.getErrorCode() == 1690 && (state == null || state.startsWith("22")))
+        || (s.getErrorCode() == 1 && state == null);
   }
 
   /**

@@ -318,18 +318,18 @@ final class MySqlDialect extends Dialect {
    *
    * <p>The refusal: the aggregate always yields one row, and when no row matched its CASE adds
    * {@code COUNT(*)} (0), the largest BIGINT and the length of a text carrying {@link
-   * #REFUSAL_MARKER}, which overflows: {@code 1690 (22003) BIGINT value is out of range in
-   * 'count(0) + 9223372036854775807 + octet_length('LF001 lease not held')'}. Chosen over a scalar
-   * subquery returning two rows ({@code 1242 Subquery returns more than 1 row}) because the server
-   * prints the expression, marker included, into the message. The sum starts from {@code COUNT(*)},
-   * so nothing in it is constant. A locking read may aggregate (the rows it reads are locked as
-   * without one).
+   * #REFUSAL_TEXT} (the marker and this process's nonce), which overflows: {@code 1690 (22003)
+   * BIGINT value is out of range in 'count(0) + 9223372036854775807 + octet_length('LF001 lease not
+   * held <nonce>')'}. Chosen over a scalar subquery returning two rows ({@code 1242 Subquery
+   * returns more than 1 row}) because the server prints the expression, marker included, into the
+   * message. The sum starts from {@code COUNT(*)}, so nothing in it is constant. A locking read may
+   * aggregate (the rows it reads are locked as without one).
    */
   @Override
   public String verifySql(boolean strict) {
     return "SELECT CASE WHEN COUNT(*) = 1 THEN MAX(term) ELSE COUNT(*) + 9223372036854775807"
         + " + LENGTH('"
-        + REFUSAL_MARKER
+        + REFUSAL_TEXT
         + "') END AS term"
         + (strict ? sessionBoundColumns() : "")
         + " FROM "

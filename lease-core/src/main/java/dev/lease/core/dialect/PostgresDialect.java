@@ -384,11 +384,12 @@ final class PostgresDialect extends Dialect {
    * the server end a paused holder's session, so it cannot delay a takeover without bound.
    *
    * <p>The refusal: an aggregate over the matching rows always yields one row, and when none
-   * matched its CASE casts a text carrying {@link #REFUSAL_MARKER} to bigint, which fails ({@code
-   * 22P02 invalid input syntax for type bigint: "LF001 lease not held: 0"}). The text is joined to
-   * {@code count(*)}, so the planner cannot fold the cast into a constant and fail while planning a
-   * verify that would match. The locking clause sits in a subquery: PostgreSQL refuses {@code FOR
-   * KEY SHARE} together with an aggregate, and on the nullable side of an outer join.
+   * matched its CASE casts a text carrying {@link #REFUSAL_TEXT} (the marker and this process's
+   * nonce) to bigint, which fails ({@code 22P02 invalid input syntax for type bigint: "LF001 lease
+   * not held <nonce>: 0"}). The text is joined to {@code count(*)}, so the planner cannot fold the
+   * cast into a constant and fail while planning a verify that would match. The locking clause sits
+   * in a subquery: PostgreSQL refuses {@code FOR KEY SHARE} together with an aggregate, and on the
+   * nullable side of an outer join.
    */
   @Override
   public String verifySql(boolean strict) {
@@ -421,7 +422,7 @@ final class PostgresDialect extends Dialect {
 
   private static String refusingTerm() {
     return "CASE WHEN count(*) = 1 THEN min(v.term) ELSE CAST('"
-        + REFUSAL_MARKER
+        + REFUSAL_TEXT
         + ": ' || count(*) AS bigint) END AS term";
   }
 

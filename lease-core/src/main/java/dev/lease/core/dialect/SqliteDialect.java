@@ -322,8 +322,9 @@ final class SqliteDialect extends Dialect {
    *
    * <p>The refusal: the row is found by name, and a CASE over its other columns calls {@code
    * json_extract} with a path that is not one when they do not match: {@code JSON path error near
-   * 'LF001 lease not held: term 3'}. The path is built from the row's term, so it is not a constant
-   * SQLite could evaluate once ahead of the rows. A missing row gives no row (and no error).
+   * 'LF001 lease not held <nonce>: term 3'}. The path is built from the row's term, so it is not a
+   * constant SQLite could evaluate once ahead of the rows. A missing row gives no row (and no
+   * error).
    */
   @Override
   public String verifySql(boolean strict) {
@@ -331,7 +332,7 @@ final class SqliteDialect extends Dialect {
         " WHERE name = ? AND CASE WHEN holder = ? AND term = ? AND expires_at_ms > "
             + clock
             + " THEN 1 ELSE json_extract('{}', '"
-            + REFUSAL_MARKER
+            + REFUSAL_TEXT
             + ": term ' || term) END";
     if (strict) {
       return "UPDATE " + table + " SET revision = revision" + refusing + " RETURNING term";

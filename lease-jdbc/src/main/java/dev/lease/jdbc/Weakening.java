@@ -83,6 +83,7 @@ enum Weakening {
    * server's transaction state and the re-verify after batches catch without the lexer.
    */
   UNKNOWN_IMPLICIT_COMMITS,
+  /**
    * Take any error whose message contains {@code Dialect.REFUSAL_MARKER} for the server's refusal,
    * as before the review: an application's error echoing the marker from user data (a duplicate
    * key) loses a held lease.

@@ -203,8 +203,8 @@ final class FreezableProcess implements AutoCloseable {
 
   /**
    * A text that ends with COMMIT: lease-jdbc's commit on PostgreSQL sends {@code <proof>;COMMIT} as
-   * one prepared statement, so the commit reaches the database when that statement executes, not
-   * at the driver's {@code commit()} (which then finds nothing open to commit).
+   * one prepared statement, so the commit reaches the database when that statement executes, not at
+   * the driver's {@code commit()} (which then finds nothing open to commit).
    */
   private static final java.util.regex.Pattern COMMITS =
       java.util.regex.Pattern.compile("(?is).*;\\s*COMMIT\\s*;?\\s*");

@@ -119,9 +119,9 @@ public final class RawPathProperty implements ConformanceProperty {
 
   /**
    * @param nonTransactional also write non-transactional effects (a sequence's nextval): on
-   *     PostgreSQL a statement that carries the verify along runs even when the verify refuses
-   *     (issue 25 item 3, closed by the server-side refusal), so without that fix this property
-   *     finds the sequence advanced there
+   *     PostgreSQL a statement that carries the verify along must not run when the verify refuses
+   *     (issue 25 item 3: the verify fails in the server; ServerRefusalTest shows the previous
+   *     mechanism letting it run)
    */
   public RawPathProperty(TextFence fence, boolean nonTransactional) {
     this.fence = fence;

@@ -61,7 +61,8 @@ public class LeaseLostSQLException extends SQLException {
    * SET autocommit, MySQL's implicit commits, CALL, ...) with other statements, or could not be
    * read unambiguously; nothing of it was sent. Also MySQL/MariaDB {@code XA PREPARE} under STRICT,
    * which releases the verify's share lock (MariaDB 10.6+): {@code XA COMMIT xid ONE PHASE} commits
-   * the branch with the lock held.
+   * the branch with the lock held. Also MySQL/MariaDB {@code LOCK TABLES} whose list leaves out the
+   * lease table, which every later statement under the lease must read to verify.
    */
   public static final String TRANSACTION_CONTROL_MIXED = "LF005";
 

@@ -279,7 +279,33 @@ final class TransactionFence {
         && isXaPrepare(st, source, sql)) {
       throw xaPrepareRefused(lease);
     }
+    if (kind == SqlKind.IMPLICIT_COMMIT
+        && isMySql()
+        && !options.weakened(Weakening.LOCK_TABLES_UNCHECKED)) {
+      String text = text(st, source, sql);
+      if (text != null && LockTables.leavesOut(text, lease.manager().table())) {
+        throw lockTablesRefused(lease);
+      }
+    }
     return xaControl(lease, st, kind, summary, call, text(st, source, sql));
+  }
+
+  /** A LOCK TABLES under a lease whose list leaves out the lease table ({@link LockTables}). */
+  private static LeaseLostSQLException lockTablesRefused(Lease lease) {
+    String table = lease.manager().table();
+    return new LeaseLostSQLException(
+        "refused LOCK TABLES under "
+            + lease
+            + " before it was sent: its list leaves out the lease table "
+            + table
+            + ", which every statement under a lease reads to verify it (MySQL/MariaDB let a"
+            + " session holding table locks read only the tables it locked); add \""
+            + table
+            + " READ\" to the list (claims and renewals of every lease in that table then wait"
+            + " until UNLOCK TABLES), or lock rows with SELECT ... FOR UPDATE instead",
+        LeaseLostSQLException.TRANSACTION_CONTROL_MIXED,
+        lease,
+        null);
   }
 
   /**
@@ -295,6 +321,9 @@ final class TransactionFence {
       Mode mode = mode();
       if (mode == Mode.AUTOCOMMIT || verified() == lease) {
         return unlockTables(lease, mode, call);
+      }
+      if (verified() == null && Boolean.FALSE.equals(driverSession().inTransaction())) {
+        return runUnverified(call); // the server has no transaction open: it commits nothing
       }
     }
     if (kind == SqlKind.COMMIT_PREPARED
@@ -331,7 +360,9 @@ final class TransactionFence {
    * refused UNLOCK sent the pooled connection back with its tables locked (issue 25 item 6). In
    * autocommit mode no transaction is open, so it commits nothing and runs as it is; in the
    * verified transaction it commits implicitly, so it passes the checks of {@code commit()} first.
-   * An unverified transaction takes the general rule.
+   * With autocommit off and no transaction open on the server (the driver's flag, after a rollback)
+   * it commits nothing either and runs as it is; an unverified open transaction (writes the fence
+   * did not see) takes the general rule.
    */
   private <T> T unlockTables(Lease lease, Mode mode, SqlCall<T> call) throws SQLException {
     if (mode == Mode.AUTOCOMMIT) {
@@ -1669,6 +1700,9 @@ final class TransactionFence {
     verify(lease);
   }
 
+  /** MySQL/MariaDB 1100: "Table '...' was not locked with LOCK TABLES". */
+  private static final int ER_TABLE_NOT_LOCKED = 1100;
+
   private void verify(Lease lease) throws SQLException {
     if (options.readOnly() == ReadOnlyPolicy.SKIP && readOnlyWithoutLocks(lease)) {
       markVerified(lease); // nothing to verify; later statements still check the bound lease
@@ -1713,6 +1747,20 @@ final class TransactionFence {
         throw refusedByDatabase(lease, e);
       }
       poison(lease, "its verify failed: " + e.getMessage());
+      if (isMySql() && e.getErrorCode() == ER_TABLE_NOT_LOCKED) {
+        throw new SQLException(
+            "the verify of "
+                + lease
+                + " cannot read the lease table "
+                + lease.manager().table()
+                + ": this connection holds table locks (LOCK TABLES, taken before the lease was"
+                + " bound) that leave it out; UNLOCK TABLES (never refused under a lease), or add \""
+                + lease.manager().table()
+                + " READ\" to the LOCK TABLES list",
+            e.getSQLState(),
+            e.getErrorCode(),
+            e);
+      }
       throw e;
     }
     if (!held) {

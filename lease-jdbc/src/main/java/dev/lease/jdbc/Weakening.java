@@ -93,7 +93,13 @@ enum Weakening {
    * PostgreSQL: commit a read-only transaction without a proof, as before the review (its NOTIFY
    * reaches listeners after a successor's claim).
    */
-  NO_READ_ONLY_PROOF;
+  NO_READ_ONLY_PROOF,
+  /**
+   * MySQL/MariaDB: send a LOCK TABLES under a lease without checking that its list names the lease
+   * table, as before issue 25 item 6 (every later statement fails with the server's "was not locked
+   * with LOCK TABLES").
+   */
+  LOCK_TABLES_UNCHECKED;
 
   static final String PROPERTY = "lease.jdbc.testing.weaken";
 

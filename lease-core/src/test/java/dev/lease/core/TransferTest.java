@@ -291,12 +291,18 @@ class TransferTest {
           Lease old = a.tryClaim(name).orElseThrow();
           long t = old.term();
           CountDownLatch go = new CountDownLatch(1);
+          // the third process keeps trying until 300 ms after the transfer returned (the transfer,
+          // and the adoption, wait for it): long enough to meet the window between them
+          AtomicLong decided = new AtomicLong(); // 0 until the transfer returned
           Future<Optional<Lease>> third =
               pool.submit(
                   () -> {
                     go.await();
                     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
-                    while (System.nanoTime() < deadline) {
+                    while (System.nanoTime() < deadline
+                        && (decided.get() == 0
+                            || System.nanoTime() - decided.get()
+                                < TimeUnit.MILLISECONDS.toNanos(300))) {
                       try {
                         Optional<Lease> l = c.tryClaim(name);
                         if (l.isPresent()) {
@@ -320,6 +326,7 @@ class TransferTest {
           } catch (LeaseException e) {
             done = null; // timed out: the row tells
           }
+          decided.set(System.nanoTime() | 1); // never 0
           Optional<Lease> thirds = third.get(20, TimeUnit.SECONDS);
           Optional<Lease> successor = b.tryClaim(name);
           boolean successorHasT1 = successor.map(l -> l.term() == t + 1).orElse(false);

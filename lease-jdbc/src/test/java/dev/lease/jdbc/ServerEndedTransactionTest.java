@@ -115,8 +115,19 @@ class ServerEndedTransactionTest {
                   }
                 },
                 "holder-waits");
-        waiting.start();
-        awaitLockWait(f);
+        // the probe's own connection, outside the pool the holder, the other and the lease
+        // manager share (a busy pool once kept the probe waiting past its deadline)
+        try (Connection probe = db.unpooled().getConnection()) {
+          waiting.start();
+          if (!awaitLockWait(probe)) {
+            throw new AssertionError(
+                "the holder never waited for the lock; its statement "
+                    + (done.getCount() == 0
+                        ? "ended: " + victim.get()
+                        : "is still running at "
+                            + java.util.Arrays.toString(waiting.getStackTrace())));
+          }
+        }
         try {
           update(other, f.data, 1, "other"); // closes the cycle
         } catch (SQLException e) {
@@ -142,23 +153,24 @@ class ServerEndedTransactionTest {
   }
 
   /** Waits (with a deadline) until a transaction waits for a row lock. */
-  private static void awaitLockWait(Fixture f) throws SQLException {
+  private static boolean awaitLockWait(Connection c) throws SQLException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (System.nanoTime() - deadline < 0) {
-      try (Connection c = f.pool.getConnection();
-          Statement s = c.createStatement();
+      try (Statement s = c.createStatement();
           ResultSet rs =
               s.executeQuery(
                   "SELECT COUNT(*) FROM information_schema.INNODB_TRX"
                       + " WHERE trx_state = 'LOCK WAIT'")) {
         rs.next();
         if (rs.getInt(1) > 0) {
-          return;
+          return true;
         }
       }
-      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
+      // InnoDB refreshes its INFORMATION_SCHEMA transaction cache only when it was last read more
+      // than 0.1 s ago: polled faster, it never shows the wait
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(150));
     }
-    throw new AssertionError("the holder never waited for the lock");
+    return false;
   }
 
   // ---- a savepoint rolled back past the verify (PostgreSQL frees the row lock)

@@ -465,7 +465,11 @@ class StrictFencingTest {
     holder.join(20_000);
     claimer.join(30_000);
     assertFalse(holder.isAlive() || claimer.isAlive(), "the run did not finish");
-    assertEquals(lease.term() + 1, newTerm.get(), "the successor claimed the next term");
+    // a later term, not necessarily t+1: a claim attempt that outlived its timeout on a busy
+    // machine may still have committed, and its claim was given back (SQLite, under load)
+    assertTrue(
+        newTerm.get() > lease.term(),
+        "the successor claimed a later term: " + newTerm.get() + " after " + lease.term());
     int rows = f.count("id IN (" + id1 + ", " + id2 + ")");
     return new Run(
         pause, releaseAfterExpiryMs, outcome.get(), claimedDuringPause, lease.term(), rows);

@@ -2,6 +2,7 @@ package dev.lease.jdbc;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseListener;
+import dev.lease.core.LossReason;
 import dev.lease.core.internal.LeaseInternals;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -2076,11 +2077,19 @@ final class TransactionFence {
    * no row instead) is kept as the cause, the transaction is poisoned, listeners are told.
    */
   private LeaseLostSQLException refusedByDatabase(Lease lease, SQLException cause) {
+    String why = "the database says it is no longer held by this holder at this term";
+    // poisoned before the loss is reported: the lease's loss listener (on the loss executor, which
+    // may run before this thread goes on) then finds it poisoned and does not report it again
+    boolean first = markRefused(lease, why);
+    boolean lostHere = false;
     if (!options.weakened(Weakening.REFUSAL_NOT_REPORTED)) {
+      boolean lostBefore = lease.lossReason().isPresent();
       LeaseInternals.lostInDatabase(lease); // lost at once; later transactions refused locally
+      lostHere = !lostBefore && lease.lossReason().orElse(null) == LossReason.DATABASE;
     }
-    return refuse(
-        lease, "the database says it is no longer held by this holder at this term", cause);
+    // lostHere: lease-core has just logged this refusal at WARN ("lost lease ...: the database
+    // refused a fenced transaction"), so this line is the second for one refused transaction
+    return refused(lease, why, cause, first && !lostHere);
   }
 
   private LeaseLostSQLException refuse(Lease lease, String why) {
@@ -2088,23 +2097,48 @@ final class TransactionFence {
   }
 
   private LeaseLostSQLException refuse(Lease lease, String why, SQLException cause) {
+    return refused(lease, why, cause, markRefused(lease, why));
+  }
+
+  /** Poisons the transaction under {@code lease} as refused; false if it already was poisoned. */
+  private boolean markRefused(Lease lease, String why) {
     FencedTransaction t = transaction(lease);
     synchronized (this) {
+      boolean first = !t.poisoned;
       t.poisoned = true;
       t.poisonReason = "it was refused under " + lease + ": " + why;
+      return first;
     }
+  }
+
+  /**
+   * Reports a refusal (listeners always: they count refusals) and makes its exception. Logged at
+   * WARN once per transaction ({@code warn}); at DEBUG when the transaction's refusal or poisoning
+   * was already logged at WARN, so one refused transaction is one WARN line.
+   */
+  private LeaseLostSQLException refused(Lease lease, String why, SQLException cause, boolean warn) {
     // term 0 is a placeholder for a lease never claimed here (as in the exception below): no term
-    log.warn(
-        "refused a transaction under lease {}{} instance {}: {}",
-        lease.name(),
-        lease.term() == 0 ? "" : " term " + lease.term(),
-        lease.instance(),
-        why);
+    String term = lease.term() == 0 ? "" : " term " + lease.term();
+    if (warn) {
+      log.warn(
+          "refused a transaction under lease {}{} instance {}: {}",
+          lease.name(),
+          term,
+          lease.instance(),
+          why);
+    } else {
+      log.debug(
+          "refused a transaction under lease {}{} instance {}: {} (reported above)",
+          lease.name(),
+          term,
+          lease.instance(),
+          why);
+    }
     notify(lease, l -> l.transactionRefused(lease));
     return new LeaseLostSQLException(
         "transaction refused: lease "
             + lease.name()
-            + (lease.term() == 0 ? "" : " term " + lease.term())
+            + term
             + " (instance "
             + lease.instance()
             + "): "

@@ -108,7 +108,8 @@ public enum Mutation {
           return sql.replace(
                   VERIFY_CONDITION, "name = ? AND (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)")
               .replace(
-                  VERIFY_CASE, "name = ? AND CASE WHEN (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)");
+                  VERIFY_CASE,
+                  "name = ? AND CASE WHEN (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)");
         }
         return sql;
       default:

@@ -265,7 +265,12 @@ public final class SimWorld implements AutoCloseable {
         Transfer pending = pendingTransfer();
         if (pending != null && !pending.successor.equals(p.instance())) {
           stats.claimsRefusedWhileTransferredToAnother++;
-          note(p + " claim: refused, term " + pending.term + " is transferred to " + pending.successor);
+          note(
+              p
+                  + " claim: refused, term "
+                  + pending.term
+                  + " is transferred to "
+                  + pending.successor);
         } else {
           note(p + " claim: held by another");
         }
@@ -278,7 +283,9 @@ public final class SimWorld implements AutoCloseable {
     }
   }
 
-  /** {@code p} adopts a lease transferred to it ({@link LeaseManager#tryAdopt}), if there is one. */
+  /**
+   * {@code p} adopts a lease transferred to it ({@link LeaseManager#tryAdopt}), if there is one.
+   */
   Outcome adopt(SimProcess p) {
     try {
       Optional<Lease> adopted = p.manager.tryAdopt(NAME);
@@ -469,7 +476,8 @@ public final class SimWorld implements AutoCloseable {
         && Dialect.TRANSFER_PENDING.equals(row.holder())
         && transfers.stream().noneMatch(t -> t.term == row.term())) {
       // the bound lease-core asked for, from the database clock the statement read
-      transfers.add(new Transfer(row.term(), p.instance(), p.transferringTo, now + p.transferAdoptWithinMs));
+      transfers.add(
+          new Transfer(row.term(), p.instance(), p.transferringTo, now + p.transferAdoptWithinMs));
       stats.transfers++;
       note(p + " transfer statement: term " + row.term() + " pending for " + p.transferringTo);
       return;

@@ -194,8 +194,8 @@ public final class SimulationProperty implements ConformanceProperty {
    * poisoned, 16–23 cancelled; with transfers (issue 23, seeds 1–5): 293–331 transfers, 151–167
    * adopted, 91–124 expired unadopted, 64–94 sent with a verified transaction of the old term open
    * and as many that waited for it, 977–1,235 claims refused while the lease was transferred to
-   * another process), five times that for the full size. (Claims that waited read 0 after issue
-   * 25 changed SQLite's verify text until {@code Mutation.isVerify} knew it: 3,592–4,141 since.)
+   * another process), five times that for the full size. (Claims that waited read 0 after issue 25
+   * changed SQLite's verify text until {@code Mutation.isVerify} knew it: 3,592–4,141 since.)
    */
   private static List<Count> counts(SimWorld.Stats s, Size size) {
     int k = size.pick(1, 5);
@@ -307,11 +307,11 @@ public final class SimulationProperty implements ConformanceProperty {
   }
 
   /**
-   * A process's worker: every 50–350 ms of its own clock it claims the lease if it has none (or asks
-   * to adopt one transferred to it; a refused claim asks too) and keeps it with the keeper, or works
-   * under it: mostly business transactions (their steps 0–250 ms apart; now and then another thread
-   * of the process transfers the lease while one is open), sometimes a verify, rarely a release or
-   * a transfer.
+   * A process's worker: every 50–350 ms of its own clock it claims the lease if it has none (or
+   * asks to adopt one transferred to it; a refused claim asks too) and keeps it with the keeper, or
+   * works under it: mostly business transactions (their steps 0–250 ms apart; now and then another
+   * thread of the process transfers the lease while one is open), sometimes a verify, rarely a
+   * release or a transfer.
    */
   private void worker(SimWorld world, SimProcess p, Random random, int delayMs) {
     p.scheduleWork(() -> tick(world, p, random), delayMs);

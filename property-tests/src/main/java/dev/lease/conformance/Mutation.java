@@ -139,6 +139,7 @@ public enum Mutation {
 
   /** True for lease-core's adopt statement (the successor takes a transfer). */
   public static boolean isAdopt(String sql) {
-    return sql.contains(ADOPT_CONDITION) && sql.contains("SET holder = ?, expires_at_ms");
+    // "instance = ?" alone: the adopt-ignores-successor control's text is still an adopt
+    return sql.contains("SET holder = ?, expires_at_ms") && sql.contains("instance = ?");
   }
 }

@@ -486,7 +486,8 @@ public final class SimWorld implements AutoCloseable {
       if (!t.unresolved()) {
         continue;
       }
-      if (row.term() == t.term && !Dialect.TRANSFER_PENDING.equals(row.holder())) {
+      if (adopt && row.term() == t.term && !Dialect.TRANSFER_PENDING.equals(row.holder())) {
+        // this adopt statement took it (only an adopt swaps the pending holder at the same term)
         t.adopted = true;
         if (!p.instance().equals(t.successor)) {
           violate(
@@ -793,7 +794,6 @@ public final class SimWorld implements AutoCloseable {
     if (Mutation.isVerify(sql) && !c.physical.getAutoCommit()) {
       c.verified = true;
     }
-
     if (p.slowReplyNext > 0) {
       p.slowReplyNext--;
       // the statement took effect; only its answer is late

@@ -31,7 +31,18 @@ public enum Mutation {
    */
   AUTOCOMMIT_STAYS_ON(
       "the application's setAutoCommit(false) never reaches the driver: each statement commits"
-          + " alone");
+          + " alone"),
+  /**
+   * A transfer breaks: the transfer statement leaves the row free instead of pending for the
+   * successor, which is a transfer done as a release followed by the successor's claim (issue 23's
+   * unsafe hand-over): a third process can claim in between, and the successor gets a later term.
+   */
+  TRANSFER_FREES_ROW(
+      "lease-core's transfer statement frees the row instead of keeping it pending for the"
+          + " successor: a transfer done as release + the successor's claim"),
+  /** A transfer breaks: any process adopts a transfer, not only the successor it names. */
+  ADOPT_IGNORES_SUCCESSOR(
+      "lease-core's adopt statement without its condition that the transfer names this instance");
 
   /** A claim statement of every dialect (the scheduler's slot claims included). */
   // the claim's SET, as a plain UPDATE (?) and as SQLite's create-or-claim upsert (excluded.)
@@ -46,6 +57,18 @@ public enum Mutation {
       Pattern.compile("LAST_INSERT_ID\\(term \\+ 1\\)");
 
   private static final String VERIFY_CONDITION = "name = ? AND holder = ? AND term = ?";
+
+  /**
+   * SQLite's verify since the refusal moved into the server (issue 25): the row is found by name
+   * and a CASE over holder and term raises the refusal, so the plain condition is not in its text.
+   */
+  private static final String VERIFY_CASE = "name = ? AND CASE WHEN holder = ? AND term = ?";
+
+  /** The transfer's expiry: database clock + the adoption bound (every dialect). */
+  private static final Pattern TRANSFER_EXPIRY = Pattern.compile("expires_at_ms = (.+?) \\+ \\?,");
+
+  /** The adopt statement's condition that the pending transfer names this instance. */
+  private static final String ADOPT_CONDITION = "holder = ? AND instance = ?";
 
   private final String breaks;
 
@@ -70,10 +93,23 @@ public enum Mutation {
       case CLAIM_IGNORES_EXPIRY:
         // "expires_at_ms <= <clock>" becomes "-1 <= <clock>": always true
         return CLAIM.matcher(sql).find() ? sql.replace("expires_at_ms <= ", "-1 <= ") : sql;
+      case TRANSFER_FREES_ROW:
+        // "expires_at_ms = <clock> + ?" becomes "expires_at_ms = 0 * ?": expired at once, the
+        // parameter (the adoption bound) still bound
+        return isTransfer(sql)
+            ? TRANSFER_EXPIRY.matcher(sql).replaceFirst("expires_at_ms = 0 * ?,")
+            : sql;
+      case ADOPT_IGNORES_SUCCESSOR:
+        return isAdopt(sql)
+            ? sql.replace(ADOPT_CONDITION, "holder = ? AND (instance = ? OR 1 = 1)")
+            : sql;
       case VERIFY_IGNORES_HOLDER:
-        if (sql.contains(VERIFY_CONDITION) && !sql.contains("SET expires_at_ms")) {
+        if (isVerify(sql)) {
           return sql.replace(
-              VERIFY_CONDITION, "name = ? AND (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)");
+                  VERIFY_CONDITION, "name = ? AND (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)")
+              .replace(
+                  VERIFY_CASE,
+                  "name = ? AND CASE WHEN (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)");
         }
         return sql;
       default:
@@ -83,11 +119,27 @@ public enum Mutation {
 
   /** True for the statements lease-core's verify sends (strict or plain, every dialect). */
   public static boolean isVerify(String sql) {
-    return sql.contains(VERIFY_CONDITION) && !sql.contains("SET expires_at_ms");
+    return (sql.contains(VERIFY_CONDITION) || sql.contains(VERIFY_CASE))
+        && !sql.contains("SET expires_at_ms")
+        && !CLAIM.matcher(sql).find(); // a transfer has the verify's condition too
   }
 
-  /** True for lease-core's claim statements. */
+  /** True for lease-core's claim statements (and its transfer, which writes the row as they do). */
   public static boolean isClaim(String sql) {
     return CLAIM.matcher(sql).find();
+  }
+
+  /**
+   * True for lease-core's transfer statement: it writes the row as a claim does, under the
+   * condition that the transferring holder still holds it at its term.
+   */
+  public static boolean isTransfer(String sql) {
+    return CLAIM.matcher(sql).find() && sql.contains(VERIFY_CONDITION);
+  }
+
+  /** True for lease-core's adopt statement (the successor takes a transfer). */
+  public static boolean isAdopt(String sql) {
+    // "instance = ?" alone: the adopt-ignores-successor control's text is still an adopt
+    return sql.contains("SET holder = ?, expires_at_ms") && sql.contains("instance = ?");
   }
 }

@@ -144,6 +144,9 @@ final class SimConnection implements InvocationHandler {
     final String sql;
     final CountDownLatch cancelled = new CountDownLatch(1);
 
+    /** The database clock when this statement last ran ({@link Long#MIN_VALUE}: not yet). */
+    long dbNowMs = Long.MIN_VALUE;
+
     Stmt(Statement physical, String sql) {
       this.physical = physical;
       this.sql = sql;
@@ -173,6 +176,13 @@ final class SimConnection implements InvocationHandler {
           return null;
         case "getConnection":
           return proxy;
+        case "close":
+          {
+            Object closed = call(m, args);
+            // an autocommit statement has committed now: the world looks at what it wrote
+            process.world.statementClosed(this);
+            return closed;
+          }
         default:
           break;
       }

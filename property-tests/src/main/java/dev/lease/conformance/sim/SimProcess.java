@@ -45,6 +45,19 @@ public final class SimProcess {
   boolean crashed;
   boolean failMidway;
 
+  /**
+   * The transfer this process is sending ({@link SimWorld#transfer}): the term it hands over, the
+   * successor's instance and the adoption bound it asked for; the world reads them when the
+   * statement has run, as the database does not keep the bound apart from the expiry.
+   */
+  long transferringTerm;
+
+  String transferringTo;
+  long transferAdoptWithinMs;
+
+  /** The transfer statement met the write lock of this process's verified transaction. */
+  boolean transferWaited;
+
   /** The business transaction in progress, or null. */
   SimWorld.BusinessTxn openTxn;
 

@@ -9,6 +9,7 @@ import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.LossReason;
+import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.LeaseLostSQLException;
 import java.sql.Connection;
@@ -76,6 +77,40 @@ public final class SimWorld implements AutoCloseable {
     long databaseStepsForward;
     long databaseStepsBack;
     long leasesLostAtTheLocalDeadline;
+    // transfers (issue 23)
+    long transfers;
+    long transfersAdopted;
+    long transfersExpiredUnadopted;
+    long transfersWithATransactionOfTheOldTermOpen;
+    long transfersThatWaitedForAVerifiedTransaction;
+    long claimsRefusedWhileTransferredToAnother;
+    long transfersNotHeldAnyMore;
+    long transfersFailed;
+  }
+
+  /**
+   * A transfer the database took (its statement wrote term {@code term}, pending for {@code
+   * successor}) and what became of it: adopted by the successor at that term, or expired at the
+   * bound by the database clock, with no other process holding the lease in between.
+   */
+  static final class Transfer {
+    final long term;
+    final String from;
+    final String successor;
+    final long boundMs;
+    boolean adopted;
+    boolean claimedAfterTheBound;
+
+    Transfer(long term, String from, String successor, long boundMs) {
+      this.term = term;
+      this.from = from;
+      this.successor = successor;
+      this.boundMs = boundMs;
+    }
+
+    boolean unresolved() {
+      return !adopted && !claimedAfterTheBound;
+    }
   }
 
   /** A business transaction of {@link #ROWS} rows under a process's lease, run in steps. */
@@ -113,6 +148,7 @@ public final class SimWorld implements AutoCloseable {
   long faults;
 
   private final Map<Long, String> holderOfTerm = new HashMap<>();
+  private final List<Transfer> transfers = new ArrayList<>();
   private final Map<Long, Long> commitsOfTerm = new TreeMap<>();
   private final List<long[]> databaseSteps = new ArrayList<>();
   private final Deque<Object[]> trace = new ArrayDeque<>();
@@ -143,6 +179,7 @@ public final class SimWorld implements AutoCloseable {
     processes.clear();
     loop.clear();
     holderOfTerm.clear();
+    transfers.clear();
     commitsOfTerm.clear();
     databaseSteps.clear();
     trace.clear();
@@ -216,6 +253,7 @@ public final class SimWorld implements AutoCloseable {
     loop.runUntil(scheduleEndNanos, this::check);
     checkBusinessTable();
     countHandOvers();
+    countTransfers();
   }
 
   // ---- the protocol, as a process calls it ------------------------------------------------------
@@ -224,50 +262,82 @@ public final class SimWorld implements AutoCloseable {
     try {
       Optional<Lease> claimed = p.manager.tryClaim(NAME);
       if (claimed.isEmpty()) {
-        note(p + " claim: held by another");
+        Transfer pending = pendingTransfer();
+        if (pending != null && !pending.successor.equals(p.instance())) {
+          stats.claimsRefusedWhileTransferredToAnother++;
+          note(
+              p
+                  + " claim: refused, term "
+                  + pending.term
+                  + " is transferred to "
+                  + pending.successor);
+        } else {
+          note(p + " claim: held by another");
+        }
         return Outcome.REFUSED;
       }
-      Lease lease = claimed.get();
-      p.leases.add(lease);
-      lease.onLoss(
-          l -> {
-            if (l.lossReason().orElse(null) == LossReason.LOCAL_DEADLINE) {
-              stats.leasesLostAtTheLocalDeadline++;
-            }
-            note(p + " lost term " + l.term() + " (" + l.lossReason().orElse(null) + ")");
-          });
-      note(p + " claimed term " + lease.term());
-      if (maxClaimedTerm > 0) {
-        stats.takeovers++; // a hand-over (the first claim of a schedule is none)
-      }
-      String previous = holderOfTerm.putIfAbsent(lease.term(), lease.holder());
-      if (previous != null) {
-        violate(
-            "invariant 1: term "
-                + lease.term()
-                + " was claimed twice, by "
-                + previous.substring(0, 8)
-                + "… and by "
-                + p
-                + " ("
-                + lease.holder().substring(0, 8)
-                + "…)");
-      } else if (lease.term() <= maxClaimedTerm) {
-        violate(
-            "invariant 1: term "
-                + lease.term()
-                + " claimed by "
-                + p
-                + " after term "
-                + maxClaimedTerm
-                + ": terms must only grow");
-      }
-      maxClaimedTerm = Math.max(maxClaimedTerm, lease.term());
-      return Outcome.OK;
+      return claimed(p, claimed.get());
     } catch (LeaseException e) {
       note(p + " claim failed: " + e.getMessage());
       return Outcome.ERROR;
     }
+  }
+
+  /**
+   * {@code p} adopts a lease transferred to it ({@link LeaseManager#tryAdopt}), if there is one.
+   */
+  Outcome adopt(SimProcess p) {
+    try {
+      Optional<Lease> adopted = p.manager.tryAdopt(NAME);
+      if (adopted.isEmpty()) {
+        note(p + " adopt: nothing transferred to it");
+        return Outcome.REFUSED;
+      }
+      return claimed(p, adopted.get());
+    } catch (LeaseException e) {
+      note(p + " adopt failed: " + e.getMessage());
+      return Outcome.ERROR;
+    }
+  }
+
+  /** Records a lease {@code p} claimed or adopted, and checks invariant 1 for it. */
+  private Outcome claimed(SimProcess p, Lease lease) {
+    p.leases.add(lease);
+    lease.onLoss(
+        l -> {
+          if (l.lossReason().orElse(null) == LossReason.LOCAL_DEADLINE) {
+            stats.leasesLostAtTheLocalDeadline++;
+          }
+          note(p + " lost term " + l.term() + " (" + l.lossReason().orElse(null) + ")");
+        });
+    note(p + " claimed term " + lease.term());
+    if (maxClaimedTerm > 0) {
+      stats.takeovers++; // a hand-over (the first claim of a schedule is none)
+    }
+    String previous = holderOfTerm.putIfAbsent(lease.term(), lease.holder());
+    if (previous != null) {
+      violate(
+          "invariant 1: term "
+              + lease.term()
+              + " was claimed twice, by "
+              + previous.substring(0, 8)
+              + "… and by "
+              + p
+              + " ("
+              + lease.holder().substring(0, 8)
+              + "…)");
+    } else if (lease.term() <= maxClaimedTerm) {
+      violate(
+          "invariant 1: term "
+              + lease.term()
+              + " claimed by "
+              + p
+              + " after term "
+              + maxClaimedTerm
+              + ": terms must only grow");
+    }
+    maxClaimedTerm = Math.max(maxClaimedTerm, lease.term());
+    return Outcome.OK;
   }
 
   Outcome renew(SimProcess p) {
@@ -321,13 +391,151 @@ public final class SimWorld implements AutoCloseable {
     if (lease == null) {
       return Outcome.SKIPPED;
     }
+    return transfer(p, lease, to.instance(), timings.leaseDuration().toMillis());
+  }
+
+  /**
+   * {@code p} hands {@code lease} to the instance {@code successor} (perhaps no live process), to
+   * be adopted within {@code adoptWithinMs} by the database clock. It may run on another thread of
+   * {@code p} than its worker (a deploy's shutdown hook), while a transaction of the lease is open.
+   */
+  Outcome transfer(SimProcess p, Lease lease, String successor, long adoptWithinMs) {
+    boolean transactionOpen =
+        p.openTxn != null && p.openTxn.lease == lease && p.hasVerifiedTransaction();
+    p.transferringTerm = lease.term();
+    p.transferringTo = successor;
+    p.transferAdoptWithinMs = adoptWithinMs;
+    p.transferWaited = false;
     try {
-      boolean done = lease.transferTo(to.instance());
-      note(p + (done ? " transferred term " + lease.term() + " to " + to : " could not transfer"));
+      boolean done = lease.transferTo(successor, Duration.ofMillis(adoptWithinMs));
+      note(
+          p
+              + (done
+                  ? " transferred term "
+                      + lease.term()
+                      + " to "
+                      + successor
+                      + " (adopt within "
+                      + adoptWithinMs
+                      + " ms)"
+                      + (transactionOpen ? " with a verified transaction of its term open" : "")
+                  : " could not transfer term " + lease.term() + ": not held any more"));
+      if (done && transactionOpen) {
+        stats.transfersWithATransactionOfTheOldTermOpen++;
+      }
+      if (done && p.transferWaited) {
+        stats.transfersThatWaitedForAVerifiedTransaction++;
+      }
+      if (!done) {
+        stats.transfersNotHeldAnyMore++;
+      }
       return done ? Outcome.OK : Outcome.REFUSED;
     } catch (LeaseException e) {
+      stats.transfersFailed++;
       note(p + " transfer failed: " + e.getMessage());
       return Outcome.ERROR;
+    } finally {
+      p.transferringTo = null;
+    }
+  }
+
+  /** The transfer of this schedule not adopted yet and within its bound by the database clock. */
+  private Transfer pendingTransfer() {
+    long now = db.nowMs();
+    for (Transfer t : transfers) {
+      if (t.unresolved() && now < t.boundMs) {
+        return t;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The transfer invariants, when a statement of {@code p} that may have written the lease row (a
+   * transfer, an adoption, a claim while a transfer is open) is closed, which commits it (SQLite's
+   * autocommit ends with the statement), judged by the database clock it read ({@code now}): a
+   * transfer the database took is recorded with its bound; the only process that may take the lease
+   * until the bound passes is the successor, and only by adopting it at the transfer's term.
+   */
+  void statementClosed(SimConnection.Stmt s) {
+    if (s.dbNowMs != Long.MIN_VALUE && s.sql != null) {
+      observeTransfers(s.connection().process, s.sql, s.dbNowMs);
+    }
+  }
+
+  private void observeTransfers(SimProcess p, String sql, long now) {
+    boolean transfer = Mutation.isTransfer(sql);
+    boolean adopt = Mutation.isAdopt(sql);
+    if (!transfer && !adopt && transfers.stream().noneMatch(Transfer::unresolved)) {
+      return;
+    }
+    SimDatabase.Row row = row();
+    if (transfer
+        && p.transferringTo != null
+        && row.term() == p.transferringTerm + 1
+        && Dialect.TRANSFER_PENDING.equals(row.holder())
+        && transfers.stream().noneMatch(t -> t.term == row.term())) {
+      // the bound lease-core asked for, from the database clock the statement read
+      transfers.add(
+          new Transfer(row.term(), p.instance(), p.transferringTo, now + p.transferAdoptWithinMs));
+      stats.transfers++;
+      note(p + " transfer statement: term " + row.term() + " pending for " + p.transferringTo);
+      return;
+    }
+    for (Transfer t : transfers) {
+      if (!t.unresolved()) {
+        continue;
+      }
+      if (adopt && row.term() == t.term && !Dialect.TRANSFER_PENDING.equals(row.holder())) {
+        // this adopt statement took it (only an adopt swaps the pending holder at the same term)
+        t.adopted = true;
+        if (!p.instance().equals(t.successor)) {
+          violate(
+              "transfer: "
+                  + p
+                  + " adopted term "
+                  + t.term
+                  + ", which "
+                  + t.from
+                  + " transferred to "
+                  + t.successor
+                  + ": a third process holds the lease between a transfer and its adoption");
+        } else {
+          stats.transfersAdopted++;
+          note(p + " adopted term " + t.term + " from " + t.from);
+        }
+      } else if (row.term() > t.term) {
+        if (now < t.boundMs) {
+          violate(
+              "transfer: "
+                  + p
+                  + " took the lease at term "
+                  + row.term()
+                  + " while term "
+                  + t.term
+                  + ", which "
+                  + t.from
+                  + " transferred to "
+                  + t.successor
+                  + ", was pending for another "
+                  + (t.boundMs - now)
+                  + " ms"
+                  + (p.instance().equals(t.successor)
+                      ? ": the successor must adopt the transfer's term"
+                      : ": no third process may hold the lease before the adoption bound"));
+        }
+        t.claimedAfterTheBound = true;
+      }
+    }
+  }
+
+  /** Transfers never adopted whose bound passed: the lease expired and was free again. */
+  private void countTransfers() {
+    long now = db.nowMs();
+    for (Transfer t : transfers) {
+      if (!t.adopted && (t.claimedAfterTheBound || now >= t.boundMs)) {
+        stats.transfersExpiredUnadopted++;
+      }
     }
   }
 
@@ -564,13 +772,17 @@ public final class SimWorld implements AutoCloseable {
         throw new SQLNonTransientConnectionException("the process crashed (simulated)", "08003");
       }
       try {
+        s.dbNowMs = db.nowMs(); // the database clock the statement reads
         result = call.call();
         break;
       } catch (SQLiteException e) {
         if (e.getResultCode() != SQLiteErrorCode.SQLITE_BUSY || loop.now >= busyUntil) {
           throw e;
         }
-        if (!counted && Mutation.isClaim(sql) && anotherVerifiedTransaction(p)) {
+        if (!counted && Mutation.isTransfer(sql) && p.hasVerifiedTransaction()) {
+          p.transferWaited = true;
+          note(p + " transfer waits for its verified transaction's write lock");
+        } else if (!counted && Mutation.isClaim(sql) && anotherVerifiedTransaction(p)) {
           stats.claimsThatWaitedForAVerifiedTransaction++;
           note(p + " claim waits for a verified transaction's write lock");
         }

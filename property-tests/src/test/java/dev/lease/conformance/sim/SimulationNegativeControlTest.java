@@ -15,9 +15,9 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Negative controls of the simulation, one per invariant at least: each breaks the real mechanism
- * (lease-core's claim or verify statement, lease-jdbc's rollback, the clock the keeper relies on)
- * and must be reported with the invariant it breaks, a seed and a shrunk schedule. Runs are
- * deterministic (fixed seed, virtual time), so "caught" is not a matter of luck.
+ * (lease-core's claim, verify, transfer or adopt statement, lease-jdbc's rollback, the clock the
+ * keeper relies on) and must be reported with the invariant it breaks, a seed and a shrunk
+ * schedule. Runs are deterministic (fixed seed, virtual time), so "caught" is not a matter of luck.
  */
 class SimulationNegativeControlTest {
 
@@ -31,7 +31,9 @@ class SimulationNegativeControlTest {
         Arguments.of("simulation/verify-ignores-holder", "invariant 3", all),
         Arguments.of("simulation/rollback-lost", "invariant 4", all),
         Arguments.of("simulation/slow-clock", "invariant 2", all),
-        Arguments.of("simulation/wall-clock", "invariant 2", all));
+        Arguments.of("simulation/wall-clock", "invariant 2", all),
+        Arguments.of("simulation/transfer-frees-row", "transfer", all),
+        Arguments.of("simulation/adopt-ignores-successor", "transfer", all));
   }
 
   @ParameterizedTest(name = "{0}")

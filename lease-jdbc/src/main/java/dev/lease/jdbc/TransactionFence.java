@@ -1755,7 +1755,8 @@ final class TransactionFence {
                 + " cannot read the lease table "
                 + lease.manager().table()
                 + ": this connection holds table locks (LOCK TABLES, taken before the lease was"
-                + " bound) that leave it out; UNLOCK TABLES (never refused under a lease), or add \""
+                + " bound) that leave it out; roll back and run UNLOCK TABLES (never refused under a"
+                + " lease with no transaction open), or add \""
                 + lease.manager().table()
                 + " READ\" to the LOCK TABLES list",
             e.getSQLState(),

@@ -890,11 +890,12 @@ final class TransactionFence {
   }
 
   /**
-   * PostgreSQL: the commit's proof rides in the COMMIT's own round trip, always (measured: costs
-   * next to nothing; see DESIGN-NOTE.md). A read-only transaction carries one too: it writes no
-   * rows, but PostgreSQL delivers its NOTIFY at commit, which must not reach listeners after a
-   * successor's claim; its proof is the plain verify ({@link #proveCommit}), STRICT's lock being
-   * refused there. Not where {@link ReadOnlyPolicy#SKIP} skipped the verify: nothing was verified.
+   * PostgreSQL: the commit's proof rides in the COMMIT's own round trip, always (no round trip, but
+   * one more statement per commit: measured in docs/benchmarks.md). A read-only transaction carries
+   * one too: it writes no rows, but PostgreSQL delivers its NOTIFY at commit, which must not reach
+   * listeners after a successor's claim; its proof is the plain verify ({@link #proveCommit}),
+   * STRICT's lock being refused there. Not where {@link ReadOnlyPolicy#SKIP} skipped the verify:
+   * nothing was verified.
    */
   private boolean ridesInCommit(Lease proof) throws SQLException {
     return proof != null

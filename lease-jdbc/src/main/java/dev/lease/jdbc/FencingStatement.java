@@ -84,7 +84,7 @@ class FencingStatement extends StatementDelegate {
     return all == SqlSummary.NONE ? SqlSummary.of(0, 0, 0, 0) : all;
   }
 
-  // ---- the shapes a first statement can carry the verify in (TransactionFence#piggyback)
+  // ---- the shapes a first statement can carry the verify in (Piggyback#piggyback)
 
   @Override
   public boolean execute(String text) throws SQLException {

@@ -25,14 +25,26 @@ import java.util.stream.Collectors;
  * wrapper; returned driver objects that can reach the database (Array, Blob, Clob, NClob, Ref,
  * Struct, and whatever getObject returns) go through the {@code object} hook ({@link
  * dev.lease.jdbc.DriverObjects}), and our own wrappers passed back in as parameters are unwrapped
- * to the driver's objects first ({@code DriverObjects.raw}). Run from lease-jdbc/: {@code java
- * tools/GenerateDelegates.java}.
+ * to the driver's objects first ({@code DriverObjects.raw}).
+ *
+ * <p>The build runs it (lease-jdbc/pom.xml, phase generate-sources) with the single-file source
+ * launcher, {@code java tools/GenerateDelegates.java <source root>}, and compiles its output from
+ * {@code target/generated-sources/delegates}; nothing it writes is checked in. The output depends
+ * only on this file and the JDK's java.sql interfaces (the same from JDK 17 to 25 but for the JDK
+ * named in the header).
  */
 public class GenerateDelegates {
 
-  static final Path OUT = Path.of("src/main/java/dev/lease/jdbc");
+  /** The package directory under the source root given as the one argument. */
+  static Path out;
 
   public static void main(String[] args) throws IOException {
+    if (args.length != 1) {
+      System.err.println("usage: java tools/GenerateDelegates.java <source root>");
+      System.exit(2);
+    }
+    out = Path.of(args[0]).resolve("dev/lease/jdbc");
+    Files.createDirectories(out);
     gen("StatementDelegate", Statement.class, null, "Statement",
         Set.of("getConnection", "unwrap", "isWrapperFor", "close", "isClosed", "addBatch",
             "clearBatch", "executeBatch", "executeLargeBatch"), "delegate");
@@ -48,6 +60,25 @@ public class GenerateDelegates {
         Set.of("unwrap", "isWrapperFor", "close", "isClosed", "commit", "rollback", "setAutoCommit",
             "getAutoCommit", "setSavepoint", "getMetaData", "abort", "beginRequest", "endRequest",
             "setTransactionIsolation", "setReadOnly"), "delegate");
+    try (var files = Files.list(out)) { // a class no longer generated must not linger
+      for (Path f : (Iterable<Path>) files::iterator) {
+        if (!written.contains(f.getFileName().toString())) {
+          Files.delete(f);
+        }
+      }
+    }
+  }
+
+  /** The files written (or found unchanged) by this run. */
+  static final Set<String> written = new java.util.HashSet<>();
+
+  /** Writes a file only if its text changed, so an unchanged build does not recompile lease-jdbc. */
+  static void write(String file, String text) throws IOException {
+    Path f = out.resolve(file);
+    written.add(file);
+    if (!Files.exists(f) || !Files.readString(f).equals(text)) {
+      Files.writeString(f, text);
+    }
   }
 
   static void gen(String name, Class<?> iface, String superClass, String simple, Set<String> skip,
@@ -89,7 +120,7 @@ public class GenerateDelegates {
       b.append(method(m, iface, field));
     }
     b.append("}\n");
-    Files.writeString(OUT.resolve(name + ".java"), b.toString());
+    write(name + ".java", b.toString());
   }
 
   /** Driver objects a method may return that can reach the database: wrapped on the way out. */

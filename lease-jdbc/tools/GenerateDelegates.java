@@ -25,7 +25,10 @@ import java.util.stream.Collectors;
  * wrapper; returned driver objects that can reach the database (Array, Blob, Clob, NClob, Ref,
  * Struct, and whatever getObject returns) go through the {@code object} hook ({@link
  * dev.lease.jdbc.DriverObjects}), and our own wrappers passed back in as parameters are unwrapped
- * to the driver's objects first ({@code DriverObjects.raw}).
+ * to the driver's objects first ({@code DriverObjects.raw}); a prepared statement's parameter setters
+ * also remember the value for the verify carried in the first statement's round trip (the {@code
+ * record} hook, FencingPreparedStatement), or mark the parameters unreplayable when the value is a
+ * stream, a reader or a LOB (it can be read once, or belongs to the driver's session).
  *
  * <p>The build runs it (lease-jdbc/pom.xml, phase generate-sources) with the single-file source
  * launcher, {@code java tools/GenerateDelegates.java <source root>}, and compiles its output from
@@ -150,6 +153,18 @@ public class GenerateDelegates {
             + "  abstract java.sql.SQLException failed(java.sql.SQLException e);\n\n"
             + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n"
             + objects;
+      case "PreparedStatementDelegate":
+        return "  /** Sets one remembered parameter at index {@code i} of another statement. */\n"
+            + "  @FunctionalInterface\n"
+            + "  interface Param {\n"
+            + "    void set(java.sql.PreparedStatement ps, int i)" + sqlE
+            + "  }\n\n"
+            + "  /** Remembers a parameter set, if the statement remembers them. */\n"
+            + "  abstract void record(int index, Param p);\n\n"
+            + "  /** False (and the parameters unreplayable) if the value can be set only once. */\n"
+            + "  abstract boolean replayable(Object value);\n\n"
+            + "  /** A parameter that cannot be set again was set. */\n"
+            + "  abstract void markUnreplayable();\n\n";
       case "DatabaseMetaDataDelegate":
         return "  abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);\n\n";
       case "ConnectionDelegate":
@@ -161,6 +176,14 @@ public class GenerateDelegates {
         return "";
     }
   }
+
+  /**
+   * Parameter types whose values cannot be set on a second statement: streams and readers are read
+   * once, LOBs, SQLXML, refs and arrays belong to the driver's session (FencingPreparedStatement).
+   */
+  static final Set<Class<?>> UNREPLAYABLE = Set.of(java.io.InputStream.class, java.io.Reader.class,
+      java.sql.Blob.class, java.sql.Clob.class, java.sql.NClob.class, java.sql.SQLXML.class,
+      java.sql.Ref.class, java.sql.Array.class);
 
   static String signature(Method m) {
     return m.getName() + Arrays.toString(m.getParameterTypes());
@@ -203,7 +226,22 @@ public class GenerateDelegates {
     boolean execute = (statementFamily && n.startsWith("execute"))
         || (iface == ResultSet.class && (n.equals("insertRow") || n.equals("updateRow")
             || n.equals("deleteRow")));
-    if (execute) {
+    boolean parameter = iface == PreparedStatement.class && n.startsWith("set") && isVoid
+        && ps.length >= 2 && m.getParameterTypes()[0] == int.class;
+    if (parameter) {
+      // the driver's statement gets the value now; the log gets a setter to replay it on the
+      // statement that carries the verify along, unless the value can be set only once
+      b.append("    ").append(call).append(";\n");
+      List<Class<?>> types = Arrays.asList(m.getParameterTypes());
+      String replay = "record(a0, (ps, i) -> ps." + n + "(i" + args.substring(args.indexOf(",")) + "))";
+      if (types.stream().anyMatch(UNREPLAYABLE::contains)) {
+        b.append("    markUnreplayable();\n");
+      } else if (types.get(1) == Object.class) {
+        b.append("    if (replayable(a1)) {\n      ").append(replay).append(";\n    }\n");
+      } else {
+        b.append("    ").append(replay).append(";\n");
+      }
+    } else if (execute) {
       // no lease bound: straight through (an error only marks the driver's session view stale);
       // otherwise the fence reads the text: execute(String ...) the argument, the prepared
       // statement its SQL, a result set's row change nothing

@@ -25,14 +25,29 @@ import java.util.stream.Collectors;
  * wrapper; returned driver objects that can reach the database (Array, Blob, Clob, NClob, Ref,
  * Struct, and whatever getObject returns) go through the {@code object} hook ({@link
  * dev.lease.jdbc.DriverObjects}), and our own wrappers passed back in as parameters are unwrapped
- * to the driver's objects first ({@code DriverObjects.raw}). Run from lease-jdbc/: {@code java
- * tools/GenerateDelegates.java}.
+ * to the driver's objects first ({@code DriverObjects.raw}); a prepared statement's parameter setters
+ * also remember the value for the verify carried in the first statement's round trip (the {@code
+ * record} hook, FencingPreparedStatement), or mark the parameters unreplayable when the value is a
+ * stream, a reader or a LOB (it can be read once, or belongs to the driver's session).
+ *
+ * <p>The build runs it (lease-jdbc/pom.xml, phase generate-sources) with the single-file source
+ * launcher, {@code java tools/GenerateDelegates.java <source root>}, and compiles its output from
+ * {@code target/generated-sources/delegates}; nothing it writes is checked in. The output depends
+ * only on this file and the JDK's java.sql interfaces (the same from JDK 17 to 25 but for the JDK
+ * named in the header).
  */
 public class GenerateDelegates {
 
-  static final Path OUT = Path.of("src/main/java/dev/lease/jdbc");
+  /** The package directory under the source root given as the one argument. */
+  static Path out;
 
   public static void main(String[] args) throws IOException {
+    if (args.length != 1) {
+      System.err.println("usage: java tools/GenerateDelegates.java <source root>");
+      System.exit(2);
+    }
+    out = Path.of(args[0]).resolve("dev/lease/jdbc");
+    Files.createDirectories(out);
     gen("StatementDelegate", Statement.class, null, "Statement",
         Set.of("getConnection", "unwrap", "isWrapperFor", "close", "isClosed", "addBatch",
             "clearBatch", "executeBatch", "executeLargeBatch"), "delegate");
@@ -48,6 +63,25 @@ public class GenerateDelegates {
         Set.of("unwrap", "isWrapperFor", "close", "isClosed", "commit", "rollback", "setAutoCommit",
             "getAutoCommit", "setSavepoint", "getMetaData", "abort", "beginRequest", "endRequest",
             "setTransactionIsolation", "setReadOnly"), "delegate");
+    try (var files = Files.list(out)) { // a class no longer generated must not linger
+      for (Path f : (Iterable<Path>) files::iterator) {
+        if (!written.contains(f.getFileName().toString())) {
+          Files.delete(f);
+        }
+      }
+    }
+  }
+
+  /** The files written (or found unchanged) by this run. */
+  static final Set<String> written = new java.util.HashSet<>();
+
+  /** Writes a file only if its text changed, so an unchanged build does not recompile lease-jdbc. */
+  static void write(String file, String text) throws IOException {
+    Path f = out.resolve(file);
+    written.add(file);
+    if (!Files.exists(f) || !Files.readString(f).equals(text)) {
+      Files.writeString(f, text);
+    }
   }
 
   static void gen(String name, Class<?> iface, String superClass, String simple, Set<String> skip,
@@ -89,7 +123,7 @@ public class GenerateDelegates {
       b.append(method(m, iface, field));
     }
     b.append("}\n");
-    Files.writeString(OUT.resolve(name + ".java"), b.toString());
+    write(name + ".java", b.toString());
   }
 
   /** Driver objects a method may return that can reach the database: wrapped on the way out. */
@@ -119,6 +153,18 @@ public class GenerateDelegates {
             + "  abstract java.sql.SQLException failed(java.sql.SQLException e);\n\n"
             + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n"
             + objects;
+      case "PreparedStatementDelegate":
+        return "  /** Sets one remembered parameter at index {@code i} of another statement. */\n"
+            + "  @FunctionalInterface\n"
+            + "  interface Param {\n"
+            + "    void set(java.sql.PreparedStatement ps, int i)" + sqlE
+            + "  }\n\n"
+            + "  /** Remembers a parameter set, if the statement remembers them. */\n"
+            + "  abstract void record(int index, Param p);\n\n"
+            + "  /** False (and the parameters unreplayable) if the value can be set only once. */\n"
+            + "  abstract boolean replayable(Object value);\n\n"
+            + "  /** A parameter that cannot be set again was set. */\n"
+            + "  abstract void markUnreplayable();\n\n";
       case "DatabaseMetaDataDelegate":
         return "  abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);\n\n";
       case "ConnectionDelegate":
@@ -130,6 +176,14 @@ public class GenerateDelegates {
         return "";
     }
   }
+
+  /**
+   * Parameter types whose values cannot be set on a second statement: streams and readers are read
+   * once, LOBs, SQLXML, refs and arrays belong to the driver's session (FencingPreparedStatement).
+   */
+  static final Set<Class<?>> UNREPLAYABLE = Set.of(java.io.InputStream.class, java.io.Reader.class,
+      java.sql.Blob.class, java.sql.Clob.class, java.sql.NClob.class, java.sql.SQLXML.class,
+      java.sql.Ref.class, java.sql.Array.class);
 
   static String signature(Method m) {
     return m.getName() + Arrays.toString(m.getParameterTypes());
@@ -172,7 +226,22 @@ public class GenerateDelegates {
     boolean execute = (statementFamily && n.startsWith("execute"))
         || (iface == ResultSet.class && (n.equals("insertRow") || n.equals("updateRow")
             || n.equals("deleteRow")));
-    if (execute) {
+    boolean parameter = iface == PreparedStatement.class && n.startsWith("set") && isVoid
+        && ps.length >= 2 && m.getParameterTypes()[0] == int.class;
+    if (parameter) {
+      // the driver's statement gets the value now; the log gets a setter to replay it on the
+      // statement that carries the verify along, unless the value can be set only once
+      b.append("    ").append(call).append(";\n");
+      List<Class<?>> types = Arrays.asList(m.getParameterTypes());
+      String replay = "record(a0, (ps, i) -> ps." + n + "(i" + args.substring(args.indexOf(",")) + "))";
+      if (types.stream().anyMatch(UNREPLAYABLE::contains)) {
+        b.append("    markUnreplayable();\n");
+      } else if (types.get(1) == Object.class) {
+        b.append("    if (replayable(a1)) {\n      ").append(replay).append(";\n    }\n");
+      } else {
+        b.append("    ").append(replay).append(";\n");
+      }
+    } else if (execute) {
       // no lease bound: straight through (an error only marks the driver's session view stale);
       // otherwise the fence reads the text: execute(String ...) the argument, the prepared
       // statement its SQL, a result set's row change nothing

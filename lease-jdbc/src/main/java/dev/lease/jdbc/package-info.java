@@ -23,8 +23,9 @@
  *       verify; every commit carries its proof; DESIGN-NOTE.md in this module), with the previous
  *       mechanism kept as a seam for negative controls;
  *   <li>{@code Weakening}: deliberately broken variants for negative controls only;
- *   <li>the {@code Fencing*} wrappers and the generated {@code *Delegate} base classes ({@code
- *       tools/GenerateDelegates.java}) they extend.
+ *   <li>the {@code Fencing*} wrappers and the {@code *Delegate} base classes they extend, generated
+ *       by the build ({@code tools/GenerateDelegates.java}, into {@code
+ *       target/generated-sources/delegates}; not checked in).
  * </ul>
  */
 package dev.lease.jdbc;

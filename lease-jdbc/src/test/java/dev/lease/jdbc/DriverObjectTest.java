@@ -12,6 +12,10 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.testing.TestDatabase;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.sql.Blob;
@@ -24,7 +28,9 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
+import javax.sql.DataSource;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -378,6 +384,107 @@ class DriverObjectTest {
       } else {
         assertTrue(checked > 0);
       }
+    }
+  }
+
+  // ---- every server: our wrappers passed to a prepared statement reach the driver unwrapped
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void aPreparedStatementHandsTheDriverItsOwnObjectForOurWrapper(TestDatabase db) throws Exception {
+    List<Object> sent = new CopyOnWriteArrayList<>();
+    try (Fixture f = new Fixture(db, 2);
+        Connection c =
+            FencedDataSource.wrap(recordingParameters(f.pool, sent), f.options().build())
+                .getConnection()) {
+      List<Object> wrappers = new ArrayList<>();
+      if (db.isMySqlFamily()) { // pgjdbc implements no createBlob
+        Blob b = c.createBlob();
+        b.setBytes(1, new byte[] {1, 2});
+        Clob cl = c.createClob();
+        cl.setString(1, "ab");
+        wrappers.add(b);
+        wrappers.add(cl);
+        try (java.sql.PreparedStatement ps =
+            c.prepareStatement("SELECT ? IS NOT NULL, ? IS NOT NULL")) {
+          ps.setBlob(1, b);
+          ps.setClob(2, cl);
+          ps.executeQuery().close();
+          ps.setObject(1, b);
+          ps.setObject(2, cl);
+          ps.executeQuery().close();
+        }
+      } else {
+        Array a = c.createArrayOf("int4", new Integer[] {1, 2});
+        wrappers.add(a);
+        try (java.sql.PreparedStatement ps = c.prepareStatement("SELECT ?::int[]")) {
+          ps.setArray(1, a);
+          ps.executeQuery().close();
+          ps.setObject(1, a);
+          try (ResultSet back = ps.executeQuery()) {
+            back.next();
+            assertEquals("{1,2}", back.getString(1));
+          }
+        }
+      }
+      for (Object w : wrappers) {
+        assertTrue(w instanceof DriverObjects.Fenced, w.getClass().getName());
+      }
+      assertEquals(2 * wrappers.size(), sent.size(), sent.toString());
+      for (Object v : sent) {
+        assertFalse(
+            v instanceof DriverObjects.Fenced,
+            "the driver got our wrapper " + v.getClass().getName());
+      }
+    }
+  }
+
+  /**
+   * The pool's connections with their prepared statements' parameter setters seen: every value the
+   * driver is given (the second argument of {@code set*(int, value, ...)}) that is not a
+   * primitive's box.
+   */
+  private static DataSource recordingParameters(DataSource pool, List<Object> sent) {
+    InvocationHandler ds =
+        (p, m, args) -> {
+          Object r = forward(m, pool, args);
+          return r instanceof Connection
+              ? proxy(
+                  Connection.class,
+                  r,
+                  (cp, cm, cargs) -> {
+                    Object s = forward(cm, r, cargs);
+                    return s instanceof java.sql.PreparedStatement
+                        ? proxy(
+                            java.sql.PreparedStatement.class,
+                            s,
+                            (sp, sm, sargs) -> {
+                              if (sm.getName().startsWith("set")
+                                  && sargs != null
+                                  && sargs.length >= 2
+                                  && sm.getParameterTypes()[0] == int.class
+                                  && !sm.getParameterTypes()[1].isPrimitive()) {
+                                sent.add(sargs[1]);
+                              }
+                              return forward(sm, s, sargs);
+                            })
+                        : s;
+                  })
+              : r;
+        };
+    return proxy(DataSource.class, pool, ds);
+  }
+
+  private static <T> T proxy(Class<T> type, Object target, InvocationHandler h) {
+    return type.cast(
+        Proxy.newProxyInstance(DriverObjectTest.class.getClassLoader(), new Class<?>[] {type}, h));
+  }
+
+  private static Object forward(Method m, Object target, Object[] args) throws Throwable {
+    try {
+      return m.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
     }
   }
 }

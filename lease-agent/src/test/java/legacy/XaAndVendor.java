@@ -32,6 +32,7 @@ import org.postgresql.xa.PGXADataSource;
  *   handle; prints VENDOR-OK what or VENDOR-FAILED what exception, then VENDOR-DONE
  * ... legacy.LegacyApp vendor-copy URL TABLE WRITER   (see vendorCopy)
  * ... legacy.LegacyApp xa-loss URL TABLE WRITER APPNAME   (see xaAcrossALoss)
+ * ... legacy.LegacyApp xa-mysql URL TABLE WRITER one-phase|two-phase   (see xaMysql)
  * </pre>
  */
 final class XaAndVendor {
@@ -81,6 +82,58 @@ final class XaAndVendor {
       } finally {
         xac.close();
       }
+    }
+    System.out.println("XA-DONE");
+  }
+
+  /**
+   * One XA transaction on MySQL/MariaDB (Connector/J's or MariaDB Connector/J's XADataSource, by
+   * the URL): start, INSERT (WRITER, 1) through the handle, end; then a one-phase commit, or
+   * prepare, print XA-PREPARED, wait for a line on stdin, and commit. Prints XA-COMMITTED 1 or
+   * XA-REFUSED 1 errorCode message, then XA-DONE.
+   */
+  static void xaMysql(String url, String table, String writer, boolean onePhase) throws Exception {
+    javax.sql.XADataSource xads;
+    if (url.startsWith("jdbc:mariadb:")) {
+      org.mariadb.jdbc.MariaDbDataSource m = new org.mariadb.jdbc.MariaDbDataSource();
+      m.setUrl(url);
+      xads = m;
+    } else {
+      com.mysql.cj.jdbc.MysqlXADataSource m = new com.mysql.cj.jdbc.MysqlXADataSource();
+      m.setUrl(url);
+      xads = m;
+    }
+    XAConnection xac = xads.getXAConnection();
+    try {
+      XAResource res = xac.getXAResource();
+      Xid xid = new SimpleXid(writer + "-1-" + System.nanoTime());
+      res.start(xid, XAResource.TMNOFLAGS);
+      try (Connection c = xac.getConnection();
+          PreparedStatement ps =
+              c.prepareStatement("INSERT INTO " + table + " (writer, seq) VALUES (?, 1)")) {
+        ps.setString(1, writer);
+        ps.executeUpdate();
+      }
+      res.end(xid, XAResource.TMSUCCESS);
+      try {
+        if (onePhase) {
+          res.commit(xid, true);
+        } else {
+          int vote = res.prepare(xid);
+          System.out.println("XA-PREPARED");
+          new java.io.BufferedReader(
+                  new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
+              .readLine();
+          if (vote == XAResource.XA_OK) {
+            res.commit(xid, false);
+          }
+        }
+        System.out.println("XA-COMMITTED 1");
+      } catch (XAException e) {
+        System.out.println("XA-REFUSED 1 " + e.errorCode + " " + e.getMessage());
+      }
+    } finally {
+      xac.close();
     }
     System.out.println("XA-DONE");
   }

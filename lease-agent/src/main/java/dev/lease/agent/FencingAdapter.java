@@ -18,6 +18,7 @@ final class FencingAdapter {
   private FencingAdapter() {}
 
   static UnaryOperator<Connection> from(AgentConfig config) {
+    XaTracking.fencing(config.fencing == AgentConfig.Fencing.STRICT);
     FencingOptions options =
         FencingOptions.builder()
             .mode(

@@ -5,8 +5,8 @@ import net.bytebuddy.asm.Advice;
 /**
  * Inlined into {@code XAResource} methods: the resource's handles are in a global transaction
  * between {@code start} and {@code end}; {@code prepare} and a one-phase {@code commit} of a branch
- * whose lease is not held fail ({@link XaTracking#beforePrepare}: not suppressed, the transaction
- * manager gets its {@code XAException}).
+ * whose lease is not held fail, and so does a MySQL/MariaDB {@code prepare} under STRICT ({@link
+ * XaTracking#beforePrepare}: not suppressed, the transaction manager gets its {@code XAException}).
  */
 final class XaAdvice {
 
@@ -39,7 +39,7 @@ final class XaAdvice {
     @Advice.OnMethodEnter
     static void enter(@Advice.This Object resource, @Advice.Argument(0) Object xid)
         throws javax.transaction.xa.XAException {
-      XaTracking.beforePrepare(resource, xid);
+      XaTracking.beforePrepare(resource, xid, true);
     }
 
     @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
@@ -59,7 +59,7 @@ final class XaAdvice {
         @Advice.Argument(1) boolean onePhase)
         throws javax.transaction.xa.XAException {
       if (onePhase) {
-        XaTracking.beforePrepare(resource, xid);
+        XaTracking.beforePrepare(resource, xid, false);
       }
     }
 

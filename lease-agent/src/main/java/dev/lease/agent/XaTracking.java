@@ -83,6 +83,20 @@ public final class XaTracking {
   private static final boolean TESTING_NO_POISON =
       Instrumenter.TESTING_DISABLED.contains("xa-poison");
 
+  /**
+   * Deliberately broken for the negative control: MySQL/MariaDB branches under STRICT prepare,
+   * releasing the verify's lock.
+   */
+  private static final boolean TESTING_PREPARE_UNCHECKED =
+      Instrumenter.TESTING_DISABLED.contains("xa-strict-prepare");
+
+  /** The agent fences with STRICT (set once at start by {@link FencingAdapter}). */
+  private static volatile boolean strict = true;
+
+  static void fencing(boolean strictMode) {
+    strict = strictMode;
+  }
+
   /** An Xid's identity by value (transaction managers pass equal Xids, not always the same). */
   private record XidKey(int format, String gtrid, String bqual) {
     static XidKey of(Object xid) {
@@ -178,42 +192,77 @@ public final class XaTracking {
   }
 
   /**
-   * Enter advice of {@code XAResource.prepare}, and of {@code commit} with {@code onePhase}: a
-   * branch whose statements ran under a lease that is no longer held (lost, released, or never
-   * held: a replica) must not commit. It is rolled back here, before the driver prepares or commits
-   * it, and the transaction manager gets {@code XA_RBROLLBACK}, as from a resource that rolled the
-   * branch back itself. A branch prepared while its lease was held is committed as the transaction
-   * manager decides (under STRICT the verify's lock orders it before a successor's claim).
+   * Enter advice of {@code XAResource.prepare}, and of {@code commit} with {@code onePhase} ({@code
+   * twoPhase} false): a branch whose statements ran under a lease that is no longer held (lost,
+   * released, or never held: a replica) must not commit. It is rolled back here, before the driver
+   * prepares or commits it, and the transaction manager gets {@code XA_RBROLLBACK}, as from a
+   * resource that rolled the branch back itself. A branch prepared while its lease was held is
+   * committed as the transaction manager decides (under STRICT the verify's lock orders it before a
+   * successor's claim).
+   *
+   * <p>MySQL/MariaDB under STRICT: {@code prepare} is refused the same way even while the lease is
+   * held. MariaDB 10.6+ releases a transaction's shared locks at {@code XA PREPARE}, the verify's
+   * lock on the lease row included, so a prepared branch no longer holds a successor's claim back
+   * and its commit could come after it. A one-phase commit commits with the lock held and passes.
+   * lease-jdbc refuses {@code XA PREPARE} written as SQL for the same reason.
    */
-  public static void beforePrepare(Object resource, Object xid) throws XAException {
+  public static void beforePrepare(Object resource, Object xid, boolean twoPhase)
+      throws XAException {
     XidKey key = XidKey.of(xid);
     Lease lease = key == null ? null : BRANCHES.get(key);
-    if (lease == null || lease.isHeld() || TESTING_NO_POISON) {
+    if (lease == null) {
       return;
     }
-    String why =
-        "XA branch "
-            + xid
-            + " ran under lease "
-            + lease.name()
-            + (lease.term() == 0 ? "" : " term " + lease.term())
-            + " (instance "
-            + lease.instance()
-            + "), which this process "
-            + (lease.term() == 0
-                ? "does not hold"
-                : "no longer holds (" + lease.lossReason().map(Enum::name).orElse("released") + ")")
-            + ": rolled back instead of prepared or committed";
+    String why;
+    if (!lease.isHeld() && !TESTING_NO_POISON) {
+      why =
+          "XA branch "
+              + xid
+              + " ran under lease "
+              + lease.name()
+              + (lease.term() == 0 ? "" : " term " + lease.term())
+              + " (instance "
+              + lease.instance()
+              + "), which this process "
+              + (lease.term() == 0
+                  ? "does not hold"
+                  : "no longer holds ("
+                      + lease.lossReason().map(Enum::name).orElse("released")
+                      + ")")
+              + ": rolled back instead of prepared or committed";
+    } else if (twoPhase && strict && mySqlFamily(lease) && !TESTING_PREPARE_UNCHECKED) {
+      why =
+          "XA branch "
+              + xid
+              + " ran under lease "
+              + lease.name()
+              + " term "
+              + lease.term()
+              + " with fencing=strict on "
+              + lease.manager().databaseProduct()
+              + ": rolled back instead of prepared, because MySQL/MariaDB release the branch's"
+              + " shared locks at XA PREPARE (MariaDB 10.6+), the lock on the lease row included,"
+              + " so a prepared branch could be committed after a successor's claim; commit it in"
+              + " one phase (XAResource.commit(xid, true), with the lock held), or use"
+              + " fencing=verify (whose guarantee rests on timing) if two-phase commit is required";
+    } else {
+      return;
+    }
     log.warn("{}", why);
     try {
       ((XAResource) resource).rollback((Xid) xid);
     } catch (XAException | RuntimeException e) {
-      log.warn("could not roll back the poisoned XA branch {}", xid, e);
+      log.warn("could not roll back the refused XA branch {}", xid, e);
     }
     BRANCHES.remove(key);
     XAException refused = new XAException(why);
     refused.errorCode = XAException.XA_RBROLLBACK;
     throw refused;
+  }
+
+  private static boolean mySqlFamily(Lease lease) {
+    String product = String.valueOf(lease.manager().databaseProduct());
+    return product.contains("MySQL") || product.contains("MariaDB");
   }
 
   private static void reset(Link link) {

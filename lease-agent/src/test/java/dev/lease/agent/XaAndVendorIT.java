@@ -353,6 +353,102 @@ class XaAndVendorIT {
     return app;
   }
 
+  /**
+   * MySQL/MariaDB under STRICT: XA PREPARE releases the branch's shared locks (MariaDB 10.6+), the
+   * verify's lock on the lease row included, so the agent refuses {@code XAResource.prepare} of a
+   * branch that ran under a lease: rolled back, XA_RBROLLBACK, no row, nothing left prepared.
+   */
+  @Test
+  void aBranchUnderStrictIsRefusedAtPrepare_mysql() throws Exception {
+    TestDatabase db = TestDatabase.MYSQL;
+    try (LegacyDatabase d = new LegacyDatabase(db);
+        AppProcess app = xaMysql(d, "two-phase", null)) {
+      List<String> refused = lines(app, "XA-REFUSED 1");
+      assertEquals(1, refused.size(), app.describe());
+      assertTrue(
+          refused
+                  .get(0)
+                  .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK)
+              && refused.get(0).contains("one phase"),
+          app.describe());
+      assertTrue(lines(app, "XA-PREPARED").isEmpty(), app.describe());
+      assertTrue(d.committed("L").isEmpty(), app.describe());
+      assertEquals(List.of(), preparedBranches(db, "L-1-"), app.describe());
+    }
+  }
+
+  /** A one-phase commit commits with the verify's lock held: it passes under STRICT. */
+  @Test
+  void aOnePhaseCommitUnderStrictCommits_mysql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL);
+        AppProcess app = xaMysql(d, "one-phase", null)) {
+      assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
+      assertEquals(Set.of(1), d.committed("L"), app.describe());
+    }
+  }
+
+  /**
+   * Negative control: without the check the branch prepares, MariaDB releases the lease row's share
+   * lock, a successor's takeover goes through while the branch is prepared (it would wait for the
+   * lock otherwise), and the branch then commits after the takeover.
+   */
+  @Test
+  void withoutThePrepareCheckABranchCommitsAfterATakeover_mysql() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL);
+        AppProcess app = xaMysql(d, "two-phase", "xa-strict-prepare")) {
+      app.awaitLine(l -> l.equals("XA-PREPARED"), "the prepared branch");
+      d.releaseAndHoldElsewhere(LEASE); // the successor's claim, committed
+      app.send("go");
+      app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");
+      assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
+      assertEquals(Set.of(1), d.committed("L"), "committed after the takeover" + app.describe());
+    }
+  }
+
+  private static AppProcess xaMysql(LegacyDatabase d, String phase, String disable)
+      throws Exception {
+    List<String> jvm = disable == null ? List.of() : controlOptions(disable);
+    AppProcess app =
+        AppProcess.start(
+            "L",
+            AppProcess.JAVA_17,
+            args(d, "L"),
+            Map.of(),
+            jvm,
+            false,
+            LegacyApp.class.getName(),
+            "xa-mysql",
+            d.url,
+            d.events,
+            "L",
+            phase);
+    if (disable == null) {
+      try {
+        app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");
+      } catch (Throwable t) {
+        app.close();
+        throw t;
+      }
+    }
+    return app;
+  }
+
+  /** Prepared XA branches on the server whose gtrid starts with {@code prefix} (XA RECOVER). */
+  private static List<String> preparedBranches(TestDatabase db, String prefix) throws SQLException {
+    List<String> found = new java.util.ArrayList<>();
+    try (Connection c = new UrlDataSource(db.url()).getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("XA RECOVER")) {
+      while (rs.next()) {
+        String data = rs.getString("data");
+        if (data != null && data.startsWith(prefix)) {
+          found.add(data);
+        }
+      }
+    }
+    return found;
+  }
+
   private static List<String> lines(AppProcess app, String prefix) {
     return app.lines().stream().filter(l -> l.startsWith(prefix)).toList();
   }

@@ -332,19 +332,17 @@ final class MySqlDialect extends Dialect {
         + REFUSAL_TEXT
         + "') END AS term"
         + (strict ? sessionBoundColumns() : "")
-        + " FROM "
-        + table
-        + " WHERE name = ? AND holder = ? AND term = ?"
-        + " AND expires_at_ms > "
-        + clock
-        + (strict ? " LOCK IN SHARE MODE" : "");
+        + matching(strict);
   }
 
   @Override
   public String clientCheckedVerifySql(boolean strict) {
-    return "SELECT term"
-        + (strict ? sessionBoundColumns() : "")
-        + " FROM "
+    return "SELECT term" + (strict ? sessionBoundColumns() : "") + matching(strict);
+  }
+
+  /** The verify's row: this holder at this term, not expired; strict locks it in share mode. */
+  private String matching(boolean strict) {
+    return " FROM "
         + table
         + " WHERE name = ? AND holder = ? AND term = ?"
         + " AND expires_at_ms > "

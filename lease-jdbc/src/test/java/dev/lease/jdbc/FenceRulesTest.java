@@ -9,6 +9,7 @@ import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseTimings;
 import dev.lease.core.internal.LeaseInternals;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -17,6 +18,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -89,6 +91,8 @@ class FenceRulesTest {
                 LeaseManager.builder(sqlite)
                     .table("stub_leases")
                     .instance("holder")
+                    // no renewal and no deadline within the class: the rules decide, not time
+                    .timings(LeaseTimings.of(Duration.ofMinutes(10)))
                     .failurePolicy(FailurePolicy.logOnly())
                     .createTableIfMissing(),
                 losses::add)

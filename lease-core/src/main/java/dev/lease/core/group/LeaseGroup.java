@@ -453,8 +453,11 @@ public final class LeaseGroup implements AutoCloseable {
         }
       }
       releaseKeys(released, false);
-      // keys transferred to this member by a peer: adopted before the share is counted
-      List<String> adopted = !firstPass && !leaving ? adopt(candidates) : List.of();
+      // keys a peer transferred to this member, before it claims: peers transfer only to a member
+      // below its share (by the counts they read), so a member at its share does not look (a key
+      // transferred to it anyway expires after the adoption bound and is claimed as usual)
+      List<String> adopted =
+          !firstPass && !leaving && held.size() < share ? adopt(candidates) : List.of();
       List<String> shed = List.of();
       Map<String, String> moved = Map.of();
       if (leaving && !held.isEmpty()) {

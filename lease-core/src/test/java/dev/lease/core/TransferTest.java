@@ -363,7 +363,9 @@ class TransferTest {
               () -> lease.transferTo("b", TIMINGS.leaseDuration().plusMillis(1)));
       assertTrue(
           tooLong.getMessage().contains("longer than the lease duration")
-              && tooLong.getMessage().contains("pass at most " + TIMINGS.leaseDuration().toMillis()),
+              && tooLong
+                  .getMessage()
+                  .contains("pass at most " + TIMINGS.leaseDuration().toMillis()),
           tooLong.getMessage());
       assertTrue(lease.isHeld(), db + ": still held, nothing half-applied");
       assertTrue(lease.verify());

@@ -583,10 +583,10 @@ public abstract class Dialect {
   /**
    * {@link #transferStep} for many leases of one holder process to one successor (a group moving
    * keys to the member that needs them): at most {@link #MAX_RENEWALS_PER_STATEMENT} leases, each
-   * transferred only for its holder at its term while not expired, each to its own term + 1. Returns
-   * the new term of each lease transferred, by name (missing: no longer held). This implementation
-   * (SQLite): one UPDATE ... RETURNING, ordered by the single writer after every transaction whose
-   * strict verify came first, as {@link #transferStep}.
+   * transferred only for its holder at its term while not expired, each to its own term + 1.
+   * Returns the new term of each lease transferred, by name (missing: no longer held). This
+   * implementation (SQLite): one UPDATE ... RETURNING, ordered by the single writer after every
+   * transaction whose strict verify came first, as {@link #transferStep}.
    */
   public Map<String, Long> transferAll(
       Connection c, List<Held> leases, String successor, long adoptWithinMs, long timeoutMs)

@@ -50,17 +50,20 @@ import org.slf4j.LoggerFactory;
  * each other before they claim): reports keys whose lease was lost ({@link GroupCallbacks#onLost});
  * writes this member's heartbeat and draining flag to the members table and counts the live members
  * that are not draining (two statements, one transaction); releases keys that are no longer
- * candidates; releases every key above the fair share {@code ceil(keys / live members)} at once (or
- * one per pass with {@link Builder#shedOneKeyPerPass()}; {@link GroupCallbacks#onReleasing} returns
- * first for each, then one release statement per 1,000 keys; {@link ShedChoice} chooses); and
- * claims free or expired keys up to the fair share in one batched statement per 1,000 candidates. A
- * member that joins or drains is thus absorbed in one or two passes of its peers. The manager keeps
- * the claimed leases renewed like every lease it holds. Each pass that changed something logs one
- * INFO line (per-key lines are at DEBUG).
+ * candidates; adopts the keys a peer transferred to it; moves every key above the fair share {@code
+ * ceil(keys / live members)} at once (or one per pass with {@link Builder#shedOneKeyPerPass()};
+ * {@link ShedChoice} chooses) to the members below it, by transfer ({@link
+ * GroupCallbacks#onReleasing} returns first for each, then one transfer statement per receiving
+ * member per 1,000 keys, which fences this member as a claim would, so no third process can claim a
+ * key before the receiver adopts it at its next pass); and claims free or expired keys up to the
+ * fair share in one batched statement per 1,000 candidates. A member that joins or drains is thus
+ * absorbed in one or two passes of its peers. The manager keeps the claimed leases renewed like
+ * every lease it holds. Each pass that changed something logs one INFO line (per-key lines are at
+ * DEBUG).
  *
  * <p>{@link #drain()} stops acquiring, tells the peers (they leave this member out of the share at
- * their next pass) and hands every key over at once. {@link #close()} does the same and removes
- * this member; {@link #closeOnShutdown()} installs it as a JVM shutdown hook.
+ * their next pass) and transfers every key to them at once. {@link #close()} does the same and
+ * removes this member; {@link #closeOnShutdown()} installs it as a JVM shutdown hook.
  *
  * <p>Close order: close the group before its {@link LeaseManager}. If the manager closes first, it
  * stops the work bound to every key's lease and releases the rows itself (as it does for every
@@ -246,9 +249,10 @@ public final class LeaseGroup implements AutoCloseable {
 
   /**
    * Stops acquiring and hands everything over: marks this member draining in the members table
-   * (peers leave it out of the fair share from their next pass on, so they take its keys), then
-   * releases every key it holds at once, each {@link GroupCallbacks#onReleasing} first. Returns
-   * when the keys were handed over. The group keeps its heartbeat (and takes nothing) until closed.
+   * (peers leave it out of the fair share from their next pass on), then transfers every key it
+   * holds to the peers that need them at once (each {@link GroupCallbacks#onReleasing} first; they
+   * adopt them at their next pass; keys no peer is known to need are released). Returns when the
+   * keys were handed over. The group keeps its heartbeat (and takes nothing) until closed.
    * Idempotent.
    *
    * @throws IllegalStateException if the group or its manager is closed
@@ -443,8 +447,7 @@ public final class LeaseGroup implements AutoCloseable {
       }
       int members = Math.max(1, live);
       int fairShare = (candidates.size() + members - 1) / members;
-      int share =
-          leaving ? 0 : faults.contains(Fault.IGNORE_SHARE) ? candidates.size() : fairShare;
+      int share = leaving ? 0 : faults.contains(Fault.IGNORE_SHARE) ? candidates.size() : fairShare;
       releaseOrphans();
       List<String> released = new ArrayList<>();
       for (String k : held.keySet()) {
@@ -552,8 +555,8 @@ public final class LeaseGroup implements AutoCloseable {
    * against the members below it in member order, each with its deficit. This member transfers the
    * slice of the plan that starts after the surplus of the members before it, so members moving
    * keys at the same time fill the receivers' deficits one after another instead of all into the
-   * first. A member whose instance another live member shares receives nothing (a transfer names
-   * an instance).
+   * first. A member whose instance another live member shares receives nothing (a transfer names an
+   * instance).
    *
    * @return the keys transferred, each to the member it named
    */

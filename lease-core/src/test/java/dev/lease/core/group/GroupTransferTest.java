@@ -76,7 +76,8 @@ class GroupTransferTest {
       b.group.drain();
       assertEquals(0, b.held(), db + ": a drained member holds nothing");
       List<String> sent = b.counting.texts().subList(before, b.counting.texts().size());
-      long transfers = sent.stream().filter(t -> t.contains("SET holder = ?, instance = ?")).count();
+      long transfers =
+          sent.stream().filter(t -> t.contains("SET holder = ?, instance = ?")).count();
       assertTrue(
           transfers >= 1 && transfers <= 3,
           db + ": one transfer statement per receiver, got " + transfers);
@@ -102,7 +103,8 @@ class GroupTransferTest {
             w.members.stream().filter(m -> m.name.equals(e.getValue())).findFirst().orElseThrow();
         assertTrue(to.group.lease(e.getKey()).isPresent(), e + " adopted by the named member");
       }
-      System.out.printf("%s: drain moved %d keys by transfer: %s%n", db, drained.size(), w.counts());
+      System.out.printf(
+          "%s: drain moved %d keys by transfer: %s%n", db, drained.size(), w.counts());
       w.assertNoViolations();
     }
   }

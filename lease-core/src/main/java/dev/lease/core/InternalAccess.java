@@ -114,6 +114,18 @@ final class InternalAccess extends LeaseAccess {
   }
 
   @Override
+  public Lease adoptBatchTransfer(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
+    return manager.adoptBatchTransfer(name, holder, term, claimStartNanos);
+  }
+
+  @Override
+  public java.util.Map<String, Long> transferAll(
+      LeaseManager manager, Collection<Lease> leases, String successor, Duration adoptWithin) {
+    return manager.transferAll(leases, successor, adoptWithin);
+  }
+
+  @Override
   public boolean endWith(Lease lease, BooleanSupplier end) {
     return lease.endWith(end);
   }

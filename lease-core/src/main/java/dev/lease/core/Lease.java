@@ -269,12 +269,17 @@ public final class Lease implements AutoCloseable {
    * inside a fenced transaction of this lease that is still open: under STRICT the transfer would
    * wait for that transaction (until the attempt timeout).
    *
+   * <p>The bound is at most one lease duration: a pending transfer keeps the lease from everyone
+   * until it is adopted, so a successor that never comes must not hold it up longer than a crashed
+   * holder would (whose lease expires within one lease duration).
+   *
    * @param successor the successor's instance name
-   * @param adoptWithin how long the successor has to adopt it, by the database clock
+   * @param adoptWithin how long the successor has to adopt it, by the database clock: from 1 ms to
+   *     the manager's lease duration
    * @return true if transferred; false if this lease was no longer held (lost, released, or the
    *     database no longer had it), in which case nothing was written
    * @throws IllegalArgumentException if {@code successor} is not a valid instance name or {@code
-   *     adoptWithin} is not positive
+   *     adoptWithin} is not positive or longer than the lease duration
    * @throws LeaseException if the database could not be reached; this lease has ended here either
    *     way, and the row is then either transferred or expires as usual
    */
@@ -285,6 +290,21 @@ public final class Lease implements AutoCloseable {
           "adoptWithin must be at least 1 ms, got "
               + adoptWithin
               + "; give the successor time to adopt the lease, for example the lease duration");
+    }
+    Duration max = manager.timings().leaseDuration();
+    if (adoptWithin.compareTo(max) > 0) {
+      throw new IllegalArgumentException(
+          "adoptWithin ("
+              + adoptWithin.toMillis()
+              + " ms) is longer than the lease duration ("
+              + max.toMillis()
+              + " ms): a pending transfer keeps lease "
+              + name
+              + " from everyone until it is adopted, so it may last at most one lease duration, as"
+              + " a crashed holder's lease would; pass at most "
+              + max.toMillis()
+              + " ms (transferTo(successor) uses the lease duration) or build the manager with a"
+              + " longer lease duration");
     }
     if (!isHeld()) {
       return false; // lost (its local deadline passed: it may no longer act) or released

@@ -760,6 +760,18 @@ public final class LeaseManager implements AutoCloseable {
     return lease;
   }
 
+  /**
+   * Takes over a lease a statement of a group adopted for this instance (transferred to it, {@link
+   * Lease#transferTo}): tracked like a claim, announced as {@link LeaseListener#adopted}, the
+   * per-lease line at DEBUG (the caller logs one line for the batch).
+   */
+  Lease adoptBatchTransfer(String name, String holder, long term, long claimStartNanos) {
+    Lease lease = track(new Lease(this, name, holder, instance, term, claimStartNanos));
+    log.debug("adopted lease {} term {} instance {} (transferred to it)", name, term, instance);
+    safely(l -> l.adopted(lease));
+    return lease;
+  }
+
   // ---- the end of leases: release and loss ----------------------------------------------------
 
   /**
@@ -929,6 +941,122 @@ public final class LeaseManager implements AutoCloseable {
         released ? "" : " (the database no longer had it)");
     safely(l -> l.released(lease));
     return null;
+  }
+
+  /**
+   * {@link #transfer} of many leases to one successor (a group moving keys to the member that needs
+   * them), in the order of a release: stops the work bound to all of them (interrupts, waits up to
+   * one grace period), ends them here, then one transfer statement per {@link
+   * Dialect#MAX_RENEWALS_PER_STATEMENT} leases ({@link Dialect#transferAll}); one INFO line per
+   * batch, a DEBUG line and {@link LeaseListener#transferred} per lease. A batch whose statement
+   * failed is logged: its rows are either transferred or expire as usual.
+   *
+   * @return the new term of each lease transferred, by name
+   */
+  java.util.Map<String, Long> transferAll(
+      Collection<Lease> leases, String successor, Duration adoptWithin) {
+    List<Lease> ours = new ArrayList<>();
+    List<List<BoundWork>> stopping = new ArrayList<>();
+    for (Lease l : leases) {
+      List<BoundWork> works = l.beginRelease();
+      if (works != null) {
+        ours.add(l);
+        stopping.add(works);
+      }
+    }
+    for (List<BoundWork> works : stopping) {
+      works.forEach(BoundWork::requestStop);
+    }
+    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
+    boolean interrupted = false;
+    for (List<BoundWork> works : stopping) {
+      for (BoundWork w : works) {
+        try {
+          w.awaitEnd(deadline - System.nanoTime());
+        } catch (InterruptedException e) {
+          interrupted = true;
+          deadline = System.nanoTime();
+        }
+      }
+    }
+    java.util.Map<String, Long> transferred = new java.util.HashMap<>();
+    try {
+      List<Lease> moving = new ArrayList<>();
+      for (int i = 0; i < ours.size(); i++) {
+        Lease lease = ours.get(i);
+        for (BoundWork w : stopping.get(i)) {
+          if (!w.hasEnded()) {
+            log.error(
+                "work thread {} under lease {} term {} did not stop within the grace period of {}"
+                    + " ms of its transfer; transferred anyway (its fenced transactions are"
+                    + " refused from now on)",
+                w.thread.getName(),
+                lease.name(),
+                lease.term(),
+                timings.gracePeriod().toMillis());
+            w.giveUp();
+          } else {
+            lease.detach(w);
+          }
+        }
+        if (lease.completeRelease()) {
+          moving.add(lease); // else lost meanwhile: not ours to hand over
+        }
+      }
+      long adoptMs = adoptWithin.toMillis();
+      int chunk = Dialect.MAX_RENEWALS_PER_STATEMENT;
+      for (int from = 0; from < moving.size(); from += chunk) {
+        List<Lease> batch = moving.subList(from, Math.min(moving.size(), from + chunk));
+        List<Dialect.Held> held = new ArrayList<>(batch.size());
+        for (Lease l : batch) {
+          held.add(new Dialect.Held(l.name(), l.holder(), l.term()));
+        }
+        java.util.Map<String, Long> terms;
+        try {
+          terms =
+              executeStep(
+                  "transfer " + batch.size() + " leases to " + successor,
+                  (c, timeoutMs) -> dialect.transferAll(c, held, successor, adoptMs, timeoutMs),
+                  null);
+        } catch (LeaseException e) {
+          log.warn(
+              "could not transfer {} leases to {}; each is transferred or expires as usual: {}",
+              batch.size(),
+              successor,
+              e.getMessage());
+          continue;
+        }
+        log.info(
+            "transferred {} leases instance {} to {} in one statement (adopt within {} ms){}",
+            terms.size(),
+            instance,
+            successor,
+            adoptMs,
+            terms.size() == batch.size()
+                ? ""
+                : "; the database no longer had " + (batch.size() - terms.size()) + " of them");
+        for (Lease lease : batch) {
+          Long newTerm = terms.get(lease.name());
+          if (newTerm == null) {
+            continue;
+          }
+          transferred.put(lease.name(), newTerm);
+          log.debug(
+              "transferred lease {} term {} instance {} to {} at term {}",
+              lease.name(),
+              lease.term(),
+              instance,
+              successor,
+              newTerm);
+          safely(l -> l.transferred(lease, successor, newTerm));
+        }
+      }
+      return transferred;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /**

@@ -291,18 +291,17 @@ class TransferTest {
           Lease old = a.tryClaim(name).orElseThrow();
           long t = old.term();
           CountDownLatch go = new CountDownLatch(1);
-          // the third process keeps trying until 300 ms after the transfer returned (the transfer,
-          // and the adoption, wait for it): long enough to meet the window between them
+          // the third process keeps trying until it made three more attempts after the transfer
+          // returned (the transfer, and the adoption, wait for it): it meets the window between
+          // them, and the successor still adopts well within the bound (one lease duration, 600 ms)
           AtomicLong decided = new AtomicLong(); // 0 until the transfer returned
           Future<Optional<Lease>> third =
               pool.submit(
                   () -> {
                     go.await();
                     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
-                    while (System.nanoTime() < deadline
-                        && (decided.get() == 0
-                            || System.nanoTime() - decided.get()
-                                < TimeUnit.MILLISECONDS.toNanos(300))) {
+                    int after = 0;
+                    while (System.nanoTime() < deadline && (decided.get() == 0 || after++ < 3)) {
                       try {
                         Optional<Lease> l = c.tryClaim(name);
                         if (l.isPresent()) {
@@ -322,7 +321,7 @@ class TransferTest {
           go.countDown();
           Boolean done;
           try {
-            done = old.transferTo("b", Duration.ofSeconds(5));
+            done = old.transferTo("b"); // adopt within the lease duration, the longest bound
           } catch (LeaseException e) {
             done = null; // timed out: the row tells
           }
@@ -357,6 +356,17 @@ class TransferTest {
       assertThrows(IllegalArgumentException.class, () -> lease.transferTo(""));
       assertThrows(IllegalArgumentException.class, () -> lease.transferTo("b", Duration.ZERO));
       assertThrows(IllegalArgumentException.class, () -> lease.transferTo("b", null));
+      // the adoption bound is at most one lease duration (a crashed holder's worst case)
+      IllegalArgumentException tooLong =
+          assertThrows(
+              IllegalArgumentException.class,
+              () -> lease.transferTo("b", TIMINGS.leaseDuration().plusMillis(1)));
+      assertTrue(
+          tooLong.getMessage().contains("longer than the lease duration")
+              && tooLong
+                  .getMessage()
+                  .contains("pass at most " + TIMINGS.leaseDuration().toMillis()),
+          tooLong.getMessage());
       assertTrue(lease.isHeld(), db + ": still held, nothing half-applied");
       assertTrue(lease.verify());
     }

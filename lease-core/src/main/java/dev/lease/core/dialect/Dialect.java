@@ -581,6 +581,44 @@ public abstract class Dialect {
   }
 
   /**
+   * {@link #transferStep} for many leases of one holder process to one successor (a group moving
+   * keys to the member that needs them): at most {@link #MAX_RENEWALS_PER_STATEMENT} leases, each
+   * transferred only for its holder at its term while not expired, each to its own term + 1.
+   * Returns the new term of each lease transferred, by name (missing: no longer held). This
+   * implementation (SQLite): one UPDATE ... RETURNING, ordered by the single writer after every
+   * transaction whose strict verify came first, as {@link #transferStep}.
+   */
+  public Map<String, Long> transferAll(
+      Connection c, List<Held> leases, String successor, long adoptWithinMs, long timeoutMs)
+      throws SQLException {
+    checkBatch(leases);
+    String sql =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, term = term + 1, expires_at_ms = "
+            + stepClock()
+            + " + ?, revision = revision + 1 WHERE "
+            + heldMatch(leases.size())
+            + " AND expires_at_ms > "
+            + stepClock()
+            + " RETURNING name, term";
+    Map<String, Long> terms = new HashMap<>();
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setString(1, TRANSFER_PENDING);
+      ps.setString(2, successor);
+      ps.setLong(3, adoptWithinMs);
+      bindHeld(ps, 4, leases);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          terms.put(rs.getString(1), rs.getLong(2));
+        }
+      }
+    }
+    return terms;
+  }
+
+  /**
    * Adopts {@code name} if it was transferred to {@code instance} and the transfer has not expired:
    * the pending holder becomes {@code holder}, the expiry database clock + {@code leaseMs}; the
    * term stays the one the transfer wrote. It needs no lock beyond its own row lock: the transfer

@@ -429,6 +429,77 @@ final class MySqlDialect extends Dialect {
   }
 
   /**
+   * One UPDATE of the whole batch, exclusive row locks as {@link #transferStep} (so it waits for
+   * the strict verifies' share locks). No RETURNING: when it changed every row, each new term is
+   * the term it held + 1; when it changed fewer, one read finds which rows are at the successor at
+   * exactly term + 1 (a row at that term and instance can only be this transfer's: terms never
+   * repeat, and a later claim or transfer would have a higher term).
+   */
+  @Override
+  public java.util.Map<String, Long> transferAll(
+      Connection c, List<Held> leases, String successor, long adoptWithinMs, long timeoutMs)
+      throws SQLException {
+    checkBatch(leases);
+    String clk = stepClock();
+    String update =
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + table
+            + " SET holder = ?, instance = ?, expires_at_ms = "
+            + clk
+            + " + ?, revision = revision + 1, term = term + 1 WHERE "
+            + heldMatch(leases.size())
+            + " AND expires_at_ms > "
+            + clk;
+    int n;
+    try (PreparedStatement ps = c.prepareStatement(update)) {
+      ps.setString(1, TRANSFER_PENDING);
+      ps.setString(2, successor);
+      ps.setLong(3, adoptWithinMs);
+      bindHeld(ps, 4, leases);
+      n = ps.executeUpdate();
+    }
+    java.util.Map<String, Long> terms = new java.util.HashMap<>();
+    if (n == leases.size()) {
+      for (Held h : leases) {
+        terms.put(h.name(), h.term() + 1);
+      }
+      return terms;
+    }
+    if (n == 0) {
+      return terms;
+    }
+    java.util.Map<String, Long> wanted = new java.util.HashMap<>();
+    for (Held h : leases) {
+      wanted.put(h.name(), h.term() + 1);
+    }
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            stepPrefix(timeoutMs)
+                + "SELECT name, term FROM "
+                + table
+                + " WHERE name IN ("
+                + "?, ".repeat(leases.size() - 1)
+                + "?) AND instance = ?")) {
+      int i = 1;
+      for (Held h : leases) {
+        ps.setString(i++, h.name());
+      }
+      ps.setString(i, successor);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          String name = rs.getString(1);
+          long term = rs.getLong(2);
+          if (wanted.get(name) != null && wanted.get(name) == term) {
+            terms.put(name, term);
+          }
+        }
+      }
+    }
+    return terms;
+  }
+
+  /**
    * One UPDATE; {@code term = LAST_INSERT_ID(term)} hands the unchanged term back in the OK packet,
    * and {@code revision} changes, so 1 means adopted whatever rows the driver counts.
    */

@@ -515,6 +515,69 @@ final class PostgresDialect extends Dialect {
     }
   }
 
+  /**
+   * One statement for the whole batch, as {@link #transferStep}: the CTE locks the rows {@code FOR
+   * UPDATE} (which waits for the {@code FOR KEY SHARE} of strict verifies, so no transaction of
+   * term t commits after its term t+1), READ COMMITTED re-checks holder, term and expiry of each
+   * row it waited for; three array parameters as {@link #releaseAll}. A serialization failure (a
+   * pool defaulting to REPEATABLE READ) transfers nothing.
+   */
+  @Override
+  public java.util.Map<String, Long> transferAll(
+      Connection c, List<Held> leases, String successor, long adoptWithinMs, long timeoutMs)
+      throws SQLException {
+    checkBatch(leases);
+    String[] names = new String[leases.size()];
+    String[] holders = new String[leases.size()];
+    Long[] terms = new Long[leases.size()];
+    for (int i = 0; i < leases.size(); i++) {
+      Held h = leases.get(i);
+      names[i] = h.name();
+      holders[i] = h.holder();
+      terms[i] = h.term();
+    }
+    String sql =
+        "WITH held AS (SELECT t.name FROM "
+            + table
+            + " t JOIN unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS k(name, holder, term)"
+            + " ON t.name = k.name AND t.holder = k.holder AND t.term = k.term WHERE "
+            + BOUND
+            + " AND t.expires_at_ms > "
+            + clock
+            + " ORDER BY t.name FOR UPDATE OF t)"
+            + " UPDATE "
+            + table
+            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " expires_at_ms = "
+            + clock
+            + " + ?, revision = t.revision + 1"
+            + " FROM held WHERE t.name = held.name RETURNING t.name, t.term";
+    java.util.Map<String, Long> transferred = new java.util.HashMap<>();
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setArray(1, c.createArrayOf("varchar", names));
+      ps.setArray(2, c.createArrayOf("varchar", holders));
+      ps.setArray(3, c.createArrayOf("bigint", terms));
+      int i = bindBound(ps, 4, timeoutMs);
+      ps.setString(i++, TRANSFER_PENDING);
+      ps.setString(i++, successor);
+      ps.setLong(i, adoptWithinMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          transferred.put(rs.getString(1), rs.getLong(2));
+        }
+      }
+    } catch (SQLException e) {
+      if (!serializationFailure(e)) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      transferred.clear();
+    }
+    return transferred;
+  }
+
   @Override
   public Long adoptStep(
       Connection c, String name, String instance, String holder, long leaseMs, long timeoutMs)

@@ -119,6 +119,109 @@ final class GroupSql {
     }
   }
 
+  /** A live member of the group as the members table has it. */
+  record MemberRow(String member, String instance, boolean draining) {}
+
+  /**
+   * The live members (heartbeat within {@code timeoutMs} of the database clock), draining or not,
+   * sorted by member id: who may receive keys, and who may be moving some.
+   */
+  List<MemberRow> liveMemberRows(Connection c, String group, long timeoutMs) throws SQLException {
+    List<MemberRow> rows = new ArrayList<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT member, instance, draining FROM "
+                + members
+                + " WHERE group_name = ? AND heartbeat_ms > "
+                + clock
+                + " - ? ORDER BY member")) {
+      ps.setString(1, group);
+      ps.setLong(2, timeoutMs);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          rows.add(new MemberRow(rs.getString(1), rs.getString(2), rs.getInt(3) != 0));
+        }
+      }
+    }
+    return rows;
+  }
+
+  /**
+   * How many of {@code keys} each instance holds now (rows not expired by the database clock; a
+   * transfer not adopted yet counts for its successor); one statement.
+   */
+  Map<String, Integer> heldByInstance(Connection c, List<String> keys) throws SQLException {
+    Map<String, Integer> counts = new LinkedHashMap<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT instance, COUNT(*) FROM "
+                + table
+                + " WHERE name IN ("
+                + marks(keys.size())
+                + ") AND expires_at_ms > "
+                + clock
+                + " GROUP BY instance")) {
+      bind(ps, 1, keys);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          counts.put(rs.getString(1), rs.getInt(2));
+        }
+      }
+    }
+    return counts;
+  }
+
+  /**
+   * Adopts the keys of {@code keys} transferred to {@code instance} and not expired: the pending
+   * holder becomes {@code holder} (minted for this batch, never reused), the expiry the database
+   * clock + {@code leaseMs}, the term stays the one the transfer wrote (as {@link
+   * Dialect#adoptStep}). Two statements, the same on every database: the UPDATE, then, if it
+   * adopted anything, a read of the rows now held by {@code holder} (exactly this batch's: nobody
+   * else has that token). Returns the adopted keys and their terms.
+   */
+  Map<String, Long> adopt(
+      Connection c, List<String> keys, String instance, String holder, long leaseMs)
+      throws SQLException {
+    Map<String, Long> terms = new LinkedHashMap<>();
+    int n;
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "UPDATE "
+                + table
+                + " SET holder = ?, expires_at_ms = "
+                + clock
+                + " + ?, revision = revision + 1 WHERE name IN ("
+                + marks(keys.size())
+                + ") AND holder = ? AND instance = ? AND expires_at_ms > "
+                + clock)) {
+      ps.setString(1, holder);
+      ps.setLong(2, leaseMs);
+      int i = bind(ps, 3, keys);
+      ps.setString(i++, Dialect.TRANSFER_PENDING);
+      ps.setString(i, instance);
+      n = ps.executeUpdate();
+    }
+    if (n == 0) {
+      return terms;
+    }
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT name, term FROM "
+                + table
+                + " WHERE name IN ("
+                + marks(keys.size())
+                + ") AND holder = ? ORDER BY name")) {
+      int i = bind(ps, 1, keys);
+      ps.setString(i, holder);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          terms.put(rs.getString(1), rs.getLong(2));
+        }
+      }
+    }
+    return terms;
+  }
+
   /**
    * Deletes the rows of members whose heartbeat is older than {@code olderThanMs}: a plain read
    * finds them, then a DELETE by primary key (re-checking the age) removes them, so the live

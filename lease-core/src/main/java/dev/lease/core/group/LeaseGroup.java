@@ -50,17 +50,20 @@ import org.slf4j.LoggerFactory;
  * each other before they claim): reports keys whose lease was lost ({@link GroupCallbacks#onLost});
  * writes this member's heartbeat and draining flag to the members table and counts the live members
  * that are not draining (two statements, one transaction); releases keys that are no longer
- * candidates; releases every key above the fair share {@code ceil(keys / live members)} at once (or
- * one per pass with {@link Builder#shedOneKeyPerPass()}; {@link GroupCallbacks#onReleasing} returns
- * first for each, then one release statement per 1,000 keys; {@link ShedChoice} chooses); and
- * claims free or expired keys up to the fair share in one batched statement per 1,000 candidates. A
- * member that joins or drains is thus absorbed in one or two passes of its peers. The manager keeps
- * the claimed leases renewed like every lease it holds. Each pass that changed something logs one
- * INFO line (per-key lines are at DEBUG).
+ * candidates; adopts the keys a peer transferred to it; moves every key above the fair share {@code
+ * ceil(keys / live members)} at once (or one per pass with {@link Builder#shedOneKeyPerPass()};
+ * {@link ShedChoice} chooses) to the members below it, by transfer ({@link
+ * GroupCallbacks#onReleasing} returns first for each, then one transfer statement per receiving
+ * member per 1,000 keys, which fences this member as a claim would, so no third process can claim a
+ * key before the receiver adopts it at its next pass); and claims free or expired keys up to the
+ * fair share in one batched statement per 1,000 candidates. A member that joins or drains is thus
+ * absorbed in one or two passes of its peers. The manager keeps the claimed leases renewed like
+ * every lease it holds. Each pass that changed something logs one INFO line (per-key lines are at
+ * DEBUG).
  *
  * <p>{@link #drain()} stops acquiring, tells the peers (they leave this member out of the share at
- * their next pass) and hands every key over at once. {@link #close()} does the same and removes
- * this member; {@link #closeOnShutdown()} installs it as a JVM shutdown hook.
+ * their next pass) and transfers every key to them at once. {@link #close()} does the same and
+ * removes this member; {@link #closeOnShutdown()} installs it as a JVM shutdown hook.
  *
  * <p>Close order: close the group before its {@link LeaseManager}. If the manager closes first, it
  * stops the work bound to every key's lease and releases the rows itself (as it does for every
@@ -98,17 +101,27 @@ public final class LeaseGroup implements AutoCloseable {
      * DELETE and count in one transaction, not retried (MySQL/MariaDB deadlocked when members
      * started together).
      */
-    FIRST_PASS_IN_ONE_TRANSACTION
+    FIRST_PASS_IN_ONE_TRANSACTION,
+    /**
+     * Moves keys as before issue 23: a release, then the member that needs them claims them at its
+     * next pass, so a third process can claim a key in between.
+     */
+    MOVE_BY_RELEASE
   }
 
-  /** What one pass did: for tests and for the listener. */
+  /**
+   * What one pass did: for tests and for the listener. {@code moved}: the keys this pass
+   * transferred (shed or, draining, released), each to the member it named.
+   */
   record Pass(
       int liveMembers,
       int share,
       int held,
       List<String> claimed,
+      List<String> adopted,
       List<String> shed,
       List<String> released,
+      Map<String, String> moved,
       List<String> lost) {}
 
   /** How many times a statement the database refused as a deadlock is tried in one pass. */
@@ -236,9 +249,10 @@ public final class LeaseGroup implements AutoCloseable {
 
   /**
    * Stops acquiring and hands everything over: marks this member draining in the members table
-   * (peers leave it out of the fair share from their next pass on, so they take its keys), then
-   * releases every key it holds at once, each {@link GroupCallbacks#onReleasing} first. Returns
-   * when the keys were handed over. The group keeps its heartbeat (and takes nothing) until closed.
+   * (peers leave it out of the fair share from their next pass on), then transfers every key it
+   * holds to the peers that need them at once (each {@link GroupCallbacks#onReleasing} first; they
+   * adopt them at their next pass; keys no peer is known to need are released). Returns when the
+   * keys were handed over. The group keeps its heartbeat (and takes nothing) until closed.
    * Idempotent.
    *
    * @throws IllegalStateException if the group or its manager is closed
@@ -397,6 +411,7 @@ public final class LeaseGroup implements AutoCloseable {
       boolean firstPass = !announced;
       passes++;
       int live;
+      List<GroupSql.MemberRow> rows = List.of();
       if (firstPass && faults.contains(Fault.FIRST_PASS_IN_ONE_TRANSACTION)) {
         live =
             LeaseInternals.execute(
@@ -413,7 +428,8 @@ public final class LeaseGroup implements AutoCloseable {
         if (!announced) {
           announce(leaving);
         }
-        live = heartbeat(leaving);
+        rows = heartbeat(leaving);
+        live = (int) rows.stream().filter(r -> !r.draining()).count();
       }
       announced = true;
       if (firstPass && !leaving) {
@@ -430,30 +446,36 @@ public final class LeaseGroup implements AutoCloseable {
         rowsKnown.clear(); // a row deleted by hand is created again
       }
       int members = Math.max(1, live);
-      int share =
-          leaving
-              ? 0
-              : faults.contains(Fault.IGNORE_SHARE)
-                  ? candidates.size()
-                  : (candidates.size() + members - 1) / members;
+      int fairShare = (candidates.size() + members - 1) / members;
+      int share = leaving ? 0 : faults.contains(Fault.IGNORE_SHARE) ? candidates.size() : fairShare;
       releaseOrphans();
       List<String> released = new ArrayList<>();
       for (String k : held.keySet()) {
-        if (leaving || !candidates.contains(k)) {
+        if (!candidates.contains(k)) {
           released.add(k);
         }
       }
       releaseKeys(released, false);
+      // keys a peer transferred to this member, before it claims: peers transfer only to a member
+      // below its share (by the counts they read), so a member at its share does not look (a key
+      // transferred to it anyway expires after the adoption bound and is claimed as usual)
+      List<String> adopted =
+          !firstPass && !leaving && held.size() < share ? adopt(candidates) : List.of();
       List<String> shed = List.of();
-      if (held.size() > share && !faults.contains(Fault.IGNORE_SHARE)) {
+      Map<String, String> moved = Map.of();
+      if (leaving && !held.isEmpty()) {
+        List<String> all = new ArrayList<>(held.keySet());
+        released.addAll(all);
+        moved = handOver(all, false, rows, candidates, fairShare);
+      } else if (held.size() > share && !faults.contains(Fault.IGNORE_SHARE)) {
         shed = chooseShed(shedOnePerPass ? 1 : held.size() - share);
-        handOver(shed);
+        moved = handOver(shed, true, rows, candidates, fairShare);
       }
       List<String> claimed =
           !firstPass && held.size() < share ? claim(candidates, share - held.size()) : List.of();
       int n = held.size();
       notify(l -> l.passCompleted(group, n, share, live));
-      Pass pass = new Pass(live, share, n, claimed, shed, released, lost);
+      Pass pass = new Pass(live, share, n, claimed, adopted, shed, released, moved, lost);
       logPass(pass);
       return pass;
     } finally {
@@ -518,20 +540,215 @@ public final class LeaseGroup implements AutoCloseable {
   }
 
   /**
-   * Moves {@code keys} (above the fair share) away from this member. Today: a batched release
-   * ({@link #releaseKeys}: each {@link GroupCallbacks#onReleasing} first, then one statement per
-   * 1,000 keys), and the members below their share claim them at their next pass, so a key is
-   * unowned for up to one pass interval. This is the seam where a transfer to a named member (a
-   * lease handed over with its fence in one statement, issue 23) can replace release + claim:
-   * choose the receiving members from the members table and hand each its keys here.
+   * Moves {@code keys} (above the fair share, or all of them when draining) to the members that
+   * need them, by transfer: the lease of each key goes to a named member's instance at term + 1 in
+   * the same statement that fences this holder, so no third process can claim it in between, and
+   * the receiver adopts it at its next pass (if it never does, the row expires after one lease
+   * duration and is free as usual). Each {@link GroupCallbacks#onReleasing} returns first; then one
+   * transfer statement per receiving member (per 1,000 keys). Keys no member is known to need (the
+   * peers' counts were read before a concurrent move) are released instead, and claimed by whoever
+   * is below its share.
+   *
+   * <p>Who gets what: every member that moves keys reads the same two things, the live members
+   * (sorted by id) and how many candidate keys each instance holds, and lays out one plan from
+   * them: the members above the fair share (or draining) in member order, each with its surplus,
+   * against the members below it in member order, each with its deficit. This member transfers the
+   * slice of the plan that starts after the surplus of the members before it, so members moving
+   * keys at the same time fill the receivers' deficits one after another instead of all into the
+   * first. A member whose instance another live member shares receives nothing (a transfer names an
+   * instance).
+   *
+   * @return the keys transferred, each to the member it named
    */
-  private void handOver(List<String> keys) {
-    releaseKeys(keys, true);
+  private Map<String, String> handOver(
+      List<String> keys,
+      boolean shed,
+      List<GroupSql.MemberRow> rows,
+      SortedSet<String> candidates,
+      int fairShare) {
+    if (keys.isEmpty()) {
+      return Map.of();
+    }
+    if (faults.contains(Fault.MOVE_BY_RELEASE) || rows.isEmpty()) {
+      releaseKeys(keys, shed);
+      return Map.of();
+    }
+    Map<GroupSql.MemberRow, List<String>> plan = plan(keys, rows, candidates, fairShare);
+    List<String> unplanned = new ArrayList<>(keys);
+    for (List<String> ks : plan.values()) {
+      unplanned.removeAll(ks);
+    }
+    releaseKeys(unplanned, shed);
+    if (plan.isEmpty()) {
+      return Map.of();
+    }
+    List<String> planned = new ArrayList<>(keys);
+    planned.removeAll(unplanned);
+    boolean moveFirst = faults.contains(Fault.RELEASE_BEFORE_CALLBACK);
+    Map<String, String> moved = new java.util.LinkedHashMap<>();
+    Map<GroupSql.MemberRow, List<Lease>> leases = new java.util.LinkedHashMap<>();
+    for (Map.Entry<GroupSql.MemberRow, List<String>> e : plan.entrySet()) {
+      List<Lease> ls = new ArrayList<>();
+      for (String k : e.getValue()) {
+        Lease l = held.get(k);
+        if (l != null) {
+          ls.add(l);
+        }
+      }
+      leases.put(e.getKey(), ls);
+    }
+    if (moveFirst) {
+      transfer(leases, moved); // the bug: the key's work still runs
+    }
+    for (String k : planned) {
+      safely(() -> callbacks.onReleasing(k));
+    }
+    for (String k : planned) {
+      held.remove(k);
+    }
+    if (!moveFirst) {
+      transfer(leases, moved);
+    }
+    for (String k : planned) {
+      log.debug(
+          "group {}: {} key {}{}",
+          group,
+          shed ? "shed" : "released",
+          k,
+          moved.containsKey(k) ? " to member " + moved.get(k) : " (no longer ours)");
+      notify(
+          l -> {
+            if (shed) {
+              l.shed(group, k);
+            } else {
+              l.released(group, k);
+            }
+          });
+    }
+    return moved;
+  }
+
+  /** The transfer statements of {@link #handOver}: one per receiving member (per 1,000 keys). */
+  private void transfer(Map<GroupSql.MemberRow, List<Lease>> leases, Map<String, String> moved) {
+    Duration adoptWithin = manager.timings().leaseDuration();
+    for (Map.Entry<GroupSql.MemberRow, List<Lease>> e : leases.entrySet()) {
+      if (e.getValue().isEmpty()) {
+        continue;
+      }
+      Map<String, Long> terms =
+          LeaseInternals.transferAll(manager, e.getValue(), e.getKey().instance(), adoptWithin);
+      for (String k : terms.keySet()) {
+        moved.put(k, e.getKey().member());
+      }
+    }
+  }
+
+  /** The receiving member of each of {@code keys} this member moves; see {@link #handOver}. */
+  private Map<GroupSql.MemberRow, List<String>> plan(
+      List<String> keys,
+      List<GroupSql.MemberRow> rows,
+      SortedSet<String> candidates,
+      int fairShare) {
+    Map<String, Integer> perInstance = new java.util.HashMap<>();
+    for (GroupSql.MemberRow r : rows) {
+      perInstance.merge(r.instance(), 1, Integer::sum);
+    }
+    Map<String, Integer> counts = new java.util.HashMap<>();
+    for (List<String> chunk : chunks(new ArrayList<>(candidates))) {
+      Map<String, Integer> some =
+          LeaseInternals.execute(
+              manager,
+              "count the keys of group " + group + " per member",
+              c -> sql.heldByInstance(c, chunk));
+      some.forEach((i, n) -> counts.merge(i, n, Integer::sum));
+    }
+    long offset = 0;
+    List<GroupSql.MemberRow> receivers = new ArrayList<>();
+    List<Integer> deficits = new ArrayList<>();
+    long totalDeficit = 0;
+    for (GroupSql.MemberRow r : rows) {
+      if (r.member().equals(member) || perInstance.get(r.instance()) != 1) {
+        continue;
+      }
+      int has = counts.getOrDefault(r.instance(), 0);
+      if (r.draining()) {
+        if (r.member().compareTo(member) < 0) {
+          offset += has;
+        }
+        continue;
+      }
+      if (has > fairShare) {
+        if (r.member().compareTo(member) < 0) {
+          offset += shedOnePerPass ? 1 : has - fairShare;
+        }
+      } else if (has < fairShare && !r.instance().equals(manager.instance())) {
+        receivers.add(r);
+        deficits.add(fairShare - has);
+        totalDeficit += fairShare - has;
+      }
+    }
+    Map<GroupSql.MemberRow, List<String>> plan = new java.util.LinkedHashMap<>();
+    if (totalDeficit == 0) {
+      return plan;
+    }
+    for (int i = 0; i < keys.size(); i++) {
+      long slot = (offset + i) % totalDeficit;
+      int r = 0;
+      while (slot >= deficits.get(r)) {
+        slot -= deficits.get(r);
+        r++;
+      }
+      plan.computeIfAbsent(receivers.get(r), x -> new ArrayList<>()).add(keys.get(i));
+    }
+    return plan;
+  }
+
+  /**
+   * Adopts the candidates a peer transferred to this member's instance (one statement per 1,000
+   * candidates, and one read when it adopted any); each is announced like a claim ({@link
+   * GroupCallbacks#onAcquired}, {@link GroupListener#claimed}).
+   */
+  private List<String> adopt(SortedSet<String> candidates) {
+    List<String> free = new ArrayList<>();
+    for (String k : candidates) {
+      if (!held.containsKey(k)) {
+        free.add(k);
+      }
+    }
+    long leaseMs = manager.timings().leaseDuration().toMillis();
+    List<String> adopted = new ArrayList<>();
+    for (List<String> chunk : chunks(free)) {
+      String holder = LeaseInternals.mintHolder(manager);
+      long start = LeaseInternals.clock(manager).nanoTime();
+      Map<String, Long> got;
+      try {
+        got =
+            LeaseInternals.execute(
+                manager,
+                "adopt the keys of group " + group + " transferred to " + manager.instance(),
+                c -> sql.adopt(c, chunk, manager.instance(), holder, leaseMs));
+      } catch (LeaseException e) {
+        // it may still commit in the database: the next pass gives back what this holder adopted
+        orphans.put(holder, List.copyOf(chunk));
+        throw e;
+      }
+      for (Map.Entry<String, Long> e : got.entrySet()) {
+        String k = e.getKey();
+        Lease lease =
+            LeaseInternals.adoptBatchTransfer(manager, k, holder, e.getValue(), start).hold();
+        held.put(k, lease);
+        adopted.add(k);
+        safely(() -> callbacks.onAcquired(k, lease));
+        notify(l -> l.claimed(group, k, lease));
+      }
+    }
+    return adopted;
   }
 
   /** One INFO line for a pass that changed something; per-key lines are at DEBUG. */
   private void logPass(Pass p) {
     if (p.claimed().isEmpty()
+        && p.adopted().isEmpty()
         && p.shed().isEmpty()
         && p.released().isEmpty()
         && p.lost().isEmpty()) {
@@ -545,15 +762,19 @@ public final class LeaseGroup implements AutoCloseable {
       return;
     }
     log.info(
-        "group {} member {} (instance {}): pass: claimed {}{}, shed {}, released {}, lost {};"
-            + " held {} of share {} among {} members",
+        "group {} member {} (instance {}): pass: claimed {}{}, adopted {}{}, shed {}, released {},"
+            + " transferred {} to {} members, lost {}; held {} of share {} among {} members",
         group,
         member,
         manager.instance(),
         p.claimed().size(),
         termRange(p.claimed()),
+        p.adopted().size(),
+        termRange(p.adopted()),
         p.shed().size(),
         p.released().size(),
+        p.moved().size(),
+        new HashSet<>(p.moved().values()).size(),
         p.lost().size(),
         p.held(),
         p.share(),
@@ -589,24 +810,24 @@ public final class LeaseGroup implements AutoCloseable {
   }
 
   /**
-   * The heartbeat and the count of live members, one transaction; if the member's row was gone
-   * (purged while this process was paused), announces it again and counts again.
+   * The heartbeat and the live members, one transaction; if the member's row was gone (purged while
+   * this process was paused), announces it again and reads again.
    */
-  private int heartbeat(boolean leaving) {
+  private List<GroupSql.MemberRow> heartbeat(boolean leaving) {
     int[] beat = new int[1];
-    int live =
+    List<GroupSql.MemberRow> live =
         executeRetrying(
             "heartbeat of member " + member + " of group " + group,
             c -> {
               beat[0] = sql.beat(c, group, member, leaving);
-              return sql.liveMembers(c, group, memberTimeoutMs);
+              return sql.liveMemberRows(c, group, memberTimeoutMs);
             });
     if (beat[0] > 0) {
       return live;
     }
     announce(leaving);
     return executeRetrying(
-        "count the members of group " + group, c -> sql.liveMembers(c, group, memberTimeoutMs));
+        "count the members of group " + group, c -> sql.liveMemberRows(c, group, memberTimeoutMs));
   }
 
   /**

@@ -72,7 +72,7 @@ public final class GroupInternals {
   /**
    * Builds a deliberately broken group: {@code fault} is the name of one of the group's test faults
    * ({@code IGNORE_SHARE}, {@code RELEASE_BEFORE_CALLBACK}, {@code CLAIM_WITHOUT_ROW_LOCK}, {@code
-   * FIRST_PASS_IN_ONE_TRANSACTION}). Never in production.
+   * FIRST_PASS_IN_ONE_TRANSACTION}, {@code MOVE_BY_RELEASE}). Never in production.
    */
   public static LeaseGroup.Builder faultForTesting(LeaseGroup.Builder builder, String fault) {
     access().fault(builder, fault);

@@ -70,6 +70,12 @@ public abstract class LeaseAccess {
   public abstract Lease adoptBatchClaim(
       LeaseManager manager, String name, String holder, long term, long claimStartNanos);
 
+  public abstract Lease adoptBatchTransfer(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos);
+
+  public abstract java.util.Map<String, Long> transferAll(
+      LeaseManager manager, Collection<Lease> leases, String successor, Duration adoptWithin);
+
   public abstract boolean endWith(Lease lease, BooleanSupplier end);
 
   public abstract boolean isClosed(LeaseManager manager);

@@ -275,6 +275,27 @@ public final class LeaseInternals {
   }
 
   /**
+   * {@link #adoptBatchClaim} for a key a group's statement adopted (transferred to this instance):
+   * announced as {@code LeaseListener.adopted}.
+   */
+  public static Lease adoptBatchTransfer(
+      LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
+    return access().adoptBatchTransfer(manager, name, holder, term, claimStartNanos);
+  }
+
+  /**
+   * Transfers {@code leases} to the instance {@code successor} in the order of a release (their
+   * work stopped first), one statement per 1,000 leases; the new term of each transferred, by name.
+   */
+  public static java.util.Map<String, Long> transferAll(
+      LeaseManager manager,
+      java.util.Collection<Lease> leases,
+      String successor,
+      java.time.Duration adoptWithin) {
+    return access().transferAll(manager, leases, successor, adoptWithin);
+  }
+
+  /**
    * Ends {@code lease} with {@code end} instead of the release statement (the scheduler's finish,
    * which gives the name back as release does): stops the keeper first. False, without running
    * {@code end}, if the lease is no longer held here.

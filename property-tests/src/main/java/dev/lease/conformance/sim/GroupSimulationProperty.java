@@ -77,8 +77,9 @@ public final class GroupSimulationProperty implements ConformanceProperty {
 
   @Override
   public String countsAsATest() {
-    return "keys taken over from another member, drains that handed keys over, kills of members"
-        + " holding keys, fair-share checks after a quiet period with two or more members";
+    return "keys taken over from another member, keys moved by transfer and adopted, drains that"
+        + " handed keys over, kills of members holding keys, fair-share checks after a quiet period"
+        + " with two or more members";
   }
 
   @Override
@@ -205,6 +206,7 @@ public final class GroupSimulationProperty implements ConformanceProperty {
   /** What happened over all schedules: the counts the property asserts. */
   static final class Stats {
     long takeovers;
+    long adoptions;
     long drainsThatHandedOver;
     long killsOfHolders;
     long fairChecks;
@@ -267,6 +269,10 @@ public final class GroupSimulationProperty implements ConformanceProperty {
           tried[1],
           List.of(
               new Count("keys taken over from another member", stats.takeovers, 20L * k),
+              new Count(
+                  "keys moved by transfer and adopted by the member named",
+                  stats.adoptions,
+                  10L * k),
               new Count("drains that handed keys over", stats.drainsThatHandedOver, 3L * k),
               new Count("kills of members holding keys", stats.killsOfHolders, 3L * k),
               new Count(
@@ -325,6 +331,13 @@ public final class GroupSimulationProperty implements ConformanceProperty {
                 .instance(process.instance())
                 .timings(options.timings)
                 .failurePolicy(FailurePolicy.logOnly())
+                .listener(
+                    new dev.lease.core.LeaseListener() {
+                      @Override
+                      public void adopted(Lease lease) {
+                        stats.adoptions++; // a peer transferred it to this instance (issue 23)
+                      }
+                    })
                 .createTableIfMissing();
         LeaseInternals.clock(b, clock);
         LeaseInternals.scheduler(b, process.scheduler);

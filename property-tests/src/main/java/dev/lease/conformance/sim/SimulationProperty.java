@@ -369,9 +369,12 @@ public final class SimulationProperty implements ConformanceProperty {
     return world.processes.get(k == p.id ? (k + 1) % n : k).instance();
   }
 
-  /** The adoption bound: from a tenth of the lease duration to one and a half. */
+  /**
+   * The adoption bound: from a tenth of the lease duration to the lease duration, the most {@link
+   * Lease#transferTo} accepts.
+   */
   private static long adoptWithin(Random random) {
-    return 100 + random.nextInt(1_400);
+    return 100 + random.nextInt(901);
   }
 
   private void inject(SimWorld world, Fault f) {

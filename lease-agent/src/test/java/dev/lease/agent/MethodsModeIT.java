@@ -18,9 +18,15 @@ class MethodsModeIT {
 
   private static final int TRIGGERS = 3;
 
+  /**
+   * 5 s: nothing here waits for an expiry (a run releases its lease when the method returns), and
+   * with 2 s a loaded machine (load average 10) starved the keeper's renewal on SQLite past the
+   * 1.3 s local deadline while the other JVM's claim attempts took the database's write lock, so
+   * the job's own transaction was refused.
+   */
   private static String methodsArgs(LegacyDatabase d, String instance) {
     return d.agentArgs(
-        "mode=methods,methods=legacy.Jobs#nightly=nightly-job,lease-duration=2s,"
+        "mode=methods,methods=legacy.Jobs#nightly=nightly-job,lease-duration=5s,"
             + "instance="
             + instance);
   }

@@ -145,13 +145,13 @@ public class GenerateDelegates {
       case "StatementDelegate":
         return "  abstract boolean idle();\n\n"
             + "  abstract java.sql.SQLException failed(java.sql.SQLException e);\n\n"
-            + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n"
+            + "  abstract <T> T execute(StatementSource source, String sql, SqlCall<T> call)" + sqlE + "\n"
             + "  abstract java.sql.ResultSet resultSet(java.sql.ResultSet rs);\n\n"
             + objects;
       case "ResultSetDelegate":
         return "  abstract boolean idle();\n\n"
             + "  abstract java.sql.SQLException failed(java.sql.SQLException e);\n\n"
-            + "  abstract <T> T execute(int source, String sql, SqlCall<T> call)" + sqlE + "\n"
+            + "  abstract <T> T execute(StatementSource source, String sql, SqlCall<T> call)" + sqlE + "\n"
             + objects;
       case "PreparedStatementDelegate":
         return "  /** Sets one remembered parameter at index {@code i} of another statement. */\n"
@@ -246,8 +246,8 @@ public class GenerateDelegates {
       // otherwise the fence reads the text: execute(String ...) the argument, the prepared
       // statement its SQL, a result set's row change nothing
       boolean text = statementFamily && ps.length > 0 && ps[0] == String.class;
-      String source = iface == ResultSet.class ? "TransactionFence.ROW_CHANGE"
-          : text ? "TransactionFence.TEXT" : "TransactionFence.PREPARED";
+      String source = iface == ResultSet.class ? "StatementSource.ROW_CHANGE"
+          : text ? "StatementSource.TEXT" : "StatementSource.PREPARED";
       String sqlArg = text ? "a0" : "null";
       String wrapOpen = rt == ResultSet.class ? "resultSet(" : "";
       String wrapClose = rt == ResultSet.class ? ")" : "";

@@ -232,7 +232,7 @@ final class DriverObjects {
           throw fence.failed(e);
         }
       }
-      return fence.execute(null, TransactionFence.ROW_CHANGE, null, call);
+      return fence.execute(null, StatementSource.ROW_CHANGE, null, call);
     }
 
     final Object wrap(Object value) {

@@ -133,11 +133,7 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
       return super.execute();
     }
     return connection.fence.execute(
-        this,
-        TransactionFence.PREPARED,
-        null,
-        () -> prepared.execute(),
-        TransactionFence.SHAPE_EXECUTE);
+        this, StatementSource.PREPARED, null, () -> prepared.execute(), CallShape.EXECUTE);
   }
 
   @Override
@@ -148,11 +144,7 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
     }
     return resultSet(
         connection.fence.execute(
-            this,
-            TransactionFence.PREPARED,
-            null,
-            () -> prepared.executeQuery(),
-            TransactionFence.SHAPE_QUERY));
+            this, StatementSource.PREPARED, null, () -> prepared.executeQuery(), CallShape.QUERY));
   }
 
   @Override
@@ -162,11 +154,7 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
       return super.executeUpdate();
     }
     return connection.fence.execute(
-        this,
-        TransactionFence.PREPARED,
-        null,
-        () -> prepared.executeUpdate(),
-        TransactionFence.SHAPE_UPDATE);
+        this, StatementSource.PREPARED, null, () -> prepared.executeUpdate(), CallShape.UPDATE);
   }
 
   @Override
@@ -177,10 +165,10 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
     }
     return connection.fence.execute(
         this,
-        TransactionFence.PREPARED,
+        StatementSource.PREPARED,
         null,
         () -> prepared.executeLargeUpdate(),
-        TransactionFence.SHAPE_LARGE_UPDATE);
+        CallShape.LARGE_UPDATE);
   }
 
   @Override

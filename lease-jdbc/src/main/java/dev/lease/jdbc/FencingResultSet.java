@@ -34,7 +34,7 @@ final class FencingResultSet extends ResultSetDelegate {
   }
 
   @Override
-  <T> T execute(int source, String sql, SqlCall<T> call) throws SQLException {
+  <T> T execute(StatementSource source, String sql, SqlCall<T> call) throws SQLException {
     return connection.fence.execute(
         statement instanceof FencingStatement ? (FencingStatement) statement : null,
         source,

@@ -55,12 +55,12 @@ class FencingStatement extends StatementDelegate {
   }
 
   @Override
-  final <T> T execute(int source, String text, SqlCall<T> call) throws SQLException {
+  final <T> T execute(StatementSource source, String text, SqlCall<T> call) throws SQLException {
     return connection.fence.execute(this, source, text, call);
   }
 
-  /** What the statement runs, for {@link TransactionFence#PREPARED} and {@code BATCH}. */
-  final long summary(int source, SqlLexer lexer) {
+  /** What the statement runs, for {@link StatementSource#PREPARED} and {@code BATCH}. */
+  final long summary(StatementSource source, SqlLexer lexer) {
     long own = summary;
     if (own == SqlSummary.NONE) {
       // never "no statement" for a statement with nothing to read: that would skip the fence
@@ -70,7 +70,7 @@ class FencingStatement extends StatementDelegate {
               : SqlSummary.of(1 << SqlKind.OTHER, 1, SqlKind.OTHER, 0);
       summary = own;
     }
-    if (source != TransactionFence.BATCH) {
+    if (source != StatementSource.BATCH) {
       return own;
     }
     List<String> texts = batch;
@@ -92,11 +92,7 @@ class FencingStatement extends StatementDelegate {
       return super.execute(text);
     }
     return connection.fence.execute(
-        this,
-        TransactionFence.TEXT,
-        text,
-        () -> delegate.execute(text),
-        TransactionFence.SHAPE_EXECUTE);
+        this, StatementSource.TEXT, text, () -> delegate.execute(text), CallShape.EXECUTE);
   }
 
   @Override
@@ -106,11 +102,7 @@ class FencingStatement extends StatementDelegate {
     }
     return resultSet(
         connection.fence.execute(
-            this,
-            TransactionFence.TEXT,
-            text,
-            () -> delegate.executeQuery(text),
-            TransactionFence.SHAPE_QUERY));
+            this, StatementSource.TEXT, text, () -> delegate.executeQuery(text), CallShape.QUERY));
   }
 
   @Override
@@ -119,11 +111,7 @@ class FencingStatement extends StatementDelegate {
       return super.executeUpdate(text);
     }
     return connection.fence.execute(
-        this,
-        TransactionFence.TEXT,
-        text,
-        () -> delegate.executeUpdate(text),
-        TransactionFence.SHAPE_UPDATE);
+        this, StatementSource.TEXT, text, () -> delegate.executeUpdate(text), CallShape.UPDATE);
   }
 
   @Override
@@ -133,10 +121,10 @@ class FencingStatement extends StatementDelegate {
     }
     return connection.fence.execute(
         this,
-        TransactionFence.TEXT,
+        StatementSource.TEXT,
         text,
         () -> delegate.executeLargeUpdate(text),
-        TransactionFence.SHAPE_LARGE_UPDATE);
+        CallShape.LARGE_UPDATE);
   }
 
   // ---- results: of the statement that ran last
@@ -239,7 +227,7 @@ class FencingStatement extends StatementDelegate {
           throw failed(e);
         }
       }
-      return execute(TransactionFence.BATCH, null, () -> delegate.executeBatch());
+      return execute(StatementSource.BATCH, null, () -> delegate.executeBatch());
     } finally {
       batch = null; // JDBC empties the batch whatever the outcome
     }
@@ -256,7 +244,7 @@ class FencingStatement extends StatementDelegate {
           throw failed(e);
         }
       }
-      return execute(TransactionFence.BATCH, null, () -> delegate.executeLargeBatch());
+      return execute(StatementSource.BATCH, null, () -> delegate.executeLargeBatch());
     } finally {
       batch = null;
     }

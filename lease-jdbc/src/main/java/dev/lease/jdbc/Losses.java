@@ -267,8 +267,8 @@ final class Losses {
         null);
   }
 
-  LeaseLostSQLException mixed(Lease lease, long summary, int source) {
-    String what = source == TransactionFence.BATCH ? "a batch" : "a SQL text";
+  LeaseLostSQLException mixed(Lease lease, long summary, StatementSource source) {
+    String what = source == StatementSource.BATCH ? "a batch" : "a SQL text";
     String why =
         SqlSummary.ambiguous(summary)
             ? what

@@ -54,14 +54,15 @@ final class Piggyback {
    * SHARE is refused there; the plain verify runs), parameters that cannot be set twice (streams,
    * LOBs), a lease not held (refused locally, nothing sent).
    */
-  boolean piggybackable(Lease lease, FencingStatement st, int source) throws SQLException {
+  boolean piggybackable(Lease lease, FencingStatement st, StatementSource source)
+      throws SQLException {
     if (st == null
         || f.lexer.dialect != SqlDialect.POSTGRESQL
         || !f.options.piggybackVerify()
-        || (source != TransactionFence.TEXT && source != TransactionFence.PREPARED)) {
+        || (source != StatementSource.TEXT && source != StatementSource.PREPARED)) {
       return false;
     }
-    if (source == TransactionFence.PREPARED
+    if (source == StatementSource.PREPARED
         && !(st instanceof FencingPreparedStatement
             && ((FencingPreparedStatement) st).canReplay())) {
       return false;
@@ -80,7 +81,8 @@ final class Piggyback {
    * transaction and goes with its rollback, and nothing of it is handed to the caller.
    */
   @SuppressWarnings("unchecked")
-  <T> T piggyback(Lease lease, FencingStatement st, int source, String sql, int shape)
+  <T> T piggyback(
+      Lease lease, FencingStatement st, StatementSource source, String sql, CallShape shape)
       throws SQLException {
     Duration idle = f.verifier.idleBound(lease);
     String verifySql = f.options.refusal().verifySql(lease, f.strict);
@@ -90,7 +92,7 @@ final class Piggyback {
     boolean held = false;
     boolean rows;
     try {
-      if (source == TransactionFence.TEXT) {
+      if (source == StatementSource.TEXT) {
         s = st.delegate;
         t.running = s;
         rows = s.execute(withLiterals(verifySql, values) + ";\n" + sql);
@@ -136,17 +138,17 @@ final class Piggyback {
     f.losses.notify(lease, l -> l.transactionVerified(lease));
     try {
       switch (shape) {
-        case TransactionFence.SHAPE_QUERY:
+        case QUERY:
           if (!rows) {
             throw new SQLException("No results were returned by the query.", "02000");
           }
           return (T) s.getResultSet();
-        case TransactionFence.SHAPE_UPDATE:
+        case UPDATE:
           if (rows) {
             throw new SQLException("A result was returned when none was expected.", "0100E");
           }
           return (T) Integer.valueOf(s.getUpdateCount());
-        case TransactionFence.SHAPE_LARGE_UPDATE:
+        case LARGE_UPDATE:
           if (rows) {
             throw new SQLException("A result was returned when none was expected.", "0100E");
           }

@@ -178,43 +178,24 @@ final class TransactionFence {
   // ---- statements
   // ---------------------------------------------------------------------------------
 
-  /** Where a statement's text comes from, for {@link FencingStatement#summary}. */
-  static final int TEXT = 0;
-
-  static final int PREPARED = 1;
-  static final int BATCH = 2;
-  static final int ROW_CHANGE = 3;
-
-  /**
-   * What the user called, for a first statement that carries the verify along ({@link #piggyback}):
-   * none (any other call: it never does), {@code execute}, {@code executeQuery}, {@code
-   * executeUpdate}, {@code executeLargeUpdate}.
-   */
-  static final int SHAPE_NONE = 0;
-
-  static final int SHAPE_EXECUTE = 1;
-  static final int SHAPE_QUERY = 2;
-  static final int SHAPE_UPDATE = 3;
-  static final int SHAPE_LARGE_UPDATE = 4;
-
-  /** First statements that carried the verify along and ran (tests count them). */
-
   /**
    * Runs a statement (or an updatable result set's row change) under the fencing rules.
    *
    * @param st the fenced statement, or null for a row change of a result set without one
    * @param sql the text of {@code execute(String)} and friends; null otherwise
    */
-  <T> T execute(FencingStatement st, int source, String sql, SqlCall<T> call) throws SQLException {
-    return execute(st, source, sql, call, SHAPE_NONE);
+  <T> T execute(FencingStatement st, StatementSource source, String sql, SqlCall<T> call)
+      throws SQLException {
+    return execute(st, source, sql, call, CallShape.NONE);
   }
 
   /**
-   * Like {@link #execute(FencingStatement, int, String, SqlCall)}, for a call whose result the
-   * fence can present itself when the statement carried the verify along ({@code shape}, one of the
-   * {@code SHAPE_} constants).
+   * Like {@link #execute(FencingStatement, StatementSource, String, SqlCall)}, for a call whose
+   * result the fence can present itself when the statement carried the verify along ({@code
+   * shape}).
    */
-  <T> T execute(FencingStatement st, int source, String sql, SqlCall<T> call, int shape)
+  <T> T execute(
+      FencingStatement st, StatementSource source, String sql, SqlCall<T> call, CallShape shape)
       throws SQLException {
     if (losses.cancelling != null) {
       losses.awaitCancel();
@@ -246,21 +227,21 @@ final class TransactionFence {
       throw losses.leaseChanged(lease);
     }
     if (SqlSummary.ambiguous(summary)
-        || (SqlSummary.hasControl(summary) && (count > 1 || source == BATCH))) {
+        || (SqlSummary.hasControl(summary) && (count > 1 || source == StatementSource.BATCH))) {
       throw losses.mixed(lease, summary, source);
     }
     if (count == 0) {
       return call.call(); // nothing but comments: nothing to fence
     }
     if (kind == SqlKind.OTHER) {
-      if (isMySql() && (count > 1 || source == BATCH)) {
+      if (isMySql() && (count > 1 || source == StatementSource.BATCH)) {
         try {
-          return ordinary(lease, st, call, SHAPE_NONE, source, sql);
+          return ordinary(lease, st, call, CallShape.NONE, source, sql);
         } finally {
           inDoubt();
         }
       }
-      return ordinary(lease, st, call, count == 1 ? shape : SHAPE_NONE, source, sql);
+      return ordinary(lease, st, call, count == 1 ? shape : CallShape.NONE, source, sql);
     }
     if (kind == SqlKind.PREPARE_TRANSACTION
         && isMySql()
@@ -350,7 +331,7 @@ final class TransactionFence {
   }
 
   /** What a one-statement text does to abandon a transaction ({@link Abandoning#of}). */
-  int abandons(int count, long summary, FencingStatement st, int source, String sql) {
+  int abandons(int count, long summary, FencingStatement st, StatementSource source, String sql) {
     if (count != 1 || SqlSummary.ambiguous(summary) || lexer == null) {
       return Abandoning.NONE;
     }
@@ -384,7 +365,7 @@ final class TransactionFence {
     }
   }
 
-  boolean isXaPrepare(FencingStatement st, int source, String sql) {
+  boolean isXaPrepare(FencingStatement st, StatementSource source, String sql) {
     String text = text(st, source, sql);
     if (text == null) {
       return false;
@@ -393,12 +374,13 @@ final class TransactionFence {
     return w.size() >= 2 && w.get(0).equals("XA") && w.get(1).equals("PREPARE");
   }
 
-  static String text(FencingStatement st, int source, String sql) {
-    return source == TEXT ? sql : st == null ? null : st.sql;
+  static String text(FencingStatement st, StatementSource source, String sql) {
+    return source == StatementSource.TEXT ? sql : st == null ? null : st.sql;
   }
 
   /** No lease bound: pass through, after cleaning up what a lease-bound user left. */
-  <T> T unleased(FencingStatement st, int source, String sql, SqlCall<T> call) throws SQLException {
+  <T> T unleased(FencingStatement st, StatementSource source, String sql, SqlCall<T> call)
+      throws SQLException {
     if ((flags & SESSION_CHECK) != 0) {
       flags &= ~SESSION_CHECK;
       SessionBounds.restore(delegate);
@@ -441,7 +423,7 @@ final class TransactionFence {
 
   /** An ordinary statement: runs in a verified transaction. */
   <T> T ordinary(Lease lease, FencingStatement st, SqlCall<T> call) throws SQLException {
-    return ordinary(lease, st, call, SHAPE_NONE, TEXT, null);
+    return ordinary(lease, st, call, CallShape.NONE, StatementSource.TEXT, null);
   }
 
   /**
@@ -449,7 +431,12 @@ final class TransactionFence {
    * {@code setAutoCommit(false)} carries the verify along where it can ({@link #piggyback}).
    */
   <T> T ordinary(
-      Lease lease, FencingStatement st, SqlCall<T> call, int shape, int source, String sql)
+      Lease lease,
+      FencingStatement st,
+      SqlCall<T> call,
+      CallShape shape,
+      StatementSource source,
+      String sql)
       throws SQLException {
     if (verified() == lease) {
       if (!reverify && verifier.endedBehindTheFence()) {
@@ -475,7 +462,7 @@ final class TransactionFence {
     }
     switch (mode()) {
       case JDBC:
-        if (shape != SHAPE_NONE && piggyback.piggybackable(lease, st, source)) {
+        if (shape != CallShape.NONE && piggyback.piggybackable(lease, st, source)) {
           return piggyback.piggyback(lease, st, source, sql, shape);
         }
         ensureSqliteTransaction();
@@ -1085,7 +1072,7 @@ final class TransactionFence {
     return l;
   }
 
-  long summary(FencingStatement st, int source, String sql, SqlLexer lexer) {
+  long summary(FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
     long s;
     switch (source) {
       case TEXT:
@@ -1112,8 +1099,9 @@ final class TransactionFence {
   }
 
   /** The first release's reading, for negative controls: the first statement's kind only. */
-  static long leadingKeywordOnly(FencingStatement st, int source, String sql, SqlLexer lexer) {
-    String text = source == TEXT ? sql : st == null ? null : st.sql;
+  static long leadingKeywordOnly(
+      FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
+    String text = source == StatementSource.TEXT ? sql : st == null ? null : st.sql;
     List<SqlStatement> all = text == null ? List.of() : lexer.statements(text);
     int kind = all.isEmpty() ? SqlKind.OTHER : all.get(0).kind();
     return SqlSummary.of(1 << kind, 1, kind, 0);

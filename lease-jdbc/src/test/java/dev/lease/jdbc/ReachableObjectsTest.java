@@ -136,7 +136,8 @@ class ReachableObjectsTest {
           }
 
           @Override
-          <T> T execute(int source, String sql, SqlCall<T> call) throws java.sql.SQLException {
+          <T> T execute(StatementSource source, String sql, SqlCall<T> call)
+              throws java.sql.SQLException {
             return call.call();
           }
 

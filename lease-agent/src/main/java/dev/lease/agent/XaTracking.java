@@ -113,6 +113,47 @@ public final class XaTracking {
 
   private XaTracking() {}
 
+  /**
+   * What a resource's handles are linked by: the {@code XAConnection} it belongs to. pgjdbc's and
+   * Connector/J's XA connection is its own {@code XAResource}; MariaDB Connector/J returns a new
+   * {@code XAResource} from every {@code getXAResource()} (an inner object of its pooled
+   * connection), so the resource a transaction manager starts a branch on is another object than
+   * the one a handle was linked with: its owner is the key.
+   */
+  private static Object key(Object resource) {
+    if (resource instanceof XAConnection) {
+      return resource;
+    }
+    Object owner = OWNER.get(resource.getClass()).apply(resource);
+    return owner != null ? owner : resource;
+  }
+
+  /** A non-static inner XAResource's enclosing XAConnection ({@code this$0}), if it has one. */
+  private static final ClassValue<java.util.function.Function<Object, Object>> OWNER =
+      new ClassValue<>() {
+        @Override
+        protected java.util.function.Function<Object, Object> computeValue(Class<?> type) {
+          for (Class<?> t = type; t != null; t = t.getSuperclass()) {
+            try {
+              java.lang.reflect.Field f = t.getDeclaredField("this$0");
+              if (XAConnection.class.isAssignableFrom(f.getType())) {
+                f.setAccessible(true);
+                return r -> {
+                  try {
+                    return f.get(r);
+                  } catch (IllegalAccessException e) {
+                    return null;
+                  }
+                };
+              }
+            } catch (NoSuchFieldException | RuntimeException e) {
+              // not an inner class of an XA connection (or not accessible): the resource itself
+            }
+          }
+          return r -> null;
+        }
+      };
+
   /** The handle {@code c} of {@code xa} as the fence should see it; then {@link #fenced}. */
   static Connection handle(XAConnection xa, Connection c) {
     XAResource resource;
@@ -122,7 +163,7 @@ public final class XaTracking {
       log.debug("{} gives no XAResource; its handle is fenced as a plain connection", xa, e);
       return c;
     }
-    Link link = LINKS.computeIfAbsent(resource, r -> new Link());
+    Link link = LINKS.computeIfAbsent(key(resource), r -> new Link());
     Class<?>[] interfaces = publicInterfaces(c.getClass());
     return (Connection)
         Proxy.newProxyInstance(
@@ -149,7 +190,7 @@ public final class XaTracking {
   /** Exit advice of {@code XAResource.start}: a branch is active on the resource's handles. */
   public static void started(Object resource) {
     // a handle may be taken before or after start: the link exists from whichever comes first
-    Link link = LINKS.computeIfAbsent(resource, r -> new Link());
+    Link link = LINKS.computeIfAbsent(key(resource), r -> new Link());
     reset(link);
     link.lease = null;
     link.active = true;
@@ -160,7 +201,7 @@ public final class XaTracking {
    * fences are reset); the lease its statements ran under is kept for {@link #beforePrepare}.
    */
   public static void ended(Object resource, Object xid) {
-    Link link = LINKS.get(resource);
+    Link link = LINKS.get(key(resource));
     if (link == null) {
       return;
     }
@@ -184,7 +225,7 @@ public final class XaTracking {
         BRANCHES.remove(key);
       }
     }
-    Link link = LINKS.get(resource);
+    Link link = LINKS.get(key(resource));
     if (link != null) {
       link.active = false;
       reset(link);

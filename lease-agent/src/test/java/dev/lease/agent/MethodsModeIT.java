@@ -20,9 +20,9 @@ class MethodsModeIT {
 
   /**
    * 5 s: nothing here waits for an expiry (a run releases its lease when the method returns), and
-   * with 2 s a loaded machine (load average 10) starved the keeper's renewal on SQLite past the
-   * 1.3 s local deadline while the other JVM's claim attempts took the database's write lock, so
-   * the job's own transaction was refused.
+   * with 2 s a loaded machine (load average 10) starved the keeper's renewal on SQLite past the 1.3
+   * s local deadline while the other JVM's claim attempts took the database's write lock, so the
+   * job's own transaction was refused.
    */
   private static String methodsArgs(LegacyDatabase d, String instance) {
     return d.agentArgs(

@@ -360,7 +360,19 @@ class XaAndVendorIT {
    */
   @Test
   void aBranchUnderStrictIsRefusedAtPrepare_mysql() throws Exception {
-    TestDatabase db = TestDatabase.MYSQL;
+    refusedAtPrepare(TestDatabase.MYSQL);
+  }
+
+  /**
+   * MariaDB Connector/J returns a new XAResource from every getXAResource(): the branch is still
+   * linked with its handles (through the resource's XA connection) and refused.
+   */
+  @Test
+  void aBranchUnderStrictIsRefusedAtPrepare_mariadb() throws Exception {
+    refusedAtPrepare(TestDatabase.MARIADB);
+  }
+
+  private static void refusedAtPrepare(TestDatabase db) throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(db);
         AppProcess app = xaMysql(d, "two-phase", null)) {
       List<String> refused = lines(app, "XA-REFUSED 1");

@@ -141,6 +141,11 @@ final class InternalAccess extends LeaseAccess {
   }
 
   @Override
+  public void attemptClock(LeaseManager.Builder builder, MonotonicClock clock) {
+    builder.attemptClock(clock);
+  }
+
+  @Override
   public void clockFunction(LeaseManager.Builder builder, String function) {
     builder.clockFunctionForTesting(function);
   }

@@ -85,6 +85,15 @@ public final class LeaseManager implements AutoCloseable {
   private final List<LeaseListener> listeners;
   private final FailurePolicy failurePolicy;
   private final MonotonicClock clock;
+
+  /**
+   * What an attempt's timeout is measured by: {@link System#nanoTime()}, or a simulation's virtual
+   * clock ({@link LeaseInternals#attemptClock}), where a statement takes no time and a real-time
+   * stall of the simulating JVM (a loaded machine) must not time an attempt out. With a virtual
+   * clock the borrow is not interrupted by the real-time {@link BorrowWatchdog} either.
+   */
+  private final MonotonicClock attemptClock;
+
   private final ScheduledExecutorService scheduler;
   private final Executor attemptExecutor;
   private final Executor lossExecutor;
@@ -110,6 +119,7 @@ public final class LeaseManager implements AutoCloseable {
     this.listeners = List.copyOf(b.listeners);
     this.failurePolicy = b.failurePolicy;
     this.clock = b.clock;
+    this.attemptClock = b.attemptClock;
     this.faults = b.faults.isEmpty() ? Set.of() : EnumSet.copyOf(b.faults);
     this.afterWork = b.afterWork;
     this.ownsScheduler = b.scheduler == null;
@@ -1390,11 +1400,11 @@ public final class LeaseManager implements AutoCloseable {
    * still runs.
    */
   private <T> T runHere(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
-    long deadline = System.nanoTime() + timings.attemptTimeout().toNanos();
+    long deadline = attemptClock.nanoTime() + timings.attemptTimeout().toNanos();
     boolean[] interrupted = {Thread.interrupted()}; // a pool refuses an interrupted borrower
     try {
       T result = attempt(what, call, step, deadline, null, interrupted);
-      if (System.nanoTime() - deadline > 0) {
+      if (attemptClock.nanoTime() - deadline > 0) {
         if (late != null) {
           late.accept(result);
         }
@@ -1415,6 +1425,9 @@ public final class LeaseManager implements AutoCloseable {
    */
   private Connection borrowHere(String what, long deadlineNanos, boolean[] interrupted)
       throws SQLException {
+    if (attemptClock != MonotonicClock.SYSTEM) {
+      return dataSource.getConnection(); // virtual time: a simulation's pool never waits
+    }
     while (true) {
       BorrowWatchdog.Guard guard = BorrowWatchdog.guard(deadlineNanos);
       Connection c;
@@ -1468,7 +1481,7 @@ public final class LeaseManager implements AutoCloseable {
 
   private <T> CompletableFuture<T> submit(
       String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
-    long deadline = System.nanoTime() + timings.attemptTimeout().toNanos();
+    long deadline = attemptClock.nanoTime() + timings.attemptTimeout().toNanos();
     CompletableFuture<T> f = new CompletableFuture<>();
     Runnable task =
         () -> {
@@ -1550,7 +1563,7 @@ public final class LeaseManager implements AutoCloseable {
       long timeoutMs =
           deadlineNanos == -1
               ? timings.attemptTimeout().toMillis()
-              : (deadlineNanos - System.nanoTime()) / 1_000_000;
+              : (deadlineNanos - attemptClock.nanoTime()) / 1_000_000;
       if (timeoutMs <= 0 || (abandoned != null && abandoned.isDone())) {
         throw timedOut(what);
       }
@@ -1670,6 +1683,7 @@ public final class LeaseManager implements AutoCloseable {
     private final List<LeaseListener> listeners = new ArrayList<>();
     private FailurePolicy failurePolicy = FailurePolicy.haltProcess();
     private MonotonicClock clock = MonotonicClock.SYSTEM;
+    private MonotonicClock attemptClock = MonotonicClock.SYSTEM;
     private ScheduledExecutorService scheduler;
     private Executor attemptExecutor;
     private Executor lossExecutor;
@@ -1717,6 +1731,12 @@ public final class LeaseManager implements AutoCloseable {
     /** Test hook ({@link LeaseInternals#clock}): the process's monotonic clock. */
     Builder clock(MonotonicClock clock) {
       this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** Test hook ({@link LeaseInternals#attemptClock}): what attempt timeouts are measured by. */
+    Builder attemptClock(MonotonicClock clock) {
+      this.attemptClock = Objects.requireNonNull(clock, "attemptClock");
       return this;
     }
 

@@ -82,6 +82,8 @@ public abstract class LeaseAccess {
 
   public abstract void clock(LeaseManager.Builder builder, MonotonicClock clock);
 
+  public abstract void attemptClock(LeaseManager.Builder builder, MonotonicClock clock);
+
   public abstract void clockFunction(LeaseManager.Builder builder, String function);
 
   public abstract void scheduler(LeaseManager.Builder builder, ScheduledExecutorService scheduler);

@@ -346,6 +346,17 @@ public final class LeaseInternals {
   }
 
   /**
+   * What attempt timeouts are measured by; default {@link System#nanoTime()}. For simulations in
+   * virtual time, where a stall of the simulating JVM must not time an attempt out (and the
+   * real-time borrow watchdog is then not used).
+   */
+  public static LeaseManager.Builder attemptClock(
+      LeaseManager.Builder builder, MonotonicClock clock) {
+    access().attemptClock(builder, clock);
+    return builder;
+  }
+
+  /**
    * Reads the database clock from the SQL function {@code name()} instead of the server clock: for
    * tests that control database time. Never in production.
    *

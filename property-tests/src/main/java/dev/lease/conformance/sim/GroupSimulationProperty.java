@@ -340,6 +340,7 @@ public final class GroupSimulationProperty implements ConformanceProperty {
                     })
                 .createTableIfMissing();
         LeaseInternals.clock(b, clock);
+        LeaseInternals.attemptClock(b, () -> world.loop.now); // no real-time attempt timeouts
         LeaseInternals.scheduler(b, process.scheduler);
         LeaseInternals.attemptExecutor(b, Runnable::run);
         LeaseInternals.lossExecutor(b, Runnable::run);

@@ -210,6 +210,9 @@ public final class SimWorld implements AutoCloseable {
               .createTableIfMissing();
       // the keeper, its attempts and loss handling on the event loop, the database clock virtual
       LeaseInternals.clock(builder, clock);
+      // attempts time out by virtual time too: a real-time stall of this JVM (a loaded machine)
+      // timed out a release the model expected to run, and the run was no longer replayable
+      LeaseInternals.attemptClock(builder, () -> loop.now);
       LeaseInternals.scheduler(builder, p.scheduler);
       LeaseInternals.attemptExecutor(builder, Runnable::run);
       LeaseInternals.lossExecutor(builder, Runnable::run);

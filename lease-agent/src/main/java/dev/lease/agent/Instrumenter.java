@@ -398,7 +398,19 @@ final class Instrumenter {
     return b;
   }
 
+  /** The hand-out advice per kind, made once (parsing the advice class is a cost per weave). */
+  private static final Advice[] ADVICE = new Advice[3];
+
   static Advice advice(int kind) {
+    synchronized (ADVICE) {
+      if (ADVICE[kind] == null) {
+        ADVICE[kind] = makeAdvice(kind);
+      }
+      return ADVICE[kind];
+    }
+  }
+
+  private static Advice makeAdvice(int kind) {
     return Advice.withCustomMapping()
         .bind(ConnectionAdvice.Kind.class, kind)
         .bind(ConnectionAdvice.Key.class, ConnectionFencing.key())

@@ -120,6 +120,9 @@ public final class ModelProperty implements ConformanceProperty {
   public PropertyResult check(Target target, Size size, long seed, Progress progress) {
     long started = System.nanoTime();
     long[] tried = new long[2];
+    // the first failing sequence's own disagreement: the shrunk one's replay below may pass if the
+    // failure depended on something outside the commands (it did once: real time, now virtual)
+    String[] firstFailure = new String[1];
     Counts counts = new Counts();
     try (SimWorld world = new SimWorld(options)) {
       QuickCheck.Falsified f =
@@ -143,7 +146,11 @@ public final class ModelProperty implements ConformanceProperty {
                 if (tried[0] % 250 == 0) {
                   progress.update(tried[0], tried[1]);
                 }
-                return run(world, cmds, counts) == null;
+                String why = run(world, cmds, counts);
+                if (why != null && firstFailure[0] == null) {
+                  firstFailure[0] = why;
+                }
+                return why == null;
               });
       String failure = null;
       if (f != null) {
@@ -162,7 +169,19 @@ public final class ModelProperty implements ConformanceProperty {
           }
           @SuppressWarnings("unchecked")
           List<Command> replay = (List<Command>) cmds;
-          b.append("disagreement: ").append(run(world, replay, new Counts())).append('\n');
+          String replayed = run(world, replay, new Counts());
+          b.append("disagreement: ")
+              .append(
+                  replayed != null
+                      ? replayed
+                      : "none when replayed (the failure did not replay: it depended on more than"
+                          + " the commands)")
+              .append('\n');
+        }
+        if (firstFailure[0] != null) {
+          b.append("first failing sequence (before shrinking): ")
+              .append(firstFailure[0])
+              .append('\n');
         }
         if (f.cause() != null) {
           b.append("threw: ").append(f.cause()).append('\n');

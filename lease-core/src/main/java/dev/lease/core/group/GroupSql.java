@@ -175,7 +175,8 @@ final class GroupSql {
    * Adopts the keys of {@code keys} transferred to {@code instance} and not expired: the pending
    * holder becomes {@code holder} (minted for this batch, never reused), the expiry the database
    * clock + {@code leaseMs}, the term stays the one the transfer wrote (as {@link
-   * Dialect#adoptStep}). Two statements, the same on every database: the UPDATE, then, if it
+   * Dialect#adoptStep}). The same on every database: a plain read of the keys pending for {@code
+   * instance} (nothing more when none is, the common case), then the UPDATE of those, then, if it
    * adopted anything, a read of the rows now held by {@code holder} (exactly this batch's: nobody
    * else has that token). Returns the adopted keys and their terms.
    */
@@ -183,6 +184,30 @@ final class GroupSql {
       Connection c, List<String> keys, String instance, String holder, long leaseMs)
       throws SQLException {
     Map<String, Long> terms = new LinkedHashMap<>();
+    // a plain read first, which locks nothing: an InnoDB UPDATE over every candidate locks each row
+    // it reads, and a peer's claim (FOR UPDATE SKIP LOCKED) at that moment stepped over them
+    // (members starting together were a key or two short after their claim pass on MariaDB)
+    List<String> pending = new ArrayList<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT name FROM "
+                + table
+                + " WHERE name IN ("
+                + marks(keys.size())
+                + ") AND holder = ? AND instance = ?")) {
+      int i = bind(ps, 1, keys);
+      ps.setString(i++, Dialect.TRANSFER_PENDING);
+      ps.setString(i, instance);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          pending.add(rs.getString(1));
+        }
+      }
+    }
+    if (pending.isEmpty()) {
+      return terms;
+    }
+    keys = pending;
     int n;
     try (PreparedStatement ps =
         c.prepareStatement(

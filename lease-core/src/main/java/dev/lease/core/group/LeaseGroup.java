@@ -23,7 +23,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
@@ -124,32 +123,29 @@ public final class LeaseGroup implements AutoCloseable {
       Map<String, String> moved,
       List<String> lost) {}
 
-  /** How many times a statement the database refused as a deadlock is tried in one pass. */
-  private static final int CONFLICT_ATTEMPTS = 3;
-
   private final LeaseManager manager;
   private final String group;
   private final String member;
-  private final GroupSql sql;
-  private final Supplier<? extends Collection<String>> keys;
-  private final GroupCallbacks callbacks;
-  private final ShedChoice shedChoice;
-  private final List<GroupListener> listeners;
+  private final Supplier<? extends Collection<String>> candidateKeys;
   private final long passNanos;
-  private final long memberTimeoutMs;
-  private final boolean shedOnePerPass;
   private final Set<Fault> faults;
 
-  private final ConcurrentSkipListMap<String, Lease> held = new ConcurrentSkipListMap<>();
+  /** The application's callbacks and listeners. */
+  private final GroupEvents events;
+
+  /** The keys this member holds, and the statements that take them and give them back. */
+  private final GroupKeys keys;
+
+  /** This member's row in the members table. */
+  private final Membership membership;
+
+  /** Moves keys above the fair share (or all, draining) to the members below it. */
+  private final Handover handover;
+
   private final ReentrantLock passLock = new ReentrantLock();
   private final Condition wakeUp = passLock.newCondition();
 
   // guarded by passLock
-  private final Set<String> rowsKnown = new HashSet<>();
-
-  /** Claim batches whose attempt failed on this side: holder token → keys; given back next pass. */
-  private final Map<String, List<String>> orphans = new java.util.LinkedHashMap<>();
-
   private long passes;
   private boolean announced;
   private boolean started;
@@ -163,15 +159,25 @@ public final class LeaseGroup implements AutoCloseable {
     this.manager = b.manager;
     this.group = b.group;
     this.member = LeaseInternals.mintHolder(manager);
-    this.sql = sql;
-    this.keys = b.keys;
-    this.callbacks = b.callbacks;
-    this.shedChoice = b.shedChoice;
-    this.listeners = List.copyOf(b.listeners);
+    this.candidateKeys = b.keys;
     this.passNanos = b.passInterval.toNanos();
-    this.memberTimeoutMs = b.memberTimeout.toMillis();
-    this.shedOnePerPass = b.shedOnePerPass;
     this.faults = b.faults.isEmpty() ? EnumSet.noneOf(Fault.class) : EnumSet.copyOf(b.faults);
+    this.events = new GroupEvents(group, b.callbacks, b.listeners);
+    boolean callbackLast = faults.contains(Fault.RELEASE_BEFORE_CALLBACK);
+    this.keys = new GroupKeys(manager, group, sql, events, callbackLast);
+    this.membership = new Membership(manager, group, member, sql, b.memberTimeout.toMillis());
+    this.handover =
+        new Handover(
+            manager,
+            group,
+            member,
+            sql,
+            keys,
+            events,
+            b.shedChoice,
+            b.shedOnePerPass,
+            faults.contains(Fault.MOVE_BY_RELEASE),
+            callbackLast);
   }
 
   /**
@@ -204,20 +210,12 @@ public final class LeaseGroup implements AutoCloseable {
 
   /** The keys this process holds now (a sorted snapshot). */
   public SortedSet<String> held() {
-    return Collections.unmodifiableSortedSet(snapshot());
-  }
-
-  /**
-   * A sorted copy of the held keys. Not {@code new TreeSet<>(held.keySet())}: that constructor
-   * trusts a sorted set's size while it iterates, which fails while a pass changes the map.
-   */
-  private TreeSet<String> snapshot() {
-    return new TreeSet<>(new ArrayList<>(held.keySet()));
+    return Collections.unmodifiableSortedSet(keys.snapshot());
   }
 
   /** The lease of {@code key} if this process holds it (bind it to fence the key's work). */
   public Optional<Lease> lease(String key) {
-    return Optional.ofNullable(held.get(key)).filter(Lease::isHeld);
+    return Optional.ofNullable(keys.lease(key)).filter(Lease::isHeld);
   }
 
   /** True once {@link #drain()} was called. */
@@ -268,7 +266,7 @@ public final class LeaseGroup implements AutoCloseable {
         // the peers may not see the flag yet; give the keys back anyway (they take them up to
         // their share, and the rest once they see the flag)
         log.warn("group {}: could not mark {} draining: {}", group, member, e.getMessage());
-        releaseKeys(new ArrayList<>(held.keySet()), false);
+        keys.release(keys.list(), false);
       }
     } finally {
       passLock.unlock();
@@ -287,7 +285,7 @@ public final class LeaseGroup implements AutoCloseable {
     Thread t;
     passLock.lock();
     try {
-      if (closed && passer == null && shutdownHook == null && held.isEmpty()) {
+      if (closed && passer == null && shutdownHook == null && keys.isEmpty()) {
         return;
       }
       closed = true;
@@ -295,25 +293,11 @@ public final class LeaseGroup implements AutoCloseable {
       t = passer;
       passer = null;
       if (LeaseInternals.isClosed(manager)) {
-        managerClosed();
-      } else if (!held.isEmpty() || announced) {
+        keys.lostWithTheManager();
+      } else if (!keys.isEmpty() || announced) {
         announced = false;
-        releaseKeys(new ArrayList<>(held.keySet()), false);
-        try {
-          LeaseInternals.execute(
-              manager,
-              "remove member " + member + " of group " + group,
-              c -> {
-                sql.deleteMember(c, group, member);
-                return null;
-              });
-        } catch (LeaseException e) {
-          log.warn(
-              "group {}: could not remove member {}; its heartbeat ages out: {}",
-              group,
-              member,
-              e.getMessage());
-        }
+        keys.release(keys.list(), false);
+        membership.remove();
       }
       removeShutdownHook();
     } finally {
@@ -366,7 +350,7 @@ public final class LeaseGroup implements AutoCloseable {
             group,
             passNanos / 1_000_000,
             e.getMessage());
-        notify(l -> l.passFailed(group, e));
+        events.notify(l -> l.passFailed(group, e));
       } catch (IllegalStateException e) {
         if (closed || LeaseInternals.isClosed(manager)) {
           return;
@@ -401,7 +385,7 @@ public final class LeaseGroup implements AutoCloseable {
     passLock.lock();
     try {
       ensureOpen("run a pass");
-      List<String> lost = reportLosses();
+      List<String> lost = keys.reportLosses();
       SortedSet<String> candidates = candidates();
       boolean leaving = draining;
       // not in the first pass: members that start together would purge at the same moment
@@ -413,22 +397,12 @@ public final class LeaseGroup implements AutoCloseable {
       int live;
       List<GroupSql.MemberRow> rows = List.of();
       if (firstPass && faults.contains(Fault.FIRST_PASS_IN_ONE_TRANSACTION)) {
-        live =
-            LeaseInternals.execute(
-                manager,
-                "heartbeat of member " + member + " of group " + group,
-                c -> {
-                  if (sql.beat(c, group, member, leaving) == 0) {
-                    sql.announce(c, group, member, manager.instance(), leaving);
-                  }
-                  sql.forgetDeadInRange(c, group, 10 * memberTimeoutMs);
-                  return sql.liveMembers(c, group, memberTimeoutMs);
-                });
+        live = membership.firstPassInOneTransaction(leaving);
       } else {
         if (!announced) {
-          announce(leaving);
+          membership.announce(leaving);
         }
-        rows = heartbeat(leaving);
+        rows = membership.heartbeat(leaving);
         live = (int) rows.stream().filter(r -> !r.draining()).count();
       }
       announced = true;
@@ -437,44 +411,44 @@ public final class LeaseGroup implements AutoCloseable {
         // row a peer is inserting share-locks it until it commits, and a peer's claim in that
         // moment (SKIP LOCKED) steps over it; members starting together would then need a third
         // pass to take every key
-        createMissingRows(new ArrayList<>(candidates));
+        keys.createMissingRows(new ArrayList<>(candidates));
       }
       if (housekeeping) {
-        executeRetrying(
-            "forget the long gone members of group " + group,
-            c -> sql.forgetDead(c, group, 10 * memberTimeoutMs));
-        rowsKnown.clear(); // a row deleted by hand is created again
+        membership.forgetTheLongGone();
+        keys.forgetKnownRows(); // a row deleted by hand is created again
       }
       int members = Math.max(1, live);
       int fairShare = (candidates.size() + members - 1) / members;
       int share = leaving ? 0 : faults.contains(Fault.IGNORE_SHARE) ? candidates.size() : fairShare;
-      releaseOrphans();
+      keys.releaseOrphans();
       List<String> released = new ArrayList<>();
-      for (String k : held.keySet()) {
+      for (String k : keys.list()) {
         if (!candidates.contains(k)) {
           released.add(k);
         }
       }
-      releaseKeys(released, false);
+      keys.release(released, false);
       // keys a peer transferred to this member, before it claims: peers transfer only to a member
       // below its share (by the counts they read), so a member at its share does not look (a key
       // transferred to it anyway expires after the adoption bound and is claimed as usual)
       List<String> adopted =
-          !firstPass && !leaving && held.size() < share ? adopt(candidates) : List.of();
+          !firstPass && !leaving && keys.size() < share ? keys.adopt(candidates) : List.of();
       List<String> shed = List.of();
       Map<String, String> moved = Map.of();
-      if (leaving && !held.isEmpty()) {
-        List<String> all = new ArrayList<>(held.keySet());
+      if (leaving && !keys.isEmpty()) {
+        List<String> all = keys.list();
         released.addAll(all);
-        moved = handOver(all, false, rows, candidates, fairShare);
-      } else if (held.size() > share && !faults.contains(Fault.IGNORE_SHARE)) {
-        shed = chooseShed(shedOnePerPass ? 1 : held.size() - share);
-        moved = handOver(shed, true, rows, candidates, fairShare);
+        moved = handover.handOver(all, false, rows, candidates, fairShare);
+      } else if (keys.size() > share && !faults.contains(Fault.IGNORE_SHARE)) {
+        shed = handover.chooseShed(keys.size() - share);
+        moved = handover.handOver(shed, true, rows, candidates, fairShare);
       }
       List<String> claimed =
-          !firstPass && held.size() < share ? claim(candidates, share - held.size()) : List.of();
-      int n = held.size();
-      notify(l -> l.passCompleted(group, n, share, live));
+          !firstPass && keys.size() < share
+              ? keys.claim(candidates, share - keys.size())
+              : List.of();
+      int n = keys.size();
+      events.notify(l -> l.passCompleted(group, n, share, live));
       Pass pass = new Pass(live, share, n, claimed, adopted, shed, released, moved, lost);
       logPass(pass);
       return pass;
@@ -484,7 +458,7 @@ public final class LeaseGroup implements AutoCloseable {
   }
 
   private SortedSet<String> candidates() {
-    Collection<String> supplied = keys.get();
+    Collection<String> supplied = candidateKeys.get();
     SortedSet<String> valid = new TreeSet<>();
     if (supplied == null) {
       return valid;
@@ -498,251 +472,6 @@ public final class LeaseGroup implements AutoCloseable {
       }
     }
     return valid;
-  }
-
-  /** Keys whose lease ended without the group releasing it: lost, or released by the manager. */
-  private List<String> reportLosses() {
-    List<String> lost = new ArrayList<>();
-    for (Map.Entry<String, Lease> e : held.entrySet()) {
-      if (!e.getValue().isHeld() && held.remove(e.getKey(), e.getValue())) {
-        lost.add(e.getKey());
-      }
-    }
-    for (String k : lost) {
-      log.warn("group {}: lost key {} (instance {})", group, k, manager.instance());
-      safely(() -> callbacks.onLost(k));
-      notify(l -> l.lost(group, k));
-    }
-    return lost;
-  }
-
-  /**
-   * The {@code count} keys to shed, chosen one after another by the {@link ShedChoice} from the
-   * keys not chosen yet.
-   */
-  private List<String> chooseShed(int count) {
-    TreeSet<String> left = snapshot();
-    List<String> chosen = new ArrayList<>();
-    while (chosen.size() < count && !left.isEmpty()) {
-      String k = null;
-      try {
-        k = shedChoice.choose(Collections.unmodifiableSortedSet(left));
-      } catch (RuntimeException e) {
-        log.warn("group {}: shed choice {} failed", group, shedChoice, e);
-      }
-      if (k == null || !left.contains(k)) {
-        k = left.last();
-      }
-      left.remove(k);
-      chosen.add(k);
-    }
-    return chosen;
-  }
-
-  /**
-   * Moves {@code keys} (above the fair share, or all of them when draining) to the members that
-   * need them, by transfer: the lease of each key goes to a named member's instance at term + 1 in
-   * the same statement that fences this holder, so no third process can claim it in between, and
-   * the receiver adopts it at its next pass (if it never does, the row expires after one lease
-   * duration and is free as usual). Each {@link GroupCallbacks#onReleasing} returns first; then one
-   * transfer statement per receiving member (per 1,000 keys). Keys no member is known to need (the
-   * peers' counts were read before a concurrent move) are released instead, and claimed by whoever
-   * is below its share.
-   *
-   * <p>Who gets what: every member that moves keys reads the same two things, the live members
-   * (sorted by id) and how many candidate keys each instance holds, and lays out one plan from
-   * them: the members above the fair share (or draining) in member order, each with its surplus,
-   * against the members below it in member order, each with its deficit. This member transfers the
-   * slice of the plan that starts after the surplus of the members before it, so members moving
-   * keys at the same time fill the receivers' deficits one after another instead of all into the
-   * first. A member whose instance another live member shares receives nothing (a transfer names an
-   * instance).
-   *
-   * @return the keys transferred, each to the member it named
-   */
-  private Map<String, String> handOver(
-      List<String> keys,
-      boolean shed,
-      List<GroupSql.MemberRow> rows,
-      SortedSet<String> candidates,
-      int fairShare) {
-    if (keys.isEmpty()) {
-      return Map.of();
-    }
-    if (faults.contains(Fault.MOVE_BY_RELEASE) || rows.isEmpty()) {
-      releaseKeys(keys, shed);
-      return Map.of();
-    }
-    Map<GroupSql.MemberRow, List<String>> plan = plan(keys, rows, candidates, fairShare);
-    List<String> unplanned = new ArrayList<>(keys);
-    for (List<String> ks : plan.values()) {
-      unplanned.removeAll(ks);
-    }
-    releaseKeys(unplanned, shed);
-    if (plan.isEmpty()) {
-      return Map.of();
-    }
-    List<String> planned = new ArrayList<>(keys);
-    planned.removeAll(unplanned);
-    boolean moveFirst = faults.contains(Fault.RELEASE_BEFORE_CALLBACK);
-    Map<String, String> moved = new java.util.LinkedHashMap<>();
-    Map<GroupSql.MemberRow, List<Lease>> leases = new java.util.LinkedHashMap<>();
-    for (Map.Entry<GroupSql.MemberRow, List<String>> e : plan.entrySet()) {
-      List<Lease> ls = new ArrayList<>();
-      for (String k : e.getValue()) {
-        Lease l = held.get(k);
-        if (l != null) {
-          ls.add(l);
-        }
-      }
-      leases.put(e.getKey(), ls);
-    }
-    if (moveFirst) {
-      transfer(leases, moved); // the bug: the key's work still runs
-    }
-    for (String k : planned) {
-      safely(() -> callbacks.onReleasing(k));
-    }
-    for (String k : planned) {
-      held.remove(k);
-    }
-    if (!moveFirst) {
-      transfer(leases, moved);
-    }
-    for (String k : planned) {
-      log.debug(
-          "group {}: {} key {}{}",
-          group,
-          shed ? "shed" : "released",
-          k,
-          moved.containsKey(k) ? " to member " + moved.get(k) : " (no longer ours)");
-      notify(
-          l -> {
-            if (shed) {
-              l.shed(group, k);
-            } else {
-              l.released(group, k);
-            }
-          });
-    }
-    return moved;
-  }
-
-  /** The transfer statements of {@link #handOver}: one per receiving member (per 1,000 keys). */
-  private void transfer(Map<GroupSql.MemberRow, List<Lease>> leases, Map<String, String> moved) {
-    Duration adoptWithin = manager.timings().leaseDuration();
-    for (Map.Entry<GroupSql.MemberRow, List<Lease>> e : leases.entrySet()) {
-      if (e.getValue().isEmpty()) {
-        continue;
-      }
-      Map<String, Long> terms =
-          LeaseInternals.transferAll(manager, e.getValue(), e.getKey().instance(), adoptWithin);
-      for (String k : terms.keySet()) {
-        moved.put(k, e.getKey().member());
-      }
-    }
-  }
-
-  /** The receiving member of each of {@code keys} this member moves; see {@link #handOver}. */
-  private Map<GroupSql.MemberRow, List<String>> plan(
-      List<String> keys,
-      List<GroupSql.MemberRow> rows,
-      SortedSet<String> candidates,
-      int fairShare) {
-    Map<String, Integer> perInstance = new java.util.HashMap<>();
-    for (GroupSql.MemberRow r : rows) {
-      perInstance.merge(r.instance(), 1, Integer::sum);
-    }
-    Map<String, Integer> counts = new java.util.HashMap<>();
-    for (List<String> chunk : chunks(new ArrayList<>(candidates))) {
-      Map<String, Integer> some =
-          LeaseInternals.execute(
-              manager,
-              "count the keys of group " + group + " per member",
-              c -> sql.heldByInstance(c, chunk));
-      some.forEach((i, n) -> counts.merge(i, n, Integer::sum));
-    }
-    long offset = 0;
-    List<GroupSql.MemberRow> receivers = new ArrayList<>();
-    List<Integer> deficits = new ArrayList<>();
-    long totalDeficit = 0;
-    for (GroupSql.MemberRow r : rows) {
-      if (r.member().equals(member) || perInstance.get(r.instance()) != 1) {
-        continue;
-      }
-      int has = counts.getOrDefault(r.instance(), 0);
-      if (r.draining()) {
-        if (r.member().compareTo(member) < 0) {
-          offset += has;
-        }
-        continue;
-      }
-      if (has > fairShare) {
-        if (r.member().compareTo(member) < 0) {
-          offset += shedOnePerPass ? 1 : has - fairShare;
-        }
-      } else if (has < fairShare && !r.instance().equals(manager.instance())) {
-        receivers.add(r);
-        deficits.add(fairShare - has);
-        totalDeficit += fairShare - has;
-      }
-    }
-    Map<GroupSql.MemberRow, List<String>> plan = new java.util.LinkedHashMap<>();
-    if (totalDeficit == 0) {
-      return plan;
-    }
-    for (int i = 0; i < keys.size(); i++) {
-      long slot = (offset + i) % totalDeficit;
-      int r = 0;
-      while (slot >= deficits.get(r)) {
-        slot -= deficits.get(r);
-        r++;
-      }
-      plan.computeIfAbsent(receivers.get(r), x -> new ArrayList<>()).add(keys.get(i));
-    }
-    return plan;
-  }
-
-  /**
-   * Adopts the candidates a peer transferred to this member's instance (one statement per 1,000
-   * candidates, and one read when it adopted any); each is announced like a claim ({@link
-   * GroupCallbacks#onAcquired}, {@link GroupListener#claimed}).
-   */
-  private List<String> adopt(SortedSet<String> candidates) {
-    List<String> free = new ArrayList<>();
-    for (String k : candidates) {
-      if (!held.containsKey(k)) {
-        free.add(k);
-      }
-    }
-    long leaseMs = manager.timings().leaseDuration().toMillis();
-    List<String> adopted = new ArrayList<>();
-    for (List<String> chunk : chunks(free)) {
-      String holder = LeaseInternals.mintHolder(manager);
-      long start = LeaseInternals.clock(manager).nanoTime();
-      Map<String, Long> got;
-      try {
-        got =
-            LeaseInternals.execute(
-                manager,
-                "adopt the keys of group " + group + " transferred to " + manager.instance(),
-                c -> sql.adopt(c, chunk, manager.instance(), holder, leaseMs));
-      } catch (LeaseException e) {
-        // it may still commit in the database: the next pass gives back what this holder adopted
-        orphans.put(holder, List.copyOf(chunk));
-        throw e;
-      }
-      for (Map.Entry<String, Long> e : got.entrySet()) {
-        String k = e.getKey();
-        Lease lease =
-            LeaseInternals.adoptBatchTransfer(manager, k, holder, e.getValue(), start).hold();
-        held.put(k, lease);
-        adopted.add(k);
-        safely(() -> callbacks.onAcquired(k, lease));
-        notify(l -> l.claimed(group, k, lease));
-      }
-    }
-    return adopted;
   }
 
   /** One INFO line for a pass that changed something; per-key lines are at DEBUG. */
@@ -786,7 +515,7 @@ public final class LeaseGroup implements AutoCloseable {
     long min = Long.MAX_VALUE;
     long max = Long.MIN_VALUE;
     for (String k : claimed) {
-      Lease l = held.get(k);
+      Lease l = keys.lease(k);
       if (l != null) {
         min = Math.min(min, l.term());
         max = Math.max(max, l.term());
@@ -795,223 +524,12 @@ public final class LeaseGroup implements AutoCloseable {
     return min > max ? "" : " (terms " + min + ".." + max + ")";
   }
 
-  /**
-   * Inserts this member's row in a transaction of its own ({@link GroupSql#announce}), retried at
-   * once if the database refuses it as a deadlock, so that a member starting with others is counted
-   * by them before any of them claims.
-   */
-  private void announce(boolean leaving) {
-    executeRetrying(
-        "announce member " + member + " of group " + group,
-        c -> {
-          sql.announce(c, group, member, manager.instance(), leaving);
-          return null;
-        });
-  }
-
-  /**
-   * The heartbeat and the live members, one transaction; if the member's row was gone (purged while
-   * this process was paused), announces it again and reads again.
-   */
-  private List<GroupSql.MemberRow> heartbeat(boolean leaving) {
-    int[] beat = new int[1];
-    List<GroupSql.MemberRow> live =
-        executeRetrying(
-            "heartbeat of member " + member + " of group " + group,
-            c -> {
-              beat[0] = sql.beat(c, group, member, leaving);
-              return sql.liveMemberRows(c, group, memberTimeoutMs);
-            });
-    if (beat[0] > 0) {
-      return live;
-    }
-    announce(leaving);
-    return executeRetrying(
-        "count the members of group " + group, c -> sql.liveMemberRows(c, group, memberTimeoutMs));
-  }
-
-  /**
-   * One attempt of the manager, tried again at once (up to {@link #CONFLICT_ATTEMPTS}) when the
-   * database rolled it back as a deadlock or serialization failure: the statements are idempotent
-   * (the heartbeat, the announcement, the purge), and the rollback undid the attempt as a whole.
-   */
-  private <T> T executeRetrying(String what, Dialect.SqlCall<T> call) {
-    for (int attempt = 1; ; attempt++) {
-      try {
-        return LeaseInternals.execute(manager, what, call);
-      } catch (LeaseException e) {
-        if (attempt >= CONFLICT_ATTEMPTS || !rolledBackAsConflict(e)) {
-          throw e;
-        }
-        log.debug(
-            "group {}: {} was rolled back as a conflict; again: {}", group, what, e.getMessage());
-      }
-    }
-  }
-
-  /** SQLSTATE 40001 (MySQL/MariaDB deadlock 1213, serialization failure), 40P01 (PG deadlock). */
-  static boolean rolledBackAsConflict(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof SQLException s
-          && ("40001".equals(s.getSQLState())
-              || "40P01".equals(s.getSQLState())
-              || s.getErrorCode() == 1213)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /**
-   * Gives {@code keys} back in the order of every release: the callbacks first (the application
-   * stops the keys' work), then the manager's release of all their leases together (interrupts work
-   * bound to them, waits up to the grace period, releases the rows).
-   */
-  private void releaseKeys(List<String> keys, boolean shed) {
-    if (keys.isEmpty()) {
-      return;
-    }
-    boolean releaseFirst = faults.contains(Fault.RELEASE_BEFORE_CALLBACK);
-    List<Lease> leases = new ArrayList<>();
-    for (String k : keys) {
-      Lease l = held.get(k);
-      if (l != null) {
-        leases.add(l);
-      }
-    }
-    if (releaseFirst) {
-      LeaseInternals.release(manager, leases); // the bug: the key's work still runs
-    }
-    for (String k : keys) {
-      safely(() -> callbacks.onReleasing(k));
-    }
-    for (String k : keys) {
-      held.remove(k);
-    }
-    if (!releaseFirst) {
-      LeaseInternals.release(manager, leases);
-    }
-    for (String k : keys) {
-      log.debug("group {}: {} key {}", group, shed ? "shed" : "released", k);
-      notify(
-          l -> {
-            if (shed) {
-              l.shed(group, k);
-            } else {
-              l.released(group, k);
-            }
-          });
-    }
-  }
-
-  /** Gives back the claims of batches that failed on this side (see {@link #claim}). */
-  private void releaseOrphans() {
-    for (var it = orphans.entrySet().iterator(); it.hasNext(); ) {
-      Map.Entry<String, List<String>> e = it.next();
-      int n =
-          LeaseInternals.execute(
-              manager,
-              "give back the claims of a failed batch of group " + group,
-              c -> sql.releaseBatch(c, e.getValue(), e.getKey()));
-      if (n > 0) {
-        log.warn("group {}: gave back {} keys claimed by a batch that timed out here", group, n);
-      }
-      it.remove();
-    }
-  }
-
-  /** Claims up to {@code want} free or expired candidates this process does not hold. */
-  private List<String> claim(SortedSet<String> candidates, int want) {
-    List<String> free = new ArrayList<>();
-    for (String k : candidates) {
-      if (!held.containsKey(k)) {
-        free.add(k);
-      }
-    }
-    createMissingRows(free);
-    long leaseMs = manager.timings().leaseDuration().toMillis();
-    List<String> claimed = new ArrayList<>();
-    for (List<String> chunk : chunks(free)) {
-      int limit = want - claimed.size();
-      if (limit <= 0) {
-        break;
-      }
-      String holder = LeaseInternals.mintHolder(manager);
-      // the local deadlines count from before the claim is sent: the database's expiry is later
-      long start = LeaseInternals.clock(manager).nanoTime();
-      Map<String, Long> got;
-      try {
-        got =
-            LeaseInternals.execute(
-                manager,
-                "claim up to " + limit + " keys of group " + group,
-                c -> sql.claim(c, chunk, limit, holder, manager.instance(), leaseMs));
-      } catch (LeaseException e) {
-        // timed out here, it may still commit in the database: nobody would hold those claims, so
-        // the next pass gives back whatever this batch's holder token claimed
-        orphans.put(holder, List.copyOf(chunk));
-        throw e;
-      }
-      for (Map.Entry<String, Long> e : got.entrySet()) {
-        String k = e.getKey();
-        Lease lease;
-        try {
-          lease = LeaseInternals.adoptBatchClaim(manager, k, holder, e.getValue(), start).hold();
-        } catch (IllegalStateException closedMeanwhile) {
-          // the manager closed: adoptClaim released this claim; the rest of the batch expires
-          log.warn(
-              "group {}: its LeaseManager closed during a claim: {}",
-              group,
-              closedMeanwhile.getMessage());
-          throw closedMeanwhile;
-        }
-        held.put(k, lease);
-        claimed.add(k);
-        safely(() -> callbacks.onAcquired(k, lease));
-        notify(l -> l.claimed(group, k, lease));
-      }
-    }
-    return claimed;
-  }
-
-  /** Creates the lease rows of {@code keys} not known to exist, one statement per 1,000 keys. */
-  private void createMissingRows(List<String> keys) {
-    List<String> unknown = new ArrayList<>();
-    for (String k : keys) {
-      if (!rowsKnown.contains(k)) {
-        unknown.add(k);
-      }
-    }
-    for (List<String> chunk : chunks(unknown)) {
-      LeaseInternals.execute(
-          manager,
-          "create the lease rows of " + chunk.size() + " keys of group " + group,
-          c -> {
-            Set<String> missing = new TreeSet<>(chunk);
-            missing.removeAll(sql.existing(c, chunk));
-            if (!missing.isEmpty()) {
-              sql.createRows(c, new ArrayList<>(missing));
-            }
-            return null;
-          });
-      rowsKnown.addAll(chunk);
-    }
-  }
-
-  private static List<List<String>> chunks(List<String> keys) {
-    List<List<String>> chunks = new ArrayList<>();
-    for (int i = 0; i < keys.size(); i += GroupSql.MAX_KEYS_PER_STATEMENT) {
-      chunks.add(keys.subList(i, Math.min(keys.size(), i + GroupSql.MAX_KEYS_PER_STATEMENT)));
-    }
-    return chunks;
-  }
-
   // ---- closing --------------------------------------------------------------------------------
 
   private void ensureOpen(String what) {
     if (LeaseInternals.isClosed(manager)) {
       closed = true;
-      managerClosed();
+      keys.lostWithTheManager();
       throw new IllegalStateException(
           manager
               + " is closed: cannot "
@@ -1025,23 +543,6 @@ public final class LeaseGroup implements AutoCloseable {
     }
   }
 
-  /** The manager closed first: it released every key's lease; report them lost, once. */
-  private void managerClosed() {
-    if (!held.isEmpty()) {
-      log.warn(
-          "group {}: its LeaseManager was closed before the group; {} keys were released by the"
-              + " manager (close the group first)",
-          group,
-          held.size());
-    }
-    List<String> gone = new ArrayList<>(held.keySet());
-    held.clear();
-    for (String k : gone) {
-      safely(() -> callbacks.onLost(k));
-      notify(l -> l.lost(group, k));
-    }
-  }
-
   private void removeShutdownHook() {
     if (shutdownHook != null && Thread.currentThread() != shutdownHook) {
       try {
@@ -1051,24 +552,6 @@ public final class LeaseGroup implements AutoCloseable {
       }
     }
     shutdownHook = null;
-  }
-
-  private void safely(Runnable callback) {
-    try {
-      callback.run();
-    } catch (RuntimeException e) {
-      log.warn("group {}: callback failed", group, e);
-    }
-  }
-
-  private void notify(java.util.function.Consumer<GroupListener> event) {
-    for (GroupListener l : listeners) {
-      try {
-        event.accept(l);
-      } catch (RuntimeException e) {
-        log.warn("group {}: listener {} failed", group, l, e);
-      }
-    }
   }
 
   private static String table(String table) {

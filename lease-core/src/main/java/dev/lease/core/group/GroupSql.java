@@ -71,13 +71,7 @@ final class GroupSql {
    */
   void announce(Connection c, String group, String member, String instance, boolean draining)
       throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(text.announce())) {
-      ps.setString(1, group);
-      ps.setString(2, member);
-      ps.setString(3, instance);
-      ps.setInt(4, draining ? 1 : 0);
-      ps.executeUpdate();
-    }
+    update(c, text.announce(), group, member, instance, draining ? 1 : 0);
   }
 
   /**
@@ -87,36 +81,31 @@ final class GroupSql {
    * changed (same millisecond, same flag); the caller then announces again (a no-op if it exists).
    */
   int beat(Connection c, String group, String member, boolean draining) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "UPDATE "
-                + members
-                + " SET heartbeat_ms = "
-                + clock
-                + ", draining = ? WHERE group_name = ? AND member = ?")) {
-      ps.setInt(1, draining ? 1 : 0);
-      ps.setString(2, group);
-      ps.setString(3, member);
-      return ps.executeUpdate();
-    }
+    return update(
+        c,
+        "UPDATE "
+            + members
+            + " SET heartbeat_ms = "
+            + clock
+            + ", draining = ? WHERE group_name = ? AND member = ?",
+        draining ? 1 : 0,
+        group,
+        member);
   }
 
   /** Live (heartbeat within {@code timeoutMs} of the database clock) members not draining. */
   int liveMembers(Connection c, String group, long timeoutMs) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
+    return query(
+            c,
             "SELECT COUNT(*) FROM "
                 + members
                 + " WHERE group_name = ? AND draining = 0 AND heartbeat_ms > "
                 + clock
-                + " - ?")) {
-      ps.setString(1, group);
-      ps.setLong(2, timeoutMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getInt(1);
-      }
-    }
+                + " - ?",
+            rs -> rs.getInt(1),
+            group,
+            timeoutMs)
+        .get(0);
   }
 
   /** A live member of the group as the members table has it. */
@@ -127,23 +116,16 @@ final class GroupSql {
    * sorted by member id: who may receive keys, and who may be moving some.
    */
   List<MemberRow> liveMemberRows(Connection c, String group, long timeoutMs) throws SQLException {
-    List<MemberRow> rows = new ArrayList<>();
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT member, instance, draining FROM "
-                + members
-                + " WHERE group_name = ? AND heartbeat_ms > "
-                + clock
-                + " - ? ORDER BY member")) {
-      ps.setString(1, group);
-      ps.setLong(2, timeoutMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          rows.add(new MemberRow(rs.getString(1), rs.getString(2), rs.getInt(3) != 0));
-        }
-      }
-    }
-    return rows;
+    return query(
+        c,
+        "SELECT member, instance, draining FROM "
+            + members
+            + " WHERE group_name = ? AND heartbeat_ms > "
+            + clock
+            + " - ? ORDER BY member",
+        rs -> new MemberRow(rs.getString(1), rs.getString(2), rs.getInt(3) != 0),
+        group,
+        timeoutMs);
   }
 
   /**
@@ -152,21 +134,19 @@ final class GroupSql {
    */
   Map<String, Integer> heldByInstance(Connection c, List<String> keys) throws SQLException {
     Map<String, Integer> counts = new LinkedHashMap<>();
-    try (PreparedStatement ps =
-        c.prepareStatement(
+    for (Map.Entry<String, Integer> e :
+        query(
+            c,
             "SELECT instance, COUNT(*) FROM "
                 + table
                 + " WHERE name IN ("
                 + marks(keys.size())
                 + ") AND expires_at_ms > "
                 + clock
-                + " GROUP BY instance")) {
-      bind(ps, 1, keys);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          counts.put(rs.getString(1), rs.getInt(2));
-        }
-      }
+                + " GROUP BY instance",
+            rs -> Map.entry(rs.getString(1), rs.getInt(2)),
+            keys)) {
+      counts.put(e.getKey(), e.getValue());
     }
     return counts;
   }
@@ -183,68 +163,53 @@ final class GroupSql {
   Map<String, Long> adopt(
       Connection c, List<String> keys, String instance, String holder, long leaseMs)
       throws SQLException {
-    Map<String, Long> terms = new LinkedHashMap<>();
     // a plain read first, which locks nothing: an InnoDB UPDATE over every candidate locks each row
     // it reads, and a peer's claim (FOR UPDATE SKIP LOCKED) at that moment stepped over them
     // (members starting together were a key or two short after their claim pass on MariaDB)
-    List<String> pending = new ArrayList<>();
-    try (PreparedStatement ps =
-        c.prepareStatement(
+    List<String> pending =
+        query(
+            c,
             "SELECT name FROM "
                 + table
                 + " WHERE name IN ("
                 + marks(keys.size())
-                + ") AND holder = ? AND instance = ?")) {
-      int i = bind(ps, 1, keys);
-      ps.setString(i++, Dialect.TRANSFER_PENDING);
-      ps.setString(i, instance);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          pending.add(rs.getString(1));
-        }
-      }
-    }
+                + ") AND holder = ? AND instance = ?",
+            rs -> rs.getString(1),
+            keys,
+            Dialect.TRANSFER_PENDING,
+            instance);
     if (pending.isEmpty()) {
-      return terms;
+      return new LinkedHashMap<>();
     }
-    keys = pending;
-    int n;
-    try (PreparedStatement ps =
-        c.prepareStatement(
+    int n =
+        update(
+            c,
             "UPDATE "
                 + table
                 + " SET holder = ?, expires_at_ms = "
                 + clock
                 + " + ?, revision = revision + 1 WHERE name IN ("
-                + marks(keys.size())
+                + marks(pending.size())
                 + ") AND holder = ? AND instance = ? AND expires_at_ms > "
-                + clock)) {
-      ps.setString(1, holder);
-      ps.setLong(2, leaseMs);
-      int i = bind(ps, 3, keys);
-      ps.setString(i++, Dialect.TRANSFER_PENDING);
-      ps.setString(i, instance);
-      n = ps.executeUpdate();
-    }
+                + clock,
+            holder,
+            leaseMs,
+            pending,
+            Dialect.TRANSFER_PENDING,
+            instance);
     if (n == 0) {
-      return terms;
+      return new LinkedHashMap<>();
     }
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT name, term FROM "
-                + table
-                + " WHERE name IN ("
-                + marks(keys.size())
-                + ") AND holder = ? ORDER BY name")) {
-      int i = bind(ps, 1, keys);
-      ps.setString(i, holder);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          terms.put(rs.getString(1), rs.getLong(2));
-        }
-      }
-    }
-    return terms;
+    return terms(
+        c,
+        "SELECT name, term FROM "
+            + table
+            + " WHERE name IN ("
+            + marks(pending.size())
+            + ") AND holder = ? ORDER BY name",
+        0,
+        pending,
+        holder);
   }
 
   /**
@@ -254,39 +219,33 @@ final class GroupSql {
    * it scans on MySQL/MariaDB).
    */
   int forgetDead(Connection c, String group, long olderThanMs) throws SQLException {
-    List<String> dead = new ArrayList<>();
-    try (PreparedStatement ps =
-        c.prepareStatement(
+    List<String> dead =
+        query(
+            c,
             "SELECT member FROM "
                 + members
                 + " WHERE group_name = ? AND heartbeat_ms < "
                 + clock
-                + " - ?")) {
-      ps.setString(1, group);
-      ps.setLong(2, olderThanMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next() && dead.size() < MAX_KEYS_PER_STATEMENT) {
-          dead.add(rs.getString(1));
-        }
-      }
-    }
+                + " - ?",
+            rs -> rs.getString(1),
+            group,
+            olderThanMs);
     if (dead.isEmpty()) {
       return 0;
     }
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "DELETE FROM "
-                + members
-                + " WHERE group_name = ? AND member IN ("
-                + marks(dead.size())
-                + ") AND heartbeat_ms < "
-                + clock
-                + " - ?")) {
-      ps.setString(1, group);
-      int i = bind(ps, 2, dead);
-      ps.setLong(i, olderThanMs);
-      return ps.executeUpdate();
-    }
+    dead = dead.subList(0, Math.min(dead.size(), MAX_KEYS_PER_STATEMENT));
+    return update(
+        c,
+        "DELETE FROM "
+            + members
+            + " WHERE group_name = ? AND member IN ("
+            + marks(dead.size())
+            + ") AND heartbeat_ms < "
+            + clock
+            + " - ?",
+        group,
+        dead,
+        olderThanMs);
   }
 
   /**
@@ -295,27 +254,16 @@ final class GroupSql {
    * negative control ({@code FIRST_PASS_IN_ONE_TRANSACTION}) runs it.
    */
   int forgetDeadInRange(Connection c, String group, long olderThanMs) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "DELETE FROM "
-                + members
-                + " WHERE group_name = ? AND heartbeat_ms < "
-                + clock
-                + " - ?")) {
-      ps.setString(1, group);
-      ps.setLong(2, olderThanMs);
-      return ps.executeUpdate();
-    }
+    return update(
+        c,
+        "DELETE FROM " + members + " WHERE group_name = ? AND heartbeat_ms < " + clock + " - ?",
+        group,
+        olderThanMs);
   }
 
   /** Deletes this member's row (a closing group: its peers stop counting it at once). */
   void deleteMember(Connection c, String group, String member) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement("DELETE FROM " + members + " WHERE group_name = ? AND member = ?")) {
-      ps.setString(1, group);
-      ps.setString(2, member);
-      ps.executeUpdate();
-    }
+    update(c, "DELETE FROM " + members + " WHERE group_name = ? AND member = ?", group, member);
   }
 
   /**
@@ -324,33 +272,25 @@ final class GroupSql {
    * holder token is minted per batch and never reused, so this can only touch that batch's claims.
    */
   int releaseBatch(Connection c, List<String> keys, String holder) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "UPDATE "
-                + table
-                + " SET expires_at_ms = 0, revision = revision + 1 WHERE holder = ? AND name IN ("
-                + marks(keys.size())
-                + ")")) {
-      ps.setString(1, holder);
-      bind(ps, 2, keys);
-      return ps.executeUpdate();
-    }
+    return update(
+        c,
+        "UPDATE "
+            + table
+            + " SET expires_at_ms = 0, revision = revision + 1 WHERE holder = ? AND name IN ("
+            + marks(keys.size())
+            + ")",
+        holder,
+        keys);
   }
 
   /** Which of {@code keys} have a lease row; one statement. */
   Set<String> existing(Connection c, List<String> keys) throws SQLException {
-    Set<String> found = new HashSet<>();
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT name FROM " + table + " WHERE name IN (" + marks(keys.size()) + ")")) {
-      bind(ps, 1, keys);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          found.add(rs.getString(1));
-        }
-      }
-    }
-    return found;
+    return new HashSet<>(
+        query(
+            c,
+            "SELECT name FROM " + table + " WHERE name IN (" + marks(keys.size()) + ")",
+            rs -> rs.getString(1),
+            keys));
   }
 
   /**
@@ -361,10 +301,7 @@ final class GroupSql {
   void createRows(Connection c, List<String> keys) throws SQLException {
     String row = "(?, (" + clock + ") * 1000)";
     String rows = (row + ", ").repeat(keys.size() - 1) + row;
-    try (PreparedStatement ps = c.prepareStatement(text.createRows().replace("{rows}", rows))) {
-      bind(ps, 1, keys);
-      ps.executeUpdate();
-    }
+    update(c, text.createRows().replace("{rows}", rows), keys);
   }
 
   /**
@@ -375,47 +312,26 @@ final class GroupSql {
       Connection c, List<String> keys, int limit, String holder, String instance, long leaseMs)
       throws SQLException {
     String read = text.claim().replace("{keys}", marks(keys.size()));
-    Map<String, Long> terms = new LinkedHashMap<>();
     if (text.claimUpdate() == null) {
-      try (PreparedStatement ps = c.prepareStatement(read)) {
-        int i = bind(ps, 1, keys);
-        ps.setInt(i++, limit);
-        ps.setString(i++, holder);
-        ps.setString(i++, instance);
-        ps.setLong(i, leaseMs);
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            terms.put(rs.getString(1), rs.getLong(2));
-          }
-        }
-      }
-      return terms;
+      return terms(c, read, 0, keys, limit, holder, instance, leaseMs);
     }
-    try (PreparedStatement ps = c.prepareStatement(read)) {
-      int i = bind(ps, 1, keys);
-      ps.setInt(i, limit);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          terms.put(rs.getString(1), rs.getLong(2) + 1);
-        }
-      }
-    }
+    Map<String, Long> terms = terms(c, read, 1, keys, limit);
     if (terms.isEmpty()) {
       return terms;
     }
     List<String> locked = new ArrayList<>(terms.keySet());
-    try (PreparedStatement ps =
-        c.prepareStatement(text.claimUpdate().replace("{keys}", marks(locked.size())))) {
-      ps.setString(1, holder);
-      ps.setString(2, instance);
-      ps.setLong(3, leaseMs);
-      bind(ps, 4, locked);
-      int n = ps.executeUpdate();
-      if (n != locked.size()) {
-        // cannot happen while the rows are locked; refuse rather than guess which were claimed
-        throw new SQLException(
-            "claimed " + n + " of " + locked.size() + " locked lease rows; rolled back");
-      }
+    int n =
+        update(
+            c,
+            text.claimUpdate().replace("{keys}", marks(locked.size())),
+            holder,
+            instance,
+            leaseMs,
+            locked);
+    if (n != locked.size()) {
+      // cannot happen while the rows are locked; refuse rather than guess which were claimed
+      throw new SQLException(
+          "claimed " + n + " of " + locked.size() + " locked lease rows; rolled back");
     }
     return terms;
   }
@@ -424,11 +340,65 @@ final class GroupSql {
     return "?, ".repeat(n - 1) + "?";
   }
 
-  private static int bind(PreparedStatement ps, int first, List<String> keys) throws SQLException {
-    int i = first;
-    for (String k : keys) {
-      ps.setString(i++, k);
+  /** One row of a result, read into one value. */
+  private interface Row<T> {
+    T read(ResultSet rs) throws SQLException;
+  }
+
+  /** Runs the update {@code sql} with {@code params} (see {@link #bind}); the rows it changed. */
+  private static int update(Connection c, String sql, Object... params) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      bind(ps, params);
+      return ps.executeUpdate();
     }
-    return i;
+  }
+
+  /** Runs the query {@code sql} with {@code params} (see {@link #bind}); every row, read. */
+  private static <T> List<T> query(Connection c, String sql, Row<T> row, Object... params)
+      throws SQLException {
+    List<T> rows = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      bind(ps, params);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          rows.add(row.read(rs));
+        }
+      }
+    }
+    return rows;
+  }
+
+  /** Name and term of each row of the query {@code sql}, the term plus {@code add}, in order. */
+  private static Map<String, Long> terms(Connection c, String sql, long add, Object... params)
+      throws SQLException {
+    Map<String, Long> terms = new LinkedHashMap<>();
+    for (Map.Entry<String, Long> e :
+        query(c, sql, rs -> Map.entry(rs.getString(1), rs.getLong(2) + add), params)) {
+      terms.put(e.getKey(), e.getValue());
+    }
+    return terms;
+  }
+
+  /**
+   * Binds {@code params} in order: a {@code String}, {@code Long} or {@code Integer} to one
+   * parameter, a {@code List} of keys to one parameter each.
+   */
+  private static void bind(PreparedStatement ps, Object... params) throws SQLException {
+    int i = 1;
+    for (Object p : params) {
+      if (p instanceof List<?> keys) {
+        for (Object k : keys) {
+          ps.setString(i++, (String) k);
+        }
+      } else if (p instanceof String v) {
+        ps.setString(i++, v);
+      } else if (p instanceof Long v) {
+        ps.setLong(i++, v);
+      } else if (p instanceof Integer v) {
+        ps.setInt(i++, v);
+      } else {
+        throw new IllegalArgumentException("cannot bind " + p);
+      }
+    }
   }
 }

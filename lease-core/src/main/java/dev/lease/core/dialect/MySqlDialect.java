@@ -240,12 +240,7 @@ final class MySqlDialect extends Dialect {
       throws SQLException {
     String clk = stepClock();
     String update =
-        stepPrefix(timeoutMs)
-            + "UPDATE "
-            + table
-            + " SET holder = ?, instance = ?, expires_at_ms = "
-            + clk
-            + " + ?, revision = revision + 1,"
+        giveRow(timeoutMs, clk)
             // last: a stored function called after it (the tests' clock) resets the OK packet's id
             + " term = LAST_INSERT_ID(term + 1)"
             + " WHERE name = ? AND expires_at_ms <= "
@@ -385,6 +380,20 @@ final class MySqlDialect extends Dialect {
             + idle);
   }
 
+  /**
+   * The start of every step that gives a row to a new holder (a claim, a transfer): sets the
+   * holder, the instance and the expiry (three parameters, in that order) and bumps the revision;
+   * the caller adds the term and the {@code WHERE}.
+   */
+  private String giveRow(long timeoutMs, String clk) {
+    return stepPrefix(timeoutMs)
+        + "UPDATE "
+        + table
+        + " SET holder = ?, instance = ?, expires_at_ms = "
+        + clk
+        + " + ?, revision = revision + 1,";
+  }
+
   // ---- transfer ---------------------------------------------------------------------------------
 
   /**
@@ -405,12 +414,7 @@ final class MySqlDialect extends Dialect {
       throws SQLException {
     String clk = stepClock();
     String update =
-        stepPrefix(timeoutMs)
-            + "UPDATE "
-            + table
-            + " SET holder = ?, instance = ?, expires_at_ms = "
-            + clk
-            + " + ?, revision = revision + 1,"
+        giveRow(timeoutMs, clk)
             + " term = LAST_INSERT_ID(term + 1)"
             + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
             + clk;
@@ -442,12 +446,8 @@ final class MySqlDialect extends Dialect {
     checkBatch(leases);
     String clk = stepClock();
     String update =
-        stepPrefix(timeoutMs)
-            + "UPDATE "
-            + table
-            + " SET holder = ?, instance = ?, expires_at_ms = "
-            + clk
-            + " + ?, revision = revision + 1, term = term + 1 WHERE "
+        giveRow(timeoutMs, clk)
+            + " term = term + 1 WHERE "
             + heldMatch(leases.size())
             + " AND expires_at_ms > "
             + clk;

@@ -224,6 +224,15 @@ public final class XaTracking {
         }
       };
 
+  /** Forgets every recorded, dropped and unattributed branch (tests of this package only). */
+  static void forgetForTesting() {
+    BRANCHES.clear();
+    synchronized (DROPPED) {
+      DROPPED.clear();
+    }
+    unattributed = null;
+  }
+
   /** The handle {@code c} of {@code xa} as the fence should see it; then {@link #fenced}. */
   static Connection handle(XAConnection xa, Connection c) {
     XAResource resource;

@@ -26,10 +26,10 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link XaTracking}'s record of the leases a branch ran under, called as the XA advice calls it,
- * under fencing=verify (the poison check: a branch whose lease is no longer held must not prepare
- * or commit), with real leases on PostgreSQL and a stub XA connection that is its own resource (as
- * pgjdbc's), whose handle is a real connection. The database behaviour of XA is not involved: the
- * refusal happens before the driver's prepare or commit.
+ * with real leases (PostgreSQL; MariaDB for STRICT's MySQL-family rule) and stub XA resources: one
+ * that is its own XA connection (as pgjdbc's), whose handle is a real connection, and one the agent
+ * cannot link. The database behaviour of XA is not involved: every refusal happens before the
+ * driver's prepare or commit ({@code XaAndVendorIT} runs them on real XA branches).
  */
 class XaTrackingTest {
 
@@ -41,6 +41,7 @@ class XaTrackingTest {
 
   @BeforeEach
   void leases() throws Exception {
+    XaTracking.forgetForTesting();
     XaTracking.fencing(false);
     table = TestDatabase.uniqueTable("agent_xa_tracking");
     manager = LeaseManager.builder(PG).table(table).createTableIfMissing().build();
@@ -49,6 +50,7 @@ class XaTrackingTest {
 
   @AfterEach
   void close() throws Exception {
+    XaTracking.forgetForTesting();
     XaTracking.fencing(true);
     physical.close();
     manager.close();
@@ -119,6 +121,57 @@ class XaTrackingTest {
     }
   }
 
+  /**
+   * Under STRICT with a lease on MariaDB bound: a branch the agent saw end on a resource it links,
+   * with no statement under a lease, prepares in two phases (recorded as unfenced); a branch on a
+   * resource it cannot link (no record) is refused at a two-phase prepare with what to do, and
+   * commits in one phase. Control: with no lease in play the unlinked branch prepares.
+   */
+  @Test
+  void aBranchOnAResourceTheAgentCannotLinkIsRefusedOnlyWhereItMayBeFenced_mariadb()
+      throws Exception {
+    DataSource maria = new UrlDataSource(TestDatabase.MARIADB.url());
+    String mariaTable = TestDatabase.uniqueTable("agent_xa_tracking");
+    XaTracking.fencing(true);
+    try (LeaseManager m =
+        LeaseManager.builder(maria).table(mariaTable).createTableIfMissing().build()) {
+      Lease lease = m.tryClaim("xa-unlinked").orElseThrow();
+      StubXa linked = new StubXa();
+      Connection handle = XaTracking.handle(linked, physical);
+      Xid seen = xid("seen");
+      segment(linked, handle, seen, null);
+      UnlinkedResource unlinked = new UnlinkedResource();
+      Xid twoPhase = xid("two-phase");
+      Xid onePhase = xid("one-phase");
+      Xid noLease = xid("no-lease");
+      for (Xid x : List.of(twoPhase, onePhase, noLease)) {
+        XaTracking.started(unlinked);
+        XaTracking.ended(unlinked, x);
+      }
+
+      try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
+        XaTracking.beforePrepare(linked, seen, true);
+        XAException refused =
+            assertThrows(
+                XAException.class, () -> XaTracking.beforePrepare(unlinked, twoPhase, true));
+        assertEquals(XAException.XA_RBROLLBACK, refused.errorCode);
+        assertTrue(
+            refused.getMessage().contains("cannot link this XAResource")
+                && refused.getMessage().contains(UnlinkedResource.class.getName())
+                && refused.getMessage().contains("one phase")
+                && refused.getMessage().contains("fencing=verify")
+                && refused.getMessage().contains("report the driver"),
+            refused.getMessage());
+        XaTracking.beforePrepare(unlinked, onePhase, false);
+      }
+      try (LeaseContext.Scope none = LeaseContext.unbind()) {
+        XaTracking.beforePrepare(unlinked, noLease, true); // control: no lease in play
+      }
+    } finally {
+      TestDatabase.dropQuietly(maria, mariaTable);
+    }
+  }
+
   /** start, a call on the handle under {@code lease} (none: null), end. */
   private static void segment(StubXa xa, Connection handle, Xid xid, Lease lease) throws Exception {
     XaTracking.started(xa);
@@ -157,6 +210,49 @@ class XaTrackingTest {
         return id;
       }
     };
+  }
+
+  /** A resource of a shape the agent cannot link: not an XA connection, no {@code this$0}. */
+  static final class UnlinkedResource implements XAResource {
+    @Override
+    public void start(Xid xid, int flags) {}
+
+    @Override
+    public void end(Xid xid, int flags) {}
+
+    @Override
+    public int prepare(Xid xid) {
+      return XA_OK;
+    }
+
+    @Override
+    public void commit(Xid xid, boolean onePhase) {}
+
+    @Override
+    public void rollback(Xid xid) {}
+
+    @Override
+    public void forget(Xid xid) {}
+
+    @Override
+    public Xid[] recover(int flag) {
+      return new Xid[0];
+    }
+
+    @Override
+    public boolean isSameRM(XAResource other) {
+      return other == this;
+    }
+
+    @Override
+    public int getTransactionTimeout() {
+      return 0;
+    }
+
+    @Override
+    public boolean setTransactionTimeout(int seconds) {
+      return false;
+    }
   }
 
   /** An XA connection that is its own resource; records the branches rolled back on it. */

@@ -36,6 +36,10 @@ import org.junit.jupiter.api.Test;
  *       a transaction's first act, a reflective call, and c3p0's raw-connection operation on a
  *       pooled handle work on the leader and are refused on a replica (verified before the driver
  *       is reached). Negative control: without vendor faces the cast fails.
+ *   <li>XA on MySQL/MariaDB under STRICT: a two-phase prepare of a branch that ran under the lease
+ *       is refused (XA PREPARE releases the verify's lock), also on a resource the agent cannot
+ *       link with the branch's handle ({@code legacy.SqlXaResource}, fail closed); one phase
+ *       commits. Negative controls: with either check off, the branch commits after a takeover.
  * </ul>
  */
 class XaAndVendorIT {

@@ -88,7 +88,7 @@ public final class LegacyApp {
         System.exit(0);
         break;
       case "xa-mysql":
-        XaAndVendor.xaMysql(args[1], args[2], args[3], "one-phase".equals(args[4]));
+        XaAndVendor.xaMysql(args[1], args[2], args[3], args[4]);
         System.exit(0);
         break;
       case "xa-loss":

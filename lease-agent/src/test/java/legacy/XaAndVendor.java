@@ -32,7 +32,8 @@ import org.postgresql.xa.PGXADataSource;
  *   handle; prints VENDOR-OK what or VENDOR-FAILED what exception, then VENDOR-DONE
  * ... legacy.LegacyApp vendor-copy URL TABLE WRITER   (see vendorCopy)
  * ... legacy.LegacyApp xa-loss URL TABLE WRITER APPNAME   (see xaAcrossALoss)
- * ... legacy.LegacyApp xa-mysql URL TABLE WRITER one-phase|two-phase   (see xaMysql)
+ * ... legacy.LegacyApp xa-mysql URL TABLE WRITER [unlinked-]one-phase|[unlinked-]two-phase
+ *   (see xaMysql)
  * </pre>
  */
 final class XaAndVendor {
@@ -88,13 +89,17 @@ final class XaAndVendor {
 
   /**
    * One XA transaction on MySQL/MariaDB (Connector/J's or MariaDB Connector/J's XADataSource, by
-   * the URL): start, INSERT (WRITER, 1) through the handle, end; then a one-phase commit, or
-   * prepare, print XA-PREPARED, wait for a line on stdin, and commit. Prints XA-COMMITTED 1 or
+   * the URL; with PHASE unlinked-*, {@link SqlXaDataSource}, whose XAResource the agent cannot link
+   * with the handle): start, INSERT (WRITER, 1) through the handle, end; then a one-phase commit,
+   * or prepare, print XA-PREPARED, wait for a line on stdin, and commit. Prints XA-COMMITTED 1 or
    * XA-REFUSED 1 errorCode message, then XA-DONE.
    */
-  static void xaMysql(String url, String table, String writer, boolean onePhase) throws Exception {
+  static void xaMysql(String url, String table, String writer, String phase) throws Exception {
+    boolean onePhase = phase.endsWith("one-phase");
     javax.sql.XADataSource xads;
-    if (url.startsWith("jdbc:mariadb:")) {
+    if (phase.startsWith("unlinked-")) {
+      xads = new SqlXaDataSource(url);
+    } else if (url.startsWith("jdbc:mariadb:")) {
       org.mariadb.jdbc.MariaDbDataSource m = new org.mariadb.jdbc.MariaDbDataSource();
       m.setUrl(url);
       xads = m;
@@ -108,11 +113,16 @@ final class XaAndVendor {
       XAResource res = xac.getXAResource();
       Xid xid = new SimpleXid(writer + "-1-" + System.nanoTime());
       res.start(xid, XAResource.TMNOFLAGS);
-      try (Connection c = xac.getConnection();
-          PreparedStatement ps =
-              c.prepareStatement("INSERT INTO " + table + " (writer, seq) VALUES (?, 1)")) {
+      Connection c = xac.getConnection();
+      try (PreparedStatement ps =
+          c.prepareStatement("INSERT INTO " + table + " (writer, seq) VALUES (?, 1)")) {
         ps.setString(1, writer);
         ps.executeUpdate();
+      }
+      if (!(xads instanceof SqlXaDataSource)) {
+        // SqlXaDataSource's handle is its physical connection: it stays open until the branch is
+        // over, closed with the XAConnection
+        c.close();
       }
       res.end(xid, XAResource.TMSUCCESS);
       try {

@@ -5,8 +5,10 @@ import net.bytebuddy.asm.Advice;
 /**
  * Inlined into {@code XAResource} methods: the resource's handles are in a global transaction
  * between {@code start} and {@code end}; {@code prepare} and a one-phase {@code commit} of a branch
- * whose lease is not held fail, and so does a MySQL/MariaDB {@code prepare} under STRICT ({@link
- * XaTracking#beforePrepare}: not suppressed, the transaction manager gets its {@code XAException}).
+ * whose lease is not held fail, and so does a MySQL/MariaDB {@code prepare} under STRICT, of a
+ * branch that ran under a lease or of one the agent could not link with its handles while a lease
+ * is in play ({@link XaTracking#beforePrepare}: not suppressed, the transaction manager gets its
+ * {@code XAException}).
  */
 final class XaAdvice {
 

@@ -13,6 +13,7 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,9 +41,14 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code XAResource.start}, {@code end}, {@code prepare}, {@code commit}, {@code rollback}
  *       and {@code forget} (advised, {@link XaAdvice}) reset the fence of every handle of the
  *       resource, so the next global transaction verifies again.
- *   <li>The reset at {@code end} would forget a branch poisoned by a loss: the lease the branch's
- *       statements ran under is kept by Xid, and {@code prepare} (or a one-phase {@code commit}) of
- *       a branch whose lease is not held rolls it back and fails with {@code XA_RBROLLBACK}.
+ *   <li>The reset at {@code end} would forget a branch poisoned by a loss: the leases the branch's
+ *       statements ran under are kept by Xid (every segment's, {@code TMJOIN}/{@code TMRESUME}
+ *       included), and {@code prepare} (or a one-phase {@code commit}) of a branch whose lease is
+ *       not held rolls it back and fails with {@code XA_RBROLLBACK}.
+ *   <li>A branch the agent did not see end on a resource it links with its handles (a driver whose
+ *       {@code XAResource} it does not recognise, such as MariaDB Connector/J 2.x's top-level
+ *       {@code MariaXaResource}) is refused at a two-phase {@code prepare} under STRICT when it may
+ *       be a MySQL/MariaDB branch that ran under a lease ({@link #beforePrepare}): fail closed.
  * </ul>
  *
  * Public for the instrumented code only; not an API.
@@ -55,29 +61,77 @@ public final class XaTracking {
   private static final class Link {
     volatile boolean active;
 
-    /** The lease the active branch's statements (the fence's verify first) ran under. */
-    volatile Lease lease;
+    /** A handle was taken through this link: the branches of its resource are seen by the agent. */
+    volatile boolean handles;
+
+    /** The last lease added to {@link #leases}: the hot path's check, without the lock. */
+    volatile Lease last;
+
+    /**
+     * The leases the active branch segment's statements (the fence's verify first) ran under,
+     * usually one; a thread may bind another lease in the middle of a branch (guarded by this).
+     */
+    private final List<Lease> leases = new ArrayList<>(1);
 
     final List<WeakReference<Connection>> fenced = new ArrayList<>();
+
+    void ranUnder(Lease lease) {
+      if (lease == last) {
+        return;
+      }
+      synchronized (this) {
+        if (!containsIdentical(leases, lease)) {
+          leases.add(lease);
+        }
+        last = lease;
+      }
+    }
+
+    /** The segment's leases, forgotten here (the next segment starts empty). */
+    synchronized List<Lease> takeLeases() {
+      List<Lease> taken = List.copyOf(leases);
+      leases.clear();
+      last = null;
+      return taken;
+    }
   }
 
   private static final Map<Object, Link> LINKS = Collections.synchronizedMap(new WeakHashMap<>());
 
   /**
    * Ended branches (by Xid, whichever resource the transaction manager prepares or commits them on)
-   * with the lease their statements ran under, until commit, rollback or forget. Bounded: the
-   * oldest is dropped past {@link #MAX_BRANCHES} (a transaction manager that never finishes them).
+   * with the leases their statements ran under (none: the agent saw the branch and no statement ran
+   * under a lease), until commit, rollback or forget. A branch ended on a resource the agent cannot
+   * link with its handles is not here unless its statements were seen. Bounded: the oldest is
+   * dropped past {@link #MAX_BRANCHES} (a transaction manager that never finishes them), and its
+   * leases go to {@link #DROPPED}.
    */
-  private static final int MAX_BRANCHES = 10_000;
+  static final int MAX_BRANCHES = 10_000;
 
-  private static final Map<XidKey, Lease> BRANCHES =
+  private static final Map<XidKey, List<Lease>> BRANCHES =
       Collections.synchronizedMap(
           new LinkedHashMap<>() {
             @Override
-            protected boolean removeEldestEntry(Map.Entry<XidKey, Lease> eldest) {
-              return size() > MAX_BRANCHES;
+            protected boolean removeEldestEntry(Map.Entry<XidKey, List<Lease>> eldest) {
+              if (size() <= MAX_BRANCHES) {
+                return false;
+              }
+              synchronized (DROPPED) {
+                for (Lease lease : eldest.getValue()) {
+                  DROPPED.put(lease, Boolean.TRUE);
+                }
+              }
+              return true;
             }
           });
+
+  /**
+   * The leases of branches dropped from {@link #BRANCHES}: a branch found there no more may be one
+   * of them, so a branch not found is checked as if it had run under each (the most restrictive
+   * reading). As many as the distinct leases (terms) of dropped branches, a handful in a process's
+   * life.
+   */
+  private static final Map<Lease, Boolean> DROPPED = new IdentityHashMap<>();
 
   /** Deliberately broken for the negative control: poisoned branches prepare and commit. */
   private static final boolean TESTING_NO_POISON =
@@ -89,6 +143,22 @@ public final class XaTracking {
    */
   private static final boolean TESTING_PREPARE_UNCHECKED =
       Instrumenter.TESTING_DISABLED.contains("xa-strict-prepare");
+
+  /**
+   * Deliberately broken for the negative control: a branch the agent could not link prepares under
+   * STRICT on MySQL/MariaDB, as before the fail-closed check.
+   */
+  private static final boolean TESTING_UNLINKED_UNCHECKED =
+      Instrumenter.TESTING_DISABLED.contains("xa-unlinked");
+
+  /**
+   * The last lease a fenced XA handle ran a statement under while the agent saw no branch active on
+   * its resource: a local transaction on the handle, or a branch started on a resource the agent
+   * could not link with it (MariaDB Connector/J 2.x). Kept for {@link #beforePrepare}'s check of
+   * branches it did not see, whose statements may have run under it when no lease is bound at
+   * prepare (a method's lease released before the transaction manager prepares).
+   */
+  private static volatile Lease unattributed;
 
   /** The agent fences with STRICT (set once at start by {@link FencingAdapter}). */
   private static volatile boolean strict = true;
@@ -154,6 +224,15 @@ public final class XaTracking {
         }
       };
 
+  /** Forgets every recorded, dropped and unattributed branch (tests of this package only). */
+  static void forgetForTesting() {
+    BRANCHES.clear();
+    synchronized (DROPPED) {
+      DROPPED.clear();
+    }
+    unattributed = null;
+  }
+
   /** The handle {@code c} of {@code xa} as the fence should see it; then {@link #fenced}. */
   static Connection handle(XAConnection xa, Connection c) {
     XAResource resource;
@@ -164,6 +243,7 @@ public final class XaTracking {
       return c;
     }
     Link link = LINKS.computeIfAbsent(key(resource), r -> new Link());
+    link.handles = true;
     Class<?>[] interfaces = publicInterfaces(c.getClass());
     return (Connection)
         Proxy.newProxyInstance(
@@ -192,26 +272,58 @@ public final class XaTracking {
     // a handle may be taken before or after start: the link exists from whichever comes first
     Link link = LINKS.computeIfAbsent(key(resource), r -> new Link());
     reset(link);
-    link.lease = null;
+    link.takeLeases();
     link.active = true;
   }
 
   /**
    * Exit advice of {@code XAResource.end}: the branch's transaction is over for its handles (their
-   * fences are reset); the lease its statements ran under is kept for {@link #beforePrepare}.
+   * fences are reset); the leases its statements ran under are kept for {@link #beforePrepare},
+   * added to those of the branch's earlier segments ({@code TMJOIN}, {@code TMRESUME}, another
+   * resource of the same branch), never replacing them. A branch ended on a resource the agent
+   * links with its handles is recorded even with no lease: seen, and unfenced.
    */
   public static void ended(Object resource, Object xid) {
     Link link = LINKS.get(key(resource));
     if (link == null) {
       return;
     }
-    Lease lease = link.lease;
+    List<Lease> leases = link.takeLeases();
     XidKey key = XidKey.of(xid);
-    if (lease != null && key != null) {
-      BRANCHES.put(key, lease);
+    if (key != null && (!leases.isEmpty() || linked(resource, link))) {
+      BRANCHES.merge(key, leases, XaTracking::union);
     }
     link.active = false;
     reset(link);
+  }
+
+  /** Whether the agent links {@code resource} with the handles its branches' statements run on. */
+  private static boolean linked(Object resource, Link link) {
+    return resource instanceof XAConnection
+        || OWNER.get(resource.getClass()).apply(resource) != null
+        || link.handles;
+  }
+
+  private static List<Lease> union(List<Lease> a, List<Lease> b) {
+    if (a.isEmpty()) {
+      return b;
+    }
+    List<Lease> all = new ArrayList<>(a);
+    for (Lease lease : b) {
+      if (!containsIdentical(all, lease)) {
+        all.add(lease);
+      }
+    }
+    return List.copyOf(all);
+  }
+
+  private static boolean containsIdentical(List<Lease> leases, Lease lease) {
+    for (Lease l : leases) {
+      if (l == lease) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -246,47 +358,31 @@ public final class XaTracking {
    * lock on the lease row included, so a prepared branch no longer holds a successor's claim back
    * and its commit could come after it. A one-phase commit commits with the lock held and passes.
    * lease-jdbc refuses {@code XA PREPARE} written as SQL for the same reason.
+   *
+   * <p>A branch the agent has no record of (it ended on a resource the agent could not link with
+   * its handles, or was dropped past {@link #MAX_BRANCHES}) fails closed: it is checked against the
+   * leases of dropped branches, and under STRICT its two-phase {@code prepare} is refused when it
+   * may be a MySQL/MariaDB branch that ran under a lease ({@link #unlinkedRefusal}).
    */
   public static void beforePrepare(Object resource, Object xid, boolean twoPhase)
       throws XAException {
     XidKey key = XidKey.of(xid);
-    Lease lease = key == null ? null : BRANCHES.get(key);
-    if (lease == null) {
+    if (key == null) {
       return;
     }
-    String why;
-    if (!lease.isHeld() && !TESTING_NO_POISON) {
-      why =
-          "XA branch "
-              + xid
-              + " ran under lease "
-              + lease.name()
-              + (lease.term() == 0 ? "" : " term " + lease.term())
-              + " (instance "
-              + lease.instance()
-              + "), which this process "
-              + (lease.term() == 0
-                  ? "does not hold"
-                  : "no longer holds ("
-                      + lease.lossReason().map(Enum::name).orElse("released")
-                      + ")")
-              + ": rolled back instead of prepared or committed";
-    } else if (twoPhase && strict && mySqlFamily(lease) && !TESTING_PREPARE_UNCHECKED) {
-      why =
-          "XA branch "
-              + xid
-              + " ran under lease "
-              + lease.name()
-              + " term "
-              + lease.term()
-              + " with fencing=strict on "
-              + lease.manager().databaseProduct()
-              + ": rolled back instead of prepared, because MySQL/MariaDB release the branch's"
-              + " shared locks at XA PREPARE (MariaDB 10.6+), the lock on the lease row included,"
-              + " so a prepared branch could be committed after a successor's claim; commit it in"
-              + " one phase (XAResource.commit(xid, true), with the lock held), or use"
-              + " fencing=verify (whose guarantee rests on timing) if two-phase commit is required";
-    } else {
+    List<Lease> recorded = BRANCHES.get(key);
+    List<Lease> leases = recorded != null ? recorded : dropped();
+    String why = null;
+    for (Lease lease : leases) {
+      why = refusal(lease, xid, twoPhase, recorded == null);
+      if (why != null) {
+        break;
+      }
+    }
+    if (why == null && recorded == null && twoPhase) {
+      why = unlinkedRefusal(resource, xid);
+    }
+    if (why == null) {
       return;
     }
     log.warn("{}", why);
@@ -299,6 +395,118 @@ public final class XaTracking {
     XAException refused = new XAException(why);
     refused.errorCode = XAException.XA_RBROLLBACK;
     throw refused;
+  }
+
+  /** Why a branch that ran under {@code lease} must not prepare or commit, or null. */
+  private static String refusal(Lease lease, Object xid, boolean twoPhase, boolean dropped) {
+    String branch =
+        "XA branch "
+            + xid
+            + (dropped
+                ? " (not recorded: more than "
+                    + MAX_BRANCHES
+                    + " ended XA branches were unfinished, so it may be one dropped; checked"
+                    + " against every lease of the dropped ones)"
+                : "")
+            + " ran under lease "
+            + lease.name();
+    if (!lease.isHeld() && !TESTING_NO_POISON) {
+      return branch
+          + (lease.term() == 0 ? "" : " term " + lease.term())
+          + " (instance "
+          + lease.instance()
+          + "), which this process "
+          + (lease.term() == 0
+              ? "does not hold"
+              : "no longer holds (" + lease.lossReason().map(Enum::name).orElse("released") + ")")
+          + ": rolled back instead of prepared or committed";
+    }
+    if (twoPhase && strict && mySqlFamily(lease) && !TESTING_PREPARE_UNCHECKED) {
+      return branch
+          + " term "
+          + lease.term()
+          + " with fencing=strict on "
+          + lease.manager().databaseProduct()
+          + ": rolled back instead of prepared, because MySQL/MariaDB release the branch's"
+          + " shared locks at XA PREPARE (MariaDB 10.6+), the lock on the lease row included,"
+          + " so a prepared branch could be committed after a successor's claim; commit it in"
+          + " one phase (XAResource.commit(xid, true), with the lock held), or use"
+          + " fencing=verify (whose guarantee rests on timing) if two-phase commit is required";
+    }
+    return null;
+  }
+
+  /**
+   * Why a two-phase prepare of a branch the agent has no record of is refused, or null. The agent
+   * cannot tell whether its statements ran under a lease: their handle is linked with another
+   * resource object than the one the transaction manager prepares (MariaDB Connector/J 2.x's
+   * top-level {@code MariaXaResource}, a new one per {@code getXAResource()}), or with none. Under
+   * STRICT on MySQL/MariaDB a prepared branch keeps no lock on the lease row, so it is refused when
+   * it may have run fenced statements: a lease is bound to the thread (or the process's leader
+   * lease), or a fenced XA handle ran statements under one outside a branch the agent saw, and that
+   * lease is on MySQL/MariaDB (the fence verifies on the database its statements run on), and the
+   * resource is not another vendor's driver's. No signal says more: every such prepare is refused.
+   */
+  private static String unlinkedRefusal(Object resource, Object xid) {
+    if (!strict || TESTING_UNLINKED_UNCHECKED || otherVendor(resource.getClass())) {
+      return null;
+    }
+    Lease lease = LeaseContext.current().orElse(unattributed);
+    if (lease == null || !mySqlFamily(lease)) {
+      return null;
+    }
+    return "XA branch "
+        + xid
+        + " on "
+        + resource.getClass().getName()
+        + ": lease-agent cannot link this XAResource with the connection handles its statements"
+        + " ran on (a driver or wrapper whose XAResource it does not recognise), so it cannot"
+        + " tell whether they ran under lease "
+        + lease.name()
+        + ", in play with fencing=strict on "
+        + lease.manager().databaseProduct()
+        + "; rolled back instead of prepared (fail closed), because MySQL/MariaDB release the"
+        + " branch's shared locks at XA PREPARE, the lock on the lease row included, so a"
+        + " prepared branch could be committed after a successor's claim; commit it in one phase"
+        + " (XAResource.commit(xid, true)), or use fencing=verify, or report the driver and its"
+        + " XAResource class to lease-agent so it can be linked";
+  }
+
+  /** The leases of dropped branches ({@link #DROPPED}). */
+  private static List<Lease> dropped() {
+    synchronized (DROPPED) {
+      return DROPPED.isEmpty() ? List.of() : List.copyOf(DROPPED.keySet());
+    }
+  }
+
+  /**
+   * Packages of drivers of other databases, whose XA resources the agent may not link either (for
+   * example Oracle's top-level {@code OracleXAResource}) but which are not MySQL/MariaDB branches.
+   */
+  private static final List<String> OTHER_VENDORS =
+      List.of(
+          "org.postgresql.",
+          "com.impossibl.postgres.",
+          "oracle.",
+          "com.microsoft.sqlserver.",
+          "net.sourceforge.jtds.",
+          "com.ibm.db2.",
+          "com.ibm.as400.",
+          "com.sybase.",
+          "org.h2.",
+          "org.hsqldb.",
+          "org.apache.derby.",
+          "org.sqlite.");
+
+  private static boolean otherVendor(Class<?> type) {
+    for (Class<?> t = type; t != null; t = t.getSuperclass()) {
+      for (String prefix : OTHER_VENDORS) {
+        if (t.getName().startsWith(prefix)) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   private static boolean mySqlFamily(Lease lease) {
@@ -373,10 +581,17 @@ public final class XaTracking {
             return "XaHandle[" + target + "]";
         }
       }
-      if (link.active) {
-        if (link.lease == null) {
-          // the lease the branch's statements run under (the fence's verify comes through here)
-          link.lease = LeaseContext.current().orElse(null);
+      Lease lease = LeaseContext.current().orElse(null);
+      if (!link.active) {
+        if (lease != null && unattributed != lease) {
+          // no branch seen on this handle's resource: if one runs on a resource the agent cannot
+          // link, beforePrepare must still know a lease was in play
+          unattributed = lease;
+        }
+      } else {
+        if (lease != null) {
+          // a lease the branch's statements run under (the fence's verify comes through here)
+          link.ranUnder(lease);
         }
         if (name.equals("getAutoCommit") && (args == null || args.length == 0)) {
           return false;

@@ -36,6 +36,10 @@ import org.junit.jupiter.api.Test;
  *       a transaction's first act, a reflective call, and c3p0's raw-connection operation on a
  *       pooled handle work on the leader and are refused on a replica (verified before the driver
  *       is reached). Negative control: without vendor faces the cast fails.
+ *   <li>XA on MySQL/MariaDB under STRICT: a two-phase prepare of a branch that ran under the lease
+ *       is refused (XA PREPARE releases the verify's lock), also on a resource the agent cannot
+ *       link with the branch's handle ({@code legacy.SqlXaResource}, fail closed); one phase
+ *       commits. Negative controls: with either check off, the branch commits after a takeover.
  * </ul>
  */
 class XaAndVendorIT {
@@ -408,6 +412,72 @@ class XaAndVendorIT {
   void withoutThePrepareCheckABranchCommitsAfterATakeover_mysql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL);
         AppProcess app = xaMysql(d, "two-phase", "xa-strict-prepare")) {
+      app.awaitLine(l -> l.equals("XA-PREPARED"), "the prepared branch");
+      d.releaseAndHoldElsewhere(LEASE); // the successor's claim, committed
+      app.send("go");
+      app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");
+      assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
+      assertEquals(Set.of(1), d.committed("L"), "committed after the takeover" + app.describe());
+    }
+  }
+
+  /**
+   * A resource the agent cannot link with the handle its branch's statements ran on ({@code
+   * legacy.SqlXaResource}: top-level, a new one per {@code getXAResource()}, as MariaDB Connector/J
+   * 2.x's {@code MariaXaResource}): the agent has no record of the branch, so under STRICT, with
+   * the leader lease on MySQL/MariaDB, its prepare fails closed: rolled back, XA_RBROLLBACK with
+   * what to do, no row, nothing left prepared.
+   */
+  @Test
+  void aBranchOnAResourceTheAgentCannotLinkIsRefusedAtPrepare_mariadb() throws Exception {
+    unlinkedRefusedAtPrepare(TestDatabase.MARIADB);
+  }
+
+  /** The same through MySQL Connector/J. */
+  @Test
+  void aBranchOnAResourceTheAgentCannotLinkIsRefusedAtPrepare_mysql() throws Exception {
+    unlinkedRefusedAtPrepare(TestDatabase.MYSQL);
+  }
+
+  private static void unlinkedRefusedAtPrepare(TestDatabase db) throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(db);
+        AppProcess app = xaMysql(d, "unlinked-two-phase", null)) {
+      List<String> refused = lines(app, "XA-REFUSED 1");
+      assertEquals(1, refused.size(), app.describe());
+      assertTrue(
+          refused
+                  .get(0)
+                  .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK)
+              && refused.get(0).contains("cannot link this XAResource")
+              && refused.get(0).contains("legacy.SqlXaResource")
+              && refused.get(0).contains("one phase")
+              && refused.get(0).contains("fencing=verify"),
+          app.describe());
+      assertTrue(lines(app, "XA-PREPARED").isEmpty(), app.describe());
+      assertTrue(d.committed("L").isEmpty(), app.describe());
+      assertEquals(List.of(), preparedBranches(db, "L-1-"), app.describe());
+    }
+  }
+
+  /** A one-phase commit on the resource the agent cannot link holds the lock: it commits. */
+  @Test
+  void aOnePhaseCommitOnAResourceTheAgentCannotLinkCommits_mariadb() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MARIADB);
+        AppProcess app = xaMysql(d, "unlinked-one-phase", null)) {
+      assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
+      assertEquals(Set.of(1), d.committed("L"), app.describe());
+    }
+  }
+
+  /**
+   * Negative control (the agent before the fail-closed check): the branch the agent cannot link
+   * prepares, MariaDB releases the lease row's share lock, a successor's takeover goes through, and
+   * the branch commits after it.
+   */
+  @Test
+  void withoutTheUnlinkedCheckABranchCommitsAfterATakeover_mariadb() throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MARIADB);
+        AppProcess app = xaMysql(d, "unlinked-two-phase", "xa-unlinked")) {
       app.awaitLine(l -> l.equals("XA-PREPARED"), "the prepared branch");
       d.releaseAndHoldElsewhere(LEASE); // the successor's claim, committed
       app.send("go");

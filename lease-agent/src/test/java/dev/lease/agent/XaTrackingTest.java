@@ -1,0 +1,329 @@
+package dev.lease.agent;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseManager;
+import dev.lease.testing.TestDatabase;
+import dev.lease.testing.UrlDataSource;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.util.ArrayList;
+import java.util.List;
+import javax.sql.ConnectionEventListener;
+import javax.sql.DataSource;
+import javax.sql.StatementEventListener;
+import javax.sql.XAConnection;
+import javax.transaction.xa.XAException;
+import javax.transaction.xa.XAResource;
+import javax.transaction.xa.Xid;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link XaTracking}'s record of the leases a branch ran under, called as the XA advice calls it,
+ * with real leases (PostgreSQL; MariaDB for STRICT's MySQL-family rule) and stub XA resources: one
+ * that is its own XA connection (as pgjdbc's), whose handle is a real connection, and one the agent
+ * cannot link. The database behaviour of XA is not involved: every refusal happens before the
+ * driver's prepare or commit ({@code XaAndVendorIT} runs them on real XA branches).
+ */
+class XaTrackingTest {
+
+  private static final DataSource PG = new UrlDataSource(TestDatabase.POSTGRESQL.url());
+
+  private String table;
+  private LeaseManager manager;
+  private Connection physical;
+
+  @BeforeEach
+  void leases() throws Exception {
+    XaTracking.forgetForTesting();
+    XaTracking.fencing(false);
+    table = TestDatabase.uniqueTable("agent_xa_tracking");
+    manager = LeaseManager.builder(PG).table(table).createTableIfMissing().build();
+    physical = PG.getConnection();
+  }
+
+  @AfterEach
+  void close() throws Exception {
+    XaTracking.forgetForTesting();
+    XaTracking.fencing(true);
+    physical.close();
+    manager.close();
+    TestDatabase.dropQuietly(PG, table);
+  }
+
+  /**
+   * A branch's first segment runs under lease a, its joined segment ({@code TMJOIN}) under lease b;
+   * a is then released. The branch must not prepare: b's record did not replace a's. Control: a
+   * branch that ran under b alone prepares.
+   */
+  @Test
+  void aJoinedBranchKeepsTheLeaseOfItsFirstSegment_postgresql() throws Exception {
+    Lease a = manager.tryClaim("xa-join-a").orElseThrow();
+    Lease b = manager.tryClaim("xa-join-b").orElseThrow();
+    StubXa xa = new StubXa();
+    Connection handle = XaTracking.handle(xa, physical);
+    Xid joined = xid("joined");
+    segment(xa, handle, joined, a);
+    segment(xa, handle, joined, b); // TMJOIN: start again on the same Xid
+    Xid alone = xid("alone");
+    segment(xa, handle, alone, b);
+    a.close();
+
+    XAException refused =
+        assertThrows(XAException.class, () -> XaTracking.beforePrepare(xa, joined, true));
+    assertEquals(XAException.XA_RBROLLBACK, refused.errorCode);
+    assertTrue(refused.getMessage().contains("lease xa-join-a"), refused.getMessage());
+    assertEquals(List.of(joined), xa.rolledBack);
+
+    XaTracking.beforePrepare(xa, alone, true); // control: b is held
+    XaTracking.finished(xa, alone, true);
+  }
+
+  /**
+   * More than {@link XaTracking#MAX_BRANCHES} ended branches are left unfinished: the oldest, run
+   * under a lease that is then released, is dropped from the record. Its one-phase commit is still
+   * refused (checked against the leases of the dropped branches), with a message that says why.
+   * Control: a branch still recorded, with no lease, commits.
+   */
+  @Test
+  void aBranchDroppedPastTheBoundIsStillCheckedAgainstItsLease_postgresql() throws Exception {
+    Lease a = manager.tryClaim("xa-dropped-a").orElseThrow();
+    StubXa xa = new StubXa();
+    Connection handle = XaTracking.handle(xa, physical);
+    Xid oldest = xid("oldest");
+    segment(xa, handle, oldest, a);
+    List<Xid> unfinished = new ArrayList<>();
+    for (int i = 0; i < XaTracking.MAX_BRANCHES; i++) {
+      Xid x = xid("unfinished-" + i);
+      segment(xa, handle, x, null);
+      unfinished.add(x);
+    }
+    a.close();
+
+    XAException refused =
+        assertThrows(XAException.class, () -> XaTracking.beforePrepare(xa, oldest, false));
+    assertEquals(XAException.XA_RBROLLBACK, refused.errorCode);
+    assertTrue(
+        refused.getMessage().contains("not recorded")
+            && refused.getMessage().contains("lease xa-dropped-a"),
+        refused.getMessage());
+
+    Xid last = unfinished.get(unfinished.size() - 1);
+    XaTracking.beforePrepare(xa, last, false); // control: recorded, no lease
+    for (Xid x : unfinished) {
+      XaTracking.finished(xa, x, true);
+    }
+  }
+
+  /**
+   * Under STRICT with a lease on MariaDB bound: a branch the agent saw end on a resource it links,
+   * with no statement under a lease, prepares in two phases (recorded as unfenced); a branch on a
+   * resource it cannot link (no record) is refused at a two-phase prepare with what to do, and
+   * commits in one phase. Control: with no lease in play the unlinked branch prepares.
+   */
+  @Test
+  void aBranchOnAResourceTheAgentCannotLinkIsRefusedOnlyWhereItMayBeFenced_mariadb()
+      throws Exception {
+    DataSource maria = new UrlDataSource(TestDatabase.MARIADB.url());
+    String mariaTable = TestDatabase.uniqueTable("agent_xa_tracking");
+    XaTracking.fencing(true);
+    try (LeaseManager m =
+        LeaseManager.builder(maria).table(mariaTable).createTableIfMissing().build()) {
+      Lease lease = m.tryClaim("xa-unlinked").orElseThrow();
+      StubXa linked = new StubXa();
+      Connection handle = XaTracking.handle(linked, physical);
+      Xid seen = xid("seen");
+      segment(linked, handle, seen, null);
+      UnlinkedResource unlinked = new UnlinkedResource();
+      Xid twoPhase = xid("two-phase");
+      Xid onePhase = xid("one-phase");
+      Xid noLease = xid("no-lease");
+      for (Xid x : List.of(twoPhase, onePhase, noLease)) {
+        XaTracking.started(unlinked);
+        XaTracking.ended(unlinked, x);
+      }
+
+      try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
+        XaTracking.beforePrepare(linked, seen, true);
+        XAException refused =
+            assertThrows(
+                XAException.class, () -> XaTracking.beforePrepare(unlinked, twoPhase, true));
+        assertEquals(XAException.XA_RBROLLBACK, refused.errorCode);
+        assertTrue(
+            refused.getMessage().contains("cannot link this XAResource")
+                && refused.getMessage().contains(UnlinkedResource.class.getName())
+                && refused.getMessage().contains("one phase")
+                && refused.getMessage().contains("fencing=verify")
+                && refused.getMessage().contains("report the driver"),
+            refused.getMessage());
+        XaTracking.beforePrepare(unlinked, onePhase, false);
+      }
+      try (LeaseContext.Scope none = LeaseContext.unbind()) {
+        XaTracking.beforePrepare(unlinked, noLease, true); // control: no lease in play
+      }
+    } finally {
+      TestDatabase.dropQuietly(maria, mariaTable);
+    }
+  }
+
+  /** start, a call on the handle under {@code lease} (none: null), end. */
+  private static void segment(StubXa xa, Connection handle, Xid xid, Lease lease) throws Exception {
+    XaTracking.started(xa);
+    if (lease == null) {
+      try (LeaseContext.Scope unbound = LeaseContext.unbind()) {
+        handle.getAutoCommit();
+      }
+    } else {
+      try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
+        handle.getAutoCommit();
+      }
+    }
+    XaTracking.ended(xa, xid);
+  }
+
+  private static Xid xid(String id) {
+    byte[] gtrid = (id + "-" + System.nanoTime()).getBytes(StandardCharsets.UTF_8);
+    return new Xid() {
+      @Override
+      public int getFormatId() {
+        return 4660;
+      }
+
+      @Override
+      public byte[] getGlobalTransactionId() {
+        return gtrid;
+      }
+
+      @Override
+      public byte[] getBranchQualifier() {
+        return new byte[] {1};
+      }
+
+      @Override
+      public String toString() {
+        return id;
+      }
+    };
+  }
+
+  /** A resource of a shape the agent cannot link: not an XA connection, no {@code this$0}. */
+  static final class UnlinkedResource implements XAResource {
+    @Override
+    public void start(Xid xid, int flags) {}
+
+    @Override
+    public void end(Xid xid, int flags) {}
+
+    @Override
+    public int prepare(Xid xid) {
+      return XA_OK;
+    }
+
+    @Override
+    public void commit(Xid xid, boolean onePhase) {}
+
+    @Override
+    public void rollback(Xid xid) {}
+
+    @Override
+    public void forget(Xid xid) {}
+
+    @Override
+    public Xid[] recover(int flag) {
+      return new Xid[0];
+    }
+
+    @Override
+    public boolean isSameRM(XAResource other) {
+      return other == this;
+    }
+
+    @Override
+    public int getTransactionTimeout() {
+      return 0;
+    }
+
+    @Override
+    public boolean setTransactionTimeout(int seconds) {
+      return false;
+    }
+  }
+
+  /** An XA connection that is its own resource; records the branches rolled back on it. */
+  private static final class StubXa implements XAConnection, XAResource {
+    final List<Xid> rolledBack = new ArrayList<>();
+
+    @Override
+    public XAResource getXAResource() {
+      return this;
+    }
+
+    @Override
+    public Connection getConnection() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public void close() {}
+
+    @Override
+    public void addConnectionEventListener(ConnectionEventListener l) {}
+
+    @Override
+    public void removeConnectionEventListener(ConnectionEventListener l) {}
+
+    @Override
+    public void addStatementEventListener(StatementEventListener l) {}
+
+    @Override
+    public void removeStatementEventListener(StatementEventListener l) {}
+
+    @Override
+    public void start(Xid xid, int flags) {}
+
+    @Override
+    public void end(Xid xid, int flags) {}
+
+    @Override
+    public int prepare(Xid xid) {
+      return XA_OK;
+    }
+
+    @Override
+    public void commit(Xid xid, boolean onePhase) {}
+
+    @Override
+    public void rollback(Xid xid) {
+      rolledBack.add(xid);
+    }
+
+    @Override
+    public void forget(Xid xid) {}
+
+    @Override
+    public Xid[] recover(int flag) {
+      return new Xid[0];
+    }
+
+    @Override
+    public boolean isSameRM(XAResource other) {
+      return other == this;
+    }
+
+    @Override
+    public int getTransactionTimeout() {
+      return 0;
+    }
+
+    @Override
+    public boolean setTransactionTimeout(int seconds) {
+      return false;
+    }
+  }
+}

@@ -80,44 +80,13 @@ final class Releases {
     }
     boolean releaseFirst = faults.contains(TestFault.RELEASE_BEFORE_STOPPING_WORK);
     LeaseException failure = releaseFirst ? giveBackAll(ours, rethrow) : null;
-    for (List<BoundWork> works : stopping) {
-      works.forEach(BoundWork::requestStop);
-    }
-    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
-    boolean interrupted = false;
-    for (List<BoundWork> works : stopping) {
-      for (BoundWork w : works) {
-        try {
-          w.awaitEnd(deadline - System.nanoTime());
-        } catch (InterruptedException e) {
-          interrupted = true; // stop waiting, release at once
-          deadline = System.nanoTime();
-        }
-      }
-    }
+    boolean interrupted = stopWork(stopping);
     if (!releaseFirst) {
       failure = giveBackAll(ours, rethrow);
     }
     for (int i = 0; i < ours.size(); i++) {
       Lease lease = ours.get(i);
-      for (BoundWork w : stopping.get(i)) {
-        if (!w.hasEnded()) {
-          log.error(
-              "work thread {} under lease {} term {} did not stop within the grace period of {} ms"
-                  + " of its release; released anyway (a release is not a loss: no failure"
-                  + " policy), its fenced transactions are refused from now on",
-              w.thread.getName(),
-              lease.name(),
-              lease.term(),
-              timings.gracePeriod().toMillis());
-          if (faults.contains(TestFault.POLICY_ON_RELEASE)) {
-            runPolicy(lease, w.thread);
-          }
-          w.giveUp();
-        } else {
-          lease.detach(w);
-        }
-      }
+      endWork(lease, stopping.get(i), false);
     }
     long bound = timings.gracePeriod().toNanos() + 2 * timings.attemptTimeout().toNanos();
     for (Lease l : others) {
@@ -134,6 +103,61 @@ final class Releases {
     }
     if (failure != null && rethrow) {
       throw failure;
+    }
+  }
+
+  /**
+   * Interrupts the work under leases being released or transferred and waits up to one grace period
+   * for all of it to end. An interrupt of the calling thread ends the wait (the release goes ahead
+   * at once).
+   *
+   * @return whether the calling thread was interrupted (the caller sets the flag again at its end)
+   */
+  private boolean stopWork(List<List<BoundWork>> stopping) {
+    for (List<BoundWork> works : stopping) {
+      works.forEach(BoundWork::requestStop);
+    }
+    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
+    boolean interrupted = false;
+    for (List<BoundWork> works : stopping) {
+      for (BoundWork w : works) {
+        try {
+          w.awaitEnd(deadline - System.nanoTime());
+        } catch (InterruptedException e) {
+          interrupted = true; // stop waiting, release at once
+          deadline = System.nanoTime();
+        }
+      }
+    }
+    return interrupted;
+  }
+
+  /**
+   * After {@link #stopWork}: detaches the work under {@code lease} that ended, and gives up on the
+   * work that did not (an ERROR line; the lease ends anyway and its fenced transactions are refused
+   * from now on). A release or a transfer is not a loss: no failure policy.
+   */
+  private void endWork(Lease lease, List<BoundWork> works, boolean transfer) {
+    for (BoundWork w : works) {
+      if (!w.hasEnded()) {
+        log.error(
+            "work thread {} under lease {} term {} did not stop within the grace period of {} ms"
+                + " of its {}",
+            w.thread.getName(),
+            lease.name(),
+            lease.term(),
+            timings.gracePeriod().toMillis(),
+            transfer
+                ? "transfer; transferred anyway (its fenced transactions are refused from now on)"
+                : "release; released anyway (a release is not a loss: no failure policy), its"
+                    + " fenced transactions are refused from now on");
+        if (!transfer && faults.contains(TestFault.POLICY_ON_RELEASE)) {
+          runPolicy(lease, w.thread);
+        }
+        w.giveUp();
+      } else {
+        lease.detach(w);
+      }
     }
   }
 
@@ -246,41 +270,13 @@ final class Releases {
         stopping.add(works);
       }
     }
-    for (List<BoundWork> works : stopping) {
-      works.forEach(BoundWork::requestStop);
-    }
-    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
-    boolean interrupted = false;
-    for (List<BoundWork> works : stopping) {
-      for (BoundWork w : works) {
-        try {
-          w.awaitEnd(deadline - System.nanoTime());
-        } catch (InterruptedException e) {
-          interrupted = true;
-          deadline = System.nanoTime();
-        }
-      }
-    }
+    boolean interrupted = stopWork(stopping);
     java.util.Map<String, Long> transferred = new java.util.HashMap<>();
     try {
       List<Lease> moving = new ArrayList<>();
       for (int i = 0; i < ours.size(); i++) {
         Lease lease = ours.get(i);
-        for (BoundWork w : stopping.get(i)) {
-          if (!w.hasEnded()) {
-            log.error(
-                "work thread {} under lease {} term {} did not stop within the grace period of {}"
-                    + " ms of its transfer; transferred anyway (its fenced transactions are"
-                    + " refused from now on)",
-                w.thread.getName(),
-                lease.name(),
-                lease.term(),
-                timings.gracePeriod().toMillis());
-            w.giveUp();
-          } else {
-            lease.detach(w);
-          }
-        }
+        endWork(lease, stopping.get(i), true);
         if (lease.completeRelease()) {
           moving.add(lease); // else lost meanwhile: not ours to hand over
         }
@@ -354,33 +350,9 @@ final class Releases {
     if (works == null) {
       return null;
     }
-    works.forEach(BoundWork::requestStop);
-    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
-    boolean interrupted = false;
-    for (BoundWork w : works) {
-      try {
-        w.awaitEnd(deadline - System.nanoTime());
-      } catch (InterruptedException e) {
-        interrupted = true;
-        deadline = System.nanoTime();
-      }
-    }
+    boolean interrupted = stopWork(List.of(works));
     try {
-      for (BoundWork w : works) {
-        if (!w.hasEnded()) {
-          log.error(
-              "work thread {} under lease {} term {} did not stop within the grace period of {} ms"
-                  + " of its transfer; transferred anyway (its fenced transactions are refused"
-                  + " from now on)",
-              w.thread.getName(),
-              lease.name(),
-              lease.term(),
-              timings.gracePeriod().toMillis());
-          w.giveUp();
-        } else {
-          lease.detach(w);
-        }
-      }
+      endWork(lease, works, true);
       if (!lease.completeRelease()) {
         return null; // lost meanwhile: not ours to hand over
       }

@@ -117,7 +117,7 @@ public final class LeaseManager implements AutoCloseable {
    * ({@code CREATE TABLE IF NOT EXISTS}), for migration tools such as Flyway or Liquibase.
    */
   public static List<String> ddl(Database database, String table) {
-    return database.ddl(table);
+    return Dialect.of(database, LeaseNames.table(table)).ddl();
   }
 
   /** The DDL of this manager's table on its database. */

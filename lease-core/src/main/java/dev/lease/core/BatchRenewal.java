@@ -190,7 +190,13 @@ final class BatchRenewal {
             .execute(
                 () -> {
                   try {
-                    done(pass, chunk, of, manager.executeStep(what, call, null), null, false);
+                    done(
+                        pass,
+                        chunk,
+                        of,
+                        manager.attempts().executeStep(what, call, null),
+                        null,
+                        false);
                   } catch (RuntimeException e) {
                     done(pass, chunk, of, null, e, false);
                   }
@@ -200,7 +206,7 @@ final class BatchRenewal {
       }
       return;
     }
-    CompletableFuture<Set<Dialect.Held>> attempt = manager.submitStep(what, call, null);
+    CompletableFuture<Set<Dialect.Held>> attempt = manager.attempts().submitStep(what, call, null);
     AtomicBoolean timedOut = new AtomicBoolean();
     ScheduledFuture<?> timeout = null;
     if (!attempt.isDone()) {
@@ -211,7 +217,7 @@ final class BatchRenewal {
                 .schedule(
                     () -> {
                       timedOut.set(!attempt.isDone());
-                      manager.expire(attempt, what);
+                      manager.attempts().expire(attempt, what);
                     },
                     attemptTimeoutNanos,
                     TimeUnit.NANOSECONDS);

@@ -6,10 +6,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The work {@link LeaseManager#runUnder} runs under a lease (or a caller's own thread bound with
- * {@link LeaseManager#bindCurrentThread}): its thread, and whether it ended on its own or was
- * stopped (interrupted because the lease was lost or released). A release waits for it to end, up
- * to the grace period, before it gives the row back; a loss waits as long before it runs the
- * failure policy.
+ * {@link WorkRunner#bindCurrentThread}): its thread, and whether it ended on its own or was stopped
+ * (interrupted because the lease was lost or released). A release waits for it to end, up to the
+ * grace period, before it gives the row back; a loss waits as long before it runs the failure
+ * policy.
  *
  * <p>Once {@link #workEnded()} returned, the thread is never interrupted by a stop: a caller's
  * thread goes on with other work after its lease, and a late interrupt would hit that work.

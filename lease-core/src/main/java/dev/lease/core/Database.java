@@ -1,16 +1,12 @@
 package dev.lease.core;
 
-import dev.lease.core.dialect.Dialect;
-import java.util.List;
-
-/** The databases the lease table can live in, for {@link LeaseManager#ddl(Database, String)}. */
+/**
+ * The databases the lease table can live in, for {@link LeaseManager#ddl(Database, String)}. A
+ * plain enum: the dialects depend on it, not it on them ({@code Dialect.of}).
+ */
 public enum Database {
   POSTGRESQL,
   MYSQL,
   MARIADB,
   SQLITE;
-
-  List<String> ddl(String table) {
-    return Dialect.of(this, LeaseNames.table(table)).ddl();
-  }
 }

@@ -83,7 +83,7 @@ final class InternalAccess extends LeaseAccess {
 
   @Override
   public <T> T execute(LeaseManager manager, String what, Dialect.SqlCall<T> call) {
-    return manager.execute(what, call);
+    return manager.attempts().execute(what, call);
   }
 
   @Override
@@ -104,25 +104,25 @@ final class InternalAccess extends LeaseAccess {
   @Override
   public Lease adoptClaim(
       LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
-    return manager.adoptClaim(name, holder, term, claimStartNanos);
+    return manager.claims().adoptClaim(name, holder, term, claimStartNanos);
   }
 
   @Override
   public Lease adoptBatchClaim(
       LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
-    return manager.adoptBatchClaim(name, holder, term, claimStartNanos);
+    return manager.claims().adoptBatchClaim(name, holder, term, claimStartNanos);
   }
 
   @Override
   public Lease adoptBatchTransfer(
       LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
-    return manager.adoptBatchTransfer(name, holder, term, claimStartNanos);
+    return manager.claims().adoptBatchTransfer(name, holder, term, claimStartNanos);
   }
 
   @Override
   public java.util.Map<String, Long> transferAll(
       LeaseManager manager, Collection<Lease> leases, String successor, Duration adoptWithin) {
-    return manager.transferAll(leases, successor, adoptWithin);
+    return manager.releases().transferAll(leases, successor, adoptWithin);
   }
 
   @Override
@@ -177,12 +177,12 @@ final class InternalAccess extends LeaseAccess {
 
   @Override
   public CallerWork bindCurrentThread(Lease lease) {
-    return lease.manager().bindCurrentThread(lease);
+    return lease.manager().workRunner().bindCurrentThread(lease);
   }
 
   @Override
   public void release(LeaseManager manager, Collection<Lease> leases) {
-    manager.release(leases, false);
+    manager.releases().release(leases, false);
   }
 
   @Override

@@ -242,7 +242,7 @@ public final class Lease implements AutoCloseable {
    * @throws LeaseException if the database could not be reached (the lease then simply expires)
    */
   public void release() {
-    manager.release(List.of(this), true);
+    manager.releases().release(List.of(this), true);
   }
 
   /**
@@ -309,7 +309,7 @@ public final class Lease implements AutoCloseable {
     if (!isHeld()) {
       return false; // lost (its local deadline passed: it may no longer act) or released
     }
-    return manager.transfer(this, successor, adoptWithin) != null;
+    return manager.releases().transfer(this, successor, adoptWithin) != null;
   }
 
   /** Same as {@link #release()}. */
@@ -646,6 +646,6 @@ public final class Lease implements AutoCloseable {
     for (BoundWork w : stopping) {
       w.requestStop();
     }
-    manager.handleLoss(this, reason, stopping);
+    manager.releases().handleLoss(this, reason, stopping);
   }
 }

@@ -1,43 +1,21 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
-import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.MonotonicClock;
 import dev.lease.core.internal.TestFault;
-import java.net.InetAddress;
-import java.security.SecureRandom;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.EnumSet;
-import java.util.HexFormat;
 import java.util.List;
-import java.util.Locale;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -70,74 +48,63 @@ import org.slf4j.LoggerFactory;
 public final class LeaseManager implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseManager.class);
-  private static final SecureRandom RANDOM = new SecureRandom();
 
   static {
     // the other packages and modules of this project reach the package-private side through it
     LeaseInternals.register(new InternalAccess());
   }
 
-  private final DataSource dataSource;
   private final Dialect dialect;
   private final String table;
   private final String instance;
   private final LeaseTimings timings;
   private final List<LeaseListener> listeners;
-  private final FailurePolicy failurePolicy;
   private final MonotonicClock clock;
 
-  /**
-   * What an attempt's timeout is measured by: {@link System#nanoTime()}, or a simulation's virtual
-   * clock ({@link LeaseInternals#attemptClock}), where a statement takes no time and a real-time
-   * stall of the simulating JVM (a loaded machine) must not time an attempt out. With a virtual
-   * clock the borrow is not interrupted by the real-time {@link BorrowWatchdog} either.
-   */
-  private final MonotonicClock attemptClock;
-
-  private final ScheduledExecutorService scheduler;
-  private final Executor attemptExecutor;
-  private final Executor lossExecutor;
-  // close() stops only what the manager made: a scheduler or executor given to the builder is the
-  // caller's (and the attempt executor may be any Executor, not an ExecutorService)
-  private final boolean ownsScheduler;
-  private final boolean ownsAttemptExecutor;
-  private final boolean ownsLossExecutor;
-  private final ThreadFactory workThreads;
+  private final ManagerThreads threads;
   private final Set<TestFault> faults;
-  private final Consumer<Lease> afterWork;
   private final Set<Lease> held = ConcurrentHashMap.newKeySet();
+  private final Attempts attempts;
+  private final Releases releases;
+  private final Claims claims;
+  private final WorkRunner workRunner;
   private final BatchRenewal renewals;
   private final AtomicBoolean closing = new AtomicBoolean();
   private volatile boolean closed;
 
   private LeaseManager(Builder b, Dialect dialect) {
-    this.dataSource = b.dataSource;
     this.dialect = dialect;
     this.table = b.table;
     this.instance = b.instance;
     this.timings = b.timings;
     this.listeners = List.copyOf(b.listeners);
-    this.failurePolicy = b.failurePolicy;
     this.clock = b.clock;
-    this.attemptClock = b.attemptClock;
     this.faults = b.faults.isEmpty() ? Set.of() : EnumSet.copyOf(b.faults);
-    this.afterWork = b.afterWork;
-    this.ownsScheduler = b.scheduler == null;
-    this.ownsAttemptExecutor = b.attemptExecutor == null;
-    this.ownsLossExecutor = b.lossExecutor == null;
-    this.scheduler = b.scheduler != null ? b.scheduler : defaultScheduler();
-    this.attemptExecutor =
-        b.attemptExecutor != null
-            ? b.attemptExecutor
-            : Executors.newCachedThreadPool(daemon("lease-attempt-"));
-    // Loss handling has threads of its own: a slow LeaseListener.lost, onLoss callback or failure
-    // policy must not hold a keeper thread, which would delay the deadline checks and renewals of
-    // every other lease of this manager (ManagerLifecycleTest).
-    this.lossExecutor =
-        b.lossExecutor != null
-            ? b.lossExecutor
-            : Executors.newCachedThreadPool(daemon("lease-loss-"));
-    this.workThreads = daemon("lease-work-");
+    this.threads = new ManagerThreads(b.scheduler, b.attemptExecutor, b.lossExecutor);
+    this.attempts =
+        new Attempts(
+            b.dataSource,
+            dialect,
+            table,
+            timings,
+            faults,
+            b.attemptClock,
+            threads.attemptExecutor,
+            threads.ownsAttemptExecutor);
+    this.releases =
+        new Releases(
+            this,
+            attempts,
+            dialect,
+            instance,
+            timings,
+            faults,
+            b.failurePolicy,
+            threads.scheduler,
+            threads.lossExecutor);
+    this.claims = new Claims(this, attempts, releases, dialect, instance, timings, clock);
+    this.workRunner =
+        new WorkRunner(this, releases, timings, faults, threads.workThreads, b.afterWork);
     this.renewals = new BatchRenewal(this);
   }
 
@@ -150,7 +117,7 @@ public final class LeaseManager implements AutoCloseable {
    * ({@code CREATE TABLE IF NOT EXISTS}), for migration tools such as Flyway or Liquibase.
    */
   public static List<String> ddl(Database database, String table) {
-    return database.ddl(table);
+    return Dialect.of(database, LeaseNames.table(table)).ddl();
   }
 
   /** The DDL of this manager's table on its database. */
@@ -177,7 +144,7 @@ public final class LeaseManager implements AutoCloseable {
 
   /** The database server's clock now, UTC epoch milliseconds. */
   public long databaseTimeMillis() {
-    return execute("read the database clock", dialect::now);
+    return attempts.execute("read the database clock", dialect::now);
   }
 
   /**
@@ -191,56 +158,7 @@ public final class LeaseManager implements AutoCloseable {
    * @throws LeaseException if the database could not be asked within the attempt timeout
    */
   public Optional<Lease> tryClaim(String name) {
-    LeaseNames.validate(name);
-    ensureOpen("claim lease " + name);
-    String holder = newHolder();
-    // the local deadline counts from before the claim is sent: the database's expiry can only be
-    // later
-    long start = clock.nanoTime();
-    Dialect.ClaimResult claimed = claimStep(name, holder);
-    if (claimed.term() == null && !Boolean.TRUE.equals(claimed.rowExists())) {
-      // the row is missing (or the statement cannot tell, MySQL/MariaDB): one more statement, once
-      // per name; it creates the row only if it is missing
-      boolean created =
-          executeStep(
-              "create the lease row",
-              (c, timeoutMs) -> dialect.createRowStep(c, name, timeoutMs),
-              null);
-      if (created || Boolean.FALSE.equals(claimed.rowExists())) {
-        start = clock.nanoTime();
-        claimed = claimStep(name, holder);
-      }
-    }
-    if (claimed.term() == null && !Boolean.FALSE.equals(claimed.rowExists())) {
-      Optional<Lease> adopted = tryAdopt(name); // a transfer to this instance: adopt it
-      if (adopted.isPresent()) {
-        return adopted;
-      }
-    }
-    if (claimed.term() == null) {
-      log.debug("lease {} is held by another holder", name);
-      safely(l -> l.claimRefused(name));
-      return Optional.empty();
-    }
-    Lease lease = track(new Lease(this, name, holder, instance, claimed.term(), start));
-    log.info("claimed lease {} term {} instance {}", name, lease.term(), instance);
-    safely(l -> l.claimed(lease));
-    return Optional.of(lease);
-  }
-
-  /** One claim statement; a claim that completes after its caller gave up is released at once. */
-  private Dialect.ClaimResult claimStep(String name, String holder) {
-    long leaseMs = timings.leaseDuration().toMillis();
-    return executeStep(
-        "claim lease " + name,
-        (c, timeoutMs) -> dialect.claimStep(c, name, holder, instance, leaseMs, timeoutMs),
-        // the caller stopped waiting (attempt timeout) and the claim went through after all:
-        // nobody holds this claim, so give the row back at once
-        late -> {
-          if (late != null && late.term() != null) {
-            releaseOrphan(name, holder, late.term());
-          }
-        });
+    return claims.tryClaim(name);
   }
 
   /**
@@ -255,27 +173,7 @@ public final class LeaseManager implements AutoCloseable {
    * @throws LeaseException if the database could not be asked within the attempt timeout
    */
   public Optional<Lease> tryAdopt(String name) {
-    LeaseNames.validate(name);
-    ensureOpen("adopt lease " + name);
-    String holder = newHolder();
-    long start = clock.nanoTime();
-    long leaseMs = timings.leaseDuration().toMillis();
-    Long term =
-        executeStep(
-            "adopt lease " + name,
-            (c, timeoutMs) -> dialect.adoptStep(c, name, instance, holder, leaseMs, timeoutMs),
-            late -> {
-              if (late != null) {
-                releaseOrphan(name, holder, late);
-              }
-            });
-    if (term == null) {
-      return Optional.empty();
-    }
-    Lease lease = track(new Lease(this, name, holder, instance, term, start));
-    log.info("adopted lease {} term {} instance {} (transferred to it)", name, term, instance);
-    safely(l -> l.adopted(lease));
-    return Optional.of(lease);
+    return claims.tryAdopt(name);
   }
 
   /**
@@ -302,7 +200,8 @@ public final class LeaseManager implements AutoCloseable {
    */
   public Optional<LeaseInfo> describe(String name) {
     LeaseNames.validate(name);
-    Dialect.RowState row = execute("describe lease " + name, c -> dialect.describe(c, name));
+    Dialect.RowState row =
+        attempts.execute("describe lease " + name, c -> dialect.describe(c, name));
     if (row == null) {
       return Optional.empty();
     }
@@ -325,7 +224,7 @@ public final class LeaseManager implements AutoCloseable {
       return Availability.no("this LeaseManager is closed; build a new one");
     }
     try {
-      execute(
+      attempts.execute(
           "check the lease table",
           c -> {
             dialect.checkTable(c);
@@ -346,7 +245,7 @@ public final class LeaseManager implements AutoCloseable {
    */
   Lease notHeld(String name) {
     LeaseNames.validate(name);
-    Lease lease = new Lease(this, name, newHolder(), instance, 0, clock.nanoTime());
+    Lease lease = new Lease(this, name, Claims.newHolder(), instance, 0, clock.nanoTime());
     lease.markNotHeld();
     return lease;
   }
@@ -379,134 +278,7 @@ public final class LeaseManager implements AutoCloseable {
    */
   public <T> T runUnder(Lease lease, LeaseWork<T> work)
       throws LeaseWorkException, InterruptedException {
-    Objects.requireNonNull(work, "work");
-    if (lease.manager() != this) {
-      throw new IllegalArgumentException(lease + " belongs to another LeaseManager");
-    }
-    ensureOpen("run work under " + lease);
-    AtomicReference<T> result = new AtomicReference<>();
-    AtomicReference<Throwable> failure = new AtomicReference<>();
-    AtomicReference<BoundWork> self = new AtomicReference<>();
-    Thread worker =
-        workThreads.newThread(
-            () -> {
-              try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-                result.set(work.run(lease));
-              } catch (Throwable t) {
-                failure.set(t);
-              } finally {
-                self.get().workEnded();
-              }
-            });
-    worker.setName("lease-work-" + lease.name());
-    BoundWork bound = new BoundWork(worker);
-    self.set(bound);
-    attach(lease, bound);
-    try {
-      lease.hold();
-    } catch (RuntimeException e) {
-      // close() came between the claim and here: the worker never starts, so nothing may wait for
-      // it
-      bound.workEnded();
-      lease.detach(bound);
-      throw e;
-    }
-    worker.start();
-    try {
-      bound.awaitSettled();
-    } catch (InterruptedException e) {
-      // the caller gives up on the work: stop it, but this is not a loss (the lease is still held
-      // and renewed, so the work is still fenced by it) and runs no failure policy
-      bound.requestStop();
-      long graceNanos = timings.gracePeriod().toNanos();
-      boolean stopped = awaitQuietly(bound, graceNanos);
-      if (!stopped) {
-        log.warn(
-            "work thread {} under {} did not stop within the grace period of {} ms after its"
-                + " caller was interrupted; it stays bound to the lease, which a release stops"
-                + " first",
-            worker.getName(),
-            lease,
-            timings.gracePeriod().toMillis());
-        if (faults.contains(TestFault.POLICY_ON_RELEASE)) {
-          runPolicy(lease, worker);
-        }
-      }
-      throw e;
-    } finally {
-      if (bound.hasEnded()) {
-        lease.detach(bound);
-      }
-    }
-    if (afterWork != null) {
-      afterWork.accept(lease);
-    }
-    Throwable t = failure.get();
-    if (bound.wasStopped()) {
-      if (lease.isLost()) {
-        throw new LeaseLostException(
-            lease,
-            lease
-                + " was lost ("
-                + lease.lossReason().map(Enum::name).orElse("?")
-                + ") while its work ran; the work was interrupted",
-            t);
-      }
-      boolean stopped = bound.hasEnded();
-      throw new LeaseReleasedException(
-          lease,
-          lease
-              + " was released while its work ran; "
-              + (stopped
-                  ? "the work was interrupted and stopped before the release"
-                  : "the work was interrupted and did not stop within the grace period of "
-                      + timings.gracePeriod().toMillis()
-                      + " ms; it still runs, no longer under the lease"),
-          stopped,
-          t);
-    }
-    if (faults.contains(TestFault.LOSS_AFTER_RETURN_IS_A_LOSS) && lease.isLost()) {
-      throw new LeaseLostException(lease, lease + " was lost", t); // the bug: after the work ended
-    }
-    if (t != null) {
-      throw new LeaseWorkException("work under " + lease + " failed: " + t, t);
-    }
-    return result.get();
-  }
-
-  /** Binds {@code bound} to {@code lease}, or says why it cannot be. */
-  private static void attach(Lease lease, BoundWork bound) {
-    if (!lease.isHeld() || !lease.attach(bound)) {
-      if (lease.isReleased()) {
-        throw new IllegalStateException(
-            lease + " was released; claim the name again for a new lease");
-      }
-      throw new LeaseLostException(
-          lease,
-          lease + " is not held (" + lease.lossReason().map(Enum::name).orElse("released") + ")",
-          null);
-    }
-  }
-
-  /**
-   * Binds the calling thread to {@code lease} as work under it, the way {@link #runUnder} binds the
-   * thread it starts ({@link LeaseInternals#bindCurrentThread}): a release or {@link #close()}
-   * interrupts it and waits up to the grace period for it to end before giving the row back; a loss
-   * interrupts it at once, and the failure policy runs if it has not ended after the grace period.
-   * The caller binds {@link LeaseContext} and keeps the lease renewed itself.
-   */
-  CallerWork bindCurrentThread(Lease lease) {
-    if (lease.manager() != this) {
-      throw new IllegalArgumentException(lease + " belongs to another LeaseManager");
-    }
-    ensureOpen("run work under " + lease);
-    BoundWork bound = new BoundWork(Thread.currentThread());
-    attach(lease, bound);
-    return () -> {
-      bound.workEnded();
-      lease.detach(bound);
-      return bound.wasStopped();
-    };
+    return workRunner.run(lease, work);
   }
 
   /**
@@ -551,18 +323,8 @@ public final class LeaseManager implements AutoCloseable {
       return;
     }
     removeShutdownHook();
-    release(new ArrayList<>(held), false);
-    if (ownsScheduler) {
-      scheduler.shutdownNow();
-    }
-    // shutdown, not shutdownNow: the handling of a loss that came before close (its grace period
-    // and failure policy) still runs, and a late release still goes out
-    if (ownsAttemptExecutor) {
-      ((ExecutorService) attemptExecutor).shutdown();
-    }
-    if (ownsLossExecutor) {
-      ((ExecutorService) lossExecutor).shutdown();
-    }
+    releases.release(new ArrayList<>(held), false);
+    threads.shutdown();
   }
 
   /**
@@ -634,11 +396,31 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   ScheduledExecutorService scheduler() {
-    return scheduler;
+    return threads.scheduler;
   }
 
   Executor attemptExecutor() {
-    return attemptExecutor;
+    return threads.attemptExecutor;
+  }
+
+  /** Where this manager's lease SQL runs, bounded by the attempt timeout. */
+  Attempts attempts() {
+    return attempts;
+  }
+
+  /** The release, transfer and loss of this manager's leases. */
+  Releases releases() {
+    return releases;
+  }
+
+  /** How this manager comes to hold leases: claims, adoptions, take-overs. */
+  Claims claims() {
+    return claims;
+  }
+
+  /** Runs work under this manager's leases, or binds the caller's thread to one. */
+  WorkRunner workRunner() {
+    return workRunner;
   }
 
   /** The batched renewal of the leases this manager keeps. */
@@ -668,7 +450,7 @@ public final class LeaseManager implements AutoCloseable {
    * release may have missed it: the claim is released here instead, never handed out with no keeper
    * to renew it.
    */
-  private Lease track(Lease lease) {
+  Lease track(Lease lease) {
     held.add(lease);
     // held.add before reading closed, close() sets closed before reading held: one of the two
     // sees the other
@@ -712,7 +494,7 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   boolean renewInDatabase(Lease lease) {
-    return executeStep("renew lease " + lease.name(), renewCall(lease), null);
+    return attempts.executeStep("renew lease " + lease.name(), renewCall(lease), null);
   }
 
   Dialect.StepCall<Boolean> renewCall(Lease lease) {
@@ -722,16 +504,11 @@ public final class LeaseManager implements AutoCloseable {
   }
 
   boolean verifyInDatabase(Lease lease) {
-    return executeStep(
+    return attempts.executeStep(
         "verify lease " + lease.name(),
         (c, timeoutMs) ->
             dialect.verifyStep(c, lease.name(), lease.holder(), lease.term(), timeoutMs),
         null);
-  }
-
-  /** The release statement of {@code lease}, one bounded step. */
-  private Dialect.StepCall<Boolean> releaseCall(String name, String holder, long term) {
-    return (c, timeoutMs) -> dialect.releaseStep(c, name, holder, term, timeoutMs);
   }
 
   /** True once {@link #close()} began. */
@@ -743,935 +520,7 @@ public final class LeaseManager implements AutoCloseable {
    * A new holder token, for claims made outside {@link #tryClaim} (the scheduler's slot claims).
    */
   String mintHolder() {
-    return newHolder();
-  }
-
-  /**
-   * Takes over a lease claimed by a statement of the scheduler (a slot claim): tracked for {@link
-   * #close()}, logged and announced like a claim of {@link #tryClaim}.
-   *
-   * @throws IllegalStateException if this manager was closed meanwhile (the claim is released)
-   */
-  Lease adoptClaim(String name, String holder, long term, long claimStartNanos) {
-    Lease lease = track(new Lease(this, name, holder, instance, term, claimStartNanos));
-    log.info("claimed lease {} term {} instance {}", name, term, instance);
-    safely(l -> l.claimed(lease));
-    return lease;
-  }
-
-  /**
-   * {@link #adoptClaim} for a claim of many keys in one statement (a group's pass): the same
-   * tracking and listeners, the per-lease line at DEBUG (the caller logs one line for the batch).
-   */
-  Lease adoptBatchClaim(String name, String holder, long term, long claimStartNanos) {
-    Lease lease = track(new Lease(this, name, holder, instance, term, claimStartNanos));
-    log.debug("claimed lease {} term {} instance {}", name, term, instance);
-    safely(l -> l.claimed(lease));
-    return lease;
-  }
-
-  /**
-   * Takes over a lease a statement of a group adopted for this instance (transferred to it, {@link
-   * Lease#transferTo}): tracked like a claim, announced as {@link LeaseListener#adopted}, the
-   * per-lease line at DEBUG (the caller logs one line for the batch).
-   */
-  Lease adoptBatchTransfer(String name, String holder, long term, long claimStartNanos) {
-    Lease lease = track(new Lease(this, name, holder, instance, term, claimStartNanos));
-    log.debug("adopted lease {} term {} instance {} (transferred to it)", name, term, instance);
-    safely(l -> l.adopted(lease));
-    return lease;
-  }
-
-  // ---- the end of leases: release and loss ----------------------------------------------------
-
-  /**
-   * Releases {@code leases} in the order every release follows: interrupts the work under all of
-   * them, waits up to one grace period for it to end, then releases the rows. Work that has not
-   * ended by then is given up on (logged; never the failure policy: a release is not a loss). A
-   * lease another thread is releasing is waited for, bounded.
-   *
-   * @param rethrow whether a failed release statement is thrown (one lease's {@link
-   *     Lease#release()}) or only logged (close, a scheduler closing)
-   */
-  void release(Collection<Lease> leases, boolean rethrow) {
-    List<Lease> ours = new ArrayList<>();
-    List<Lease> others = new ArrayList<>();
-    List<List<BoundWork>> stopping = new ArrayList<>();
-    for (Lease l : leases) {
-      List<BoundWork> works = l.beginRelease();
-      if (works == null) {
-        others.add(l);
-      } else {
-        ours.add(l);
-        stopping.add(works);
-      }
-    }
-    boolean releaseFirst = faults.contains(TestFault.RELEASE_BEFORE_STOPPING_WORK);
-    LeaseException failure = releaseFirst ? giveBackAll(ours, rethrow) : null;
-    for (List<BoundWork> works : stopping) {
-      works.forEach(BoundWork::requestStop);
-    }
-    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
-    boolean interrupted = false;
-    for (List<BoundWork> works : stopping) {
-      for (BoundWork w : works) {
-        try {
-          w.awaitEnd(deadline - System.nanoTime());
-        } catch (InterruptedException e) {
-          interrupted = true; // stop waiting, release at once
-          deadline = System.nanoTime();
-        }
-      }
-    }
-    if (!releaseFirst) {
-      failure = giveBackAll(ours, rethrow);
-    }
-    for (int i = 0; i < ours.size(); i++) {
-      Lease lease = ours.get(i);
-      for (BoundWork w : stopping.get(i)) {
-        if (!w.hasEnded()) {
-          log.error(
-              "work thread {} under lease {} term {} did not stop within the grace period of {} ms"
-                  + " of its release; released anyway (a release is not a loss: no failure"
-                  + " policy), its fenced transactions are refused from now on",
-              w.thread.getName(),
-              lease.name(),
-              lease.term(),
-              timings.gracePeriod().toMillis());
-          if (faults.contains(TestFault.POLICY_ON_RELEASE)) {
-            runPolicy(lease, w.thread);
-          }
-          w.giveUp();
-        } else {
-          lease.detach(w);
-        }
-      }
-    }
-    long bound = timings.gracePeriod().toNanos() + 2 * timings.attemptTimeout().toNanos();
-    for (Lease l : others) {
-      try {
-        if (!l.awaitOver(bound)) {
-          log.warn("{} is still being released by another thread", l);
-        }
-      } catch (InterruptedException e) {
-        interrupted = true;
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-    }
-    if (failure != null && rethrow) {
-      throw failure;
-    }
-  }
-
-  /**
-   * Marks {@code leases} released and releases their rows in batches: one statement per {@link
-   * Dialect#MAX_RENEWALS_PER_STATEMENT} leases ({@link Dialect#releaseAll}), one INFO line per
-   * batch and a DEBUG line per lease. A single lease keeps its own statement ({@link #giveBack}).
-   * The caller has stopped the work under every lease before (the order of every release).
-   */
-  private LeaseException giveBackAll(List<Lease> leases, boolean rethrow) {
-    if (leases.size() <= 1 || faults.contains(TestFault.RELEASE_ONE_BY_ONE)) {
-      return giveBack(leases, rethrow);
-    }
-    List<Lease> releasing = new ArrayList<>();
-    for (Lease lease : leases) {
-      if (lease.completeRelease()) {
-        releasing.add(lease); // else lost meanwhile: not ours to release
-      }
-    }
-    LeaseException first = null;
-    int chunk = Dialect.MAX_RENEWALS_PER_STATEMENT;
-    for (int from = 0; from < releasing.size(); from += chunk) {
-      List<Lease> batch = releasing.subList(from, Math.min(releasing.size(), from + chunk));
-      if (batch.size() == 1) {
-        LeaseException e = releaseOne(batch.get(0), rethrow);
-        first = first == null ? e : first;
-        continue;
-      }
-      List<Dialect.Held> held = new ArrayList<>(batch.size());
-      long minTerm = Long.MAX_VALUE;
-      long maxTerm = Long.MIN_VALUE;
-      for (Lease l : batch) {
-        held.add(new Dialect.Held(l.name(), l.holder(), l.term()));
-        minTerm = Math.min(minTerm, l.term());
-        maxTerm = Math.max(maxTerm, l.term());
-      }
-      int released;
-      try {
-        released =
-            executeStep(
-                "release " + batch.size() + " leases",
-                (c, timeoutMs) -> dialect.releaseAll(c, held, timeoutMs),
-                null);
-      } catch (LeaseException e) {
-        first = first == null ? e : first;
-        if (!rethrow) {
-          log.warn(
-              "could not release {} leases; they expire by themselves: {}",
-              batch.size(),
-              e.getMessage());
-        }
-        continue;
-      }
-      log.info(
-          "released {} leases (terms {}..{}) instance {} in one statement{}",
-          batch.size(),
-          minTerm,
-          maxTerm,
-          instance,
-          released == batch.size()
-              ? ""
-              : "; the database no longer had " + (batch.size() - released) + " of them");
-      for (Lease lease : batch) {
-        log.debug("released lease {} term {} instance {}", lease.name(), lease.term(), instance);
-        safely(l -> l.released(lease));
-      }
-    }
-    return first;
-  }
-
-  /** The release statement of one lease already marked released; its failure, if any. */
-  private LeaseException releaseOne(Lease lease, boolean rethrow) {
-    boolean released;
-    try {
-      released = releaseInDatabase(lease);
-    } catch (LeaseException e) {
-      if (!rethrow) {
-        log.warn("could not release {}; it expires by itself: {}", lease, e.getMessage());
-      }
-      return e;
-    }
-    log.info(
-        "released lease {} term {} instance {}{}",
-        lease.name(),
-        lease.term(),
-        instance,
-        released ? "" : " (the database no longer had it)");
-    safely(l -> l.released(lease));
-    return null;
-  }
-
-  /**
-   * {@link #transfer} of many leases to one successor (a group moving keys to the member that needs
-   * them), in the order of a release: stops the work bound to all of them (interrupts, waits up to
-   * one grace period), ends them here, then one transfer statement per {@link
-   * Dialect#MAX_RENEWALS_PER_STATEMENT} leases ({@link Dialect#transferAll}); one INFO line per
-   * batch, a DEBUG line and {@link LeaseListener#transferred} per lease. A batch whose statement
-   * failed is logged: its rows are either transferred or expire as usual.
-   *
-   * @return the new term of each lease transferred, by name
-   */
-  java.util.Map<String, Long> transferAll(
-      Collection<Lease> leases, String successor, Duration adoptWithin) {
-    List<Lease> ours = new ArrayList<>();
-    List<List<BoundWork>> stopping = new ArrayList<>();
-    for (Lease l : leases) {
-      List<BoundWork> works = l.beginRelease();
-      if (works != null) {
-        ours.add(l);
-        stopping.add(works);
-      }
-    }
-    for (List<BoundWork> works : stopping) {
-      works.forEach(BoundWork::requestStop);
-    }
-    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
-    boolean interrupted = false;
-    for (List<BoundWork> works : stopping) {
-      for (BoundWork w : works) {
-        try {
-          w.awaitEnd(deadline - System.nanoTime());
-        } catch (InterruptedException e) {
-          interrupted = true;
-          deadline = System.nanoTime();
-        }
-      }
-    }
-    java.util.Map<String, Long> transferred = new java.util.HashMap<>();
-    try {
-      List<Lease> moving = new ArrayList<>();
-      for (int i = 0; i < ours.size(); i++) {
-        Lease lease = ours.get(i);
-        for (BoundWork w : stopping.get(i)) {
-          if (!w.hasEnded()) {
-            log.error(
-                "work thread {} under lease {} term {} did not stop within the grace period of {}"
-                    + " ms of its transfer; transferred anyway (its fenced transactions are"
-                    + " refused from now on)",
-                w.thread.getName(),
-                lease.name(),
-                lease.term(),
-                timings.gracePeriod().toMillis());
-            w.giveUp();
-          } else {
-            lease.detach(w);
-          }
-        }
-        if (lease.completeRelease()) {
-          moving.add(lease); // else lost meanwhile: not ours to hand over
-        }
-      }
-      long adoptMs = adoptWithin.toMillis();
-      int chunk = Dialect.MAX_RENEWALS_PER_STATEMENT;
-      for (int from = 0; from < moving.size(); from += chunk) {
-        List<Lease> batch = moving.subList(from, Math.min(moving.size(), from + chunk));
-        List<Dialect.Held> held = new ArrayList<>(batch.size());
-        for (Lease l : batch) {
-          held.add(new Dialect.Held(l.name(), l.holder(), l.term()));
-        }
-        java.util.Map<String, Long> terms;
-        try {
-          terms =
-              executeStep(
-                  "transfer " + batch.size() + " leases to " + successor,
-                  (c, timeoutMs) -> dialect.transferAll(c, held, successor, adoptMs, timeoutMs),
-                  null);
-        } catch (LeaseException e) {
-          log.warn(
-              "could not transfer {} leases to {}; each is transferred or expires as usual: {}",
-              batch.size(),
-              successor,
-              e.getMessage());
-          continue;
-        }
-        log.info(
-            "transferred {} leases instance {} to {} in one statement (adopt within {} ms){}",
-            terms.size(),
-            instance,
-            successor,
-            adoptMs,
-            terms.size() == batch.size()
-                ? ""
-                : "; the database no longer had " + (batch.size() - terms.size()) + " of them");
-        for (Lease lease : batch) {
-          Long newTerm = terms.get(lease.name());
-          if (newTerm == null) {
-            continue;
-          }
-          transferred.put(lease.name(), newTerm);
-          log.debug(
-              "transferred lease {} term {} instance {} to {} at term {}",
-              lease.name(),
-              lease.term(),
-              instance,
-              successor,
-              newTerm);
-          safely(l -> l.transferred(lease, successor, newTerm));
-        }
-      }
-      return transferred;
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  /**
-   * Transfers {@code lease} to {@code successor} in the order of a release: stops the work bound to
-   * it (interrupts, waits up to the grace period), ends the lease here (keeper stopped), then runs
-   * the transfer statement, which fences this holder as a claim of the next term would.
-   *
-   * @return the new term, or null if the lease was not ours any more (ended, being released, or the
-   *     database no longer had it)
-   */
-  Long transfer(Lease lease, String successor, Duration adoptWithin) {
-    List<BoundWork> works = lease.beginRelease();
-    if (works == null) {
-      return null;
-    }
-    works.forEach(BoundWork::requestStop);
-    long deadline = System.nanoTime() + timings.gracePeriod().toNanos();
-    boolean interrupted = false;
-    for (BoundWork w : works) {
-      try {
-        w.awaitEnd(deadline - System.nanoTime());
-      } catch (InterruptedException e) {
-        interrupted = true;
-        deadline = System.nanoTime();
-      }
-    }
-    try {
-      for (BoundWork w : works) {
-        if (!w.hasEnded()) {
-          log.error(
-              "work thread {} under lease {} term {} did not stop within the grace period of {} ms"
-                  + " of its transfer; transferred anyway (its fenced transactions are refused"
-                  + " from now on)",
-              w.thread.getName(),
-              lease.name(),
-              lease.term(),
-              timings.gracePeriod().toMillis());
-          w.giveUp();
-        } else {
-          lease.detach(w);
-        }
-      }
-      if (!lease.completeRelease()) {
-        return null; // lost meanwhile: not ours to hand over
-      }
-      long adoptMs = adoptWithin.toMillis();
-      Long newTerm =
-          executeStep(
-              "transfer lease " + lease.name() + " to " + successor,
-              (c, timeoutMs) ->
-                  dialect.transferStep(
-                      c, lease.name(), lease.holder(), lease.term(), successor, adoptMs, timeoutMs),
-              null);
-      if (newTerm == null) {
-        log.warn(
-            "could not transfer lease {} term {} instance {} to {}: the database no longer had it",
-            lease.name(),
-            lease.term(),
-            instance,
-            successor);
-        return null;
-      }
-      log.info(
-          "transferred lease {} term {} instance {} to {} at term {} (adopt within {} ms)",
-          lease.name(),
-          lease.term(),
-          instance,
-          successor,
-          newTerm,
-          adoptMs);
-      safely(l -> l.transferred(lease, successor, newTerm));
-      return newTerm;
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  /** Marks {@code leases} released and runs their release statements. */
-  private LeaseException giveBack(List<Lease> leases, boolean rethrow) {
-    LeaseException first = null;
-    for (Lease lease : leases) {
-      if (!lease.completeRelease()) {
-        continue; // lost meanwhile: not ours to release
-      }
-      boolean released;
-      try {
-        released = releaseInDatabase(lease);
-      } catch (LeaseException e) {
-        if (first == null) {
-          first = e;
-        }
-        if (!rethrow) {
-          log.warn("could not release {}; it expires by itself: {}", lease, e.getMessage());
-        }
-        continue;
-      }
-      log.info(
-          "released lease {} term {} instance {}{}",
-          lease.name(),
-          lease.term(),
-          instance,
-          released ? "" : " (the database no longer had it)");
-      safely(l -> l.released(lease));
-    }
-    return first;
-  }
-
-  private boolean releaseInDatabase(Lease lease) {
-    return executeStep(
-        "release lease " + lease.name(),
-        releaseCall(lease.name(), lease.holder(), lease.term()),
-        null);
-  }
-
-  /**
-   * The rest of a loss, off the thread that found it (a keeper thread, or the application's thread
-   * that asked {@link Lease#isHeld()}): the onLoss callbacks and the listeners on one task of the
-   * loss executor; the grace period on another, then the failure policy if work still runs, else (a
-   * loss at the local deadline) the release of the row, so a successor need not wait for it to
-   * expire. The grace period is timed on the loss executor, not on the keeper's scheduler, so it
-   * still ends in the failure policy when close() stopped the scheduler.
-   */
-  void handleLoss(Lease lease, LossReason reason, List<BoundWork> works) {
-    Runnable callbacks =
-        () -> {
-          lease.runLossCallbacks();
-          safely(l -> l.lost(lease, reason));
-        };
-    if (faults.contains(TestFault.LOSS_HANDLING_INLINE)) {
-      callbacks.run();
-    } else {
-      onLossExecutor(callbacks);
-    }
-    boolean releaseRow =
-        reason == LossReason.LOCAL_DEADLINE && !faults.contains(TestFault.NO_RELEASE_AT_DEADLINE);
-    if (works.isEmpty()) {
-      if (releaseRow) {
-        releaseLost(lease);
-      }
-      return;
-    }
-    long graceNanos = timings.gracePeriod().toNanos();
-    if (faults.contains(TestFault.GRACE_ON_KEEPER_SCHEDULER)) {
-      try {
-        scheduler.schedule(
-            () ->
-                works.stream()
-                    .filter(w -> !w.hasEnded())
-                    .findFirst()
-                    .ifPresent(w -> runPolicy(lease, w.thread)),
-            graceNanos,
-            TimeUnit.NANOSECONDS);
-      } catch (RejectedExecutionException e) {
-        // the bug: no failure policy once the scheduler is shut down
-      }
-      return;
-    }
-    onLossExecutor(
-        () -> {
-          long deadline = System.nanoTime() + graceNanos;
-          boolean allStopped = true;
-          for (BoundWork w : works) {
-            if (!awaitQuietly(w, deadline - System.nanoTime())) {
-              // still running under a lost lease: the failure policy decides (once per lease);
-              // the row is not released while the work may still act under it
-              allStopped = false;
-              runPolicy(lease, w.thread);
-            }
-          }
-          if (allStopped && releaseRow) {
-            releaseLost(lease);
-          }
-        });
-  }
-
-  private void onLossExecutor(Runnable task) {
-    try {
-      lossExecutor.execute(task);
-    } catch (RejectedExecutionException e) {
-      // closed: the loss still gets its handling, on a thread of its own
-      Thread t = new Thread(task, "lease-loss-after-close");
-      t.setDaemon(true);
-      t.start();
-    }
-  }
-
-  private void runPolicy(Lease lease, Thread worker) {
-    if (!lease.claimPolicyRun()) {
-      return;
-    }
-    try {
-      failurePolicy.workDidNotStop(lease, worker);
-    } catch (RuntimeException e) {
-      log.error("failure policy for {} failed", lease, e);
-    }
-  }
-
-  /**
-   * Releases a lease lost at its local deadline: the database may still have it as ours (the local
-   * deadline comes before the expiry), and the release statement checks holder and term, so it can
-   * only give back our own claim. Best effort, bounded by the attempt timeout, never waited for.
-   */
-  private void releaseLost(Lease lease) {
-    submitStep(
-            "release lost lease " + lease.name(),
-            releaseCall(lease.name(), lease.holder(), lease.term()),
-            null)
-        .whenComplete(
-            (released, e) -> {
-              if (e != null) {
-                log.debug(
-                    "could not release lost lease {} term {}; it expires by itself: {}",
-                    lease.name(),
-                    lease.term(),
-                    e.getMessage());
-              } else if (released) {
-                log.info(
-                    "released lost lease {} term {} instance {}: a successor may claim it now",
-                    lease.name(),
-                    lease.term(),
-                    instance);
-              }
-            });
-  }
-
-  /** A claim that completed after its caller gave up: nobody holds it, so give it back. */
-  private void releaseOrphan(String name, String holder, long term) {
-    log.warn(
-        "the claim of lease {} term {} completed after its attempt timed out; releasing it",
-        name,
-        term);
-    submitStep("release orphaned claim of " + name, releaseCall(name, holder, term), null);
-  }
-
-  private static boolean awaitQuietly(BoundWork w, long nanos) {
-    boolean interrupted = false;
-    long deadline = System.nanoTime() + nanos;
-    try {
-      while (true) {
-        try {
-          return w.awaitEnd(deadline - System.nanoTime());
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  // ---- attempts: lease SQL bounded as a whole by the attempt timeout --------------------------
-
-  /**
-   * Runs lease SQL on a connection of its own and waits for it at most the attempt timeout, the
-   * connection borrow included: a stalled pool or server cannot hold the caller longer. The attempt
-   * runs on the attempt executor; its statements are also bounded in the database and on the
-   * network by what is left of the attempt timeout.
-   */
-  <T> T execute(String what, Dialect.SqlCall<T> call) {
-    return execute(what, call, null);
-  }
-
-  /**
-   * Like {@link #execute(String, Dialect.SqlCall)}; {@code late} gets the result of an attempt that
-   * completed after the caller gave up on it.
-   */
-  <T> T execute(String what, Dialect.SqlCall<T> call, Consumer<T> late) {
-    return run(what, (c, timeoutMs) -> call.call(c), false, late);
-  }
-
-  /**
-   * A lease step (claim, renew, release, verify): one statement that carries its own bounds ({@link
-   * Dialect#inStep}), bounded as a whole like {@link #execute(String, Dialect.SqlCall)}.
-   */
-  <T> T executeStep(String what, Dialect.StepCall<T> call, Consumer<T> late) {
-    return run(what, call, true, late);
-  }
-
-  private <T> T run(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
-    if (faults.contains(TestFault.UNBOUNDED_ATTEMPT)) {
-      return attempt(what, call, step, -1, null, null); // the bug: the borrow has no bound
-    }
-    if (ownsAttemptExecutor) {
-      return runHere(what, call, step, late);
-    }
-    // an attempt executor given through the test hook is where every attempt runs (a paused
-    // process's seam), so the hand-off stays
-    CompletableFuture<T> f = submit(what, call, step, late);
-    long budget = timings.attemptTimeout().toNanos();
-    long deadline = System.nanoTime() + budget;
-    boolean interrupted = false;
-    try {
-      while (true) {
-        try {
-          return f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (InterruptedException e) {
-          interrupted = true; // the wait is bounded anyway; the flag is put back afterwards
-        } catch (TimeoutException e) {
-          f.completeExceptionally(timedOut(what));
-        } catch (ExecutionException e) {
-          Throwable cause = e.getCause();
-          if (cause instanceof RuntimeException r) {
-            throw r;
-          }
-          if (cause instanceof Error err) {
-            throw err;
-          }
-          throw new LeaseException("could not " + what + ": " + cause, cause);
-        }
-      }
-    } finally {
-      if (interrupted) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  /**
-   * Runs an attempt on the calling thread. Handing it to an attempt thread and waiting for the
-   * answer cost about as much as the claim statement itself (issue 24: a claim+release cycle spent
-   * about 1 ms outside the database). The bounds stay those of the hand-off: the borrow is
-   * interrupted at the deadline ({@link BorrowWatchdog}); the statements carry the rest of the
-   * attempt timeout as their network timeout and lock or busy timeout; a result that comes after
-   * the deadline is a timeout for the caller and goes to {@code late}, as it did when the caller
-   * stopped waiting. An interrupt of the caller is deferred until the attempt ends, as the
-   * hand-off's bounded wait deferred it: a release from a thread that loss handling interrupted
-   * still runs.
-   */
-  private <T> T runHere(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
-    long deadline = attemptClock.nanoTime() + timings.attemptTimeout().toNanos();
-    boolean[] interrupted = {Thread.interrupted()}; // a pool refuses an interrupted borrower
-    try {
-      T result = attempt(what, call, step, deadline, null, interrupted);
-      if (attemptClock.nanoTime() - deadline > 0) {
-        if (late != null) {
-          late.accept(result);
-        }
-        throw timedOut(what);
-      }
-      return result;
-    } finally {
-      if (interrupted[0]) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  /**
-   * Borrows a connection on the calling thread, interrupted at {@code deadlineNanos}. An interrupt
-   * from elsewhere ends the pool's wait too: it is noted in {@code interrupted} and the borrow
-   * tried again until the deadline.
-   */
-  private Connection borrowHere(String what, long deadlineNanos, boolean[] interrupted)
-      throws SQLException {
-    if (attemptClock != MonotonicClock.SYSTEM) {
-      return dataSource.getConnection(); // virtual time: a simulation's pool never waits
-    }
-    while (true) {
-      BorrowWatchdog.Guard guard = BorrowWatchdog.guard(deadlineNanos);
-      Connection c;
-      try {
-        c = dataSource.getConnection();
-      } catch (SQLException | RuntimeException e) {
-        if (!guard.end()) {
-          LeaseException timeout = timedOut(what);
-          timeout.addSuppressed(e);
-          throw timeout;
-        }
-        if (Thread.interrupted()) {
-          interrupted[0] = true;
-          if (System.nanoTime() - deadlineNanos < 0) {
-            continue;
-          }
-          throw timedOut(what);
-        }
-        throw e;
-      }
-      if (!guard.end()) {
-        closeQuietly(c);
-        throw timedOut(what);
-      }
-      return c;
-    }
-  }
-
-  private static void closeQuietly(Connection c) {
-    try {
-      c.close();
-    } catch (SQLException | RuntimeException e) {
-      log.debug("could not give back a connection borrowed after the attempt timeout", e);
-    }
-  }
-
-  /**
-   * Starts an attempt on the attempt executor (on the calling thread if the executor refuses it, as
-   * after {@link #close()}); the future completes with its result or its {@link LeaseException}.
-   * Completing the future first (a timeout) abandons the attempt: {@code late} then gets its
-   * result, if it has one.
-   */
-  <T> CompletableFuture<T> submitAttempt(String what, Dialect.SqlCall<T> call, Consumer<T> late) {
-    return submit(what, (c, timeoutMs) -> call.call(c), false, late);
-  }
-
-  /** {@link #submitAttempt} of a one-statement step ({@link #executeStep}). */
-  <T> CompletableFuture<T> submitStep(String what, Dialect.StepCall<T> call, Consumer<T> late) {
-    return submit(what, call, true, late);
-  }
-
-  private <T> CompletableFuture<T> submit(
-      String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
-    long deadline = attemptClock.nanoTime() + timings.attemptTimeout().toNanos();
-    CompletableFuture<T> f = new CompletableFuture<>();
-    Runnable task =
-        () -> {
-          if (f.isDone()) {
-            return; // abandoned before it started
-          }
-          try {
-            T result = attempt(what, call, step, deadline, f, null);
-            if (!f.complete(result) && late != null) {
-              late.accept(result);
-            }
-          } catch (Throwable t) {
-            f.completeExceptionally(t);
-          }
-        };
-    try {
-      attemptExecutor.execute(task);
-    } catch (RejectedExecutionException e) {
-      task.run();
-    }
-    return f;
-  }
-
-  /** Abandons an attempt that ran out of time, completing it on an attempt thread. */
-  void expire(CompletableFuture<?> attempt, String what) {
-    if (attempt.isDone()) {
-      return;
-    }
-    LeaseException timeout = timedOut(what);
-    try {
-      attemptExecutor.execute(() -> attempt.completeExceptionally(timeout));
-    } catch (RejectedExecutionException e) {
-      attempt.completeExceptionally(timeout);
-    }
-  }
-
-  static Throwable unwrap(Throwable t) {
-    return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
-  }
-
-  /** An attempt that ran out of its attempt timeout ({@link RenewalOutcome#TIMEOUT}). */
-  static final class AttemptTimedOut extends LeaseException {
-    private static final long serialVersionUID = 1L;
-
-    AttemptTimedOut(String message) {
-      super(message);
-    }
-  }
-
-  private LeaseException timedOut(String what) {
-    return new AttemptTimedOut(
-        "could not "
-            + what
-            + " in lease table "
-            + table
-            + " on "
-            + dialect.product()
-            + " within the attempt timeout of "
-            + timings.attemptTimeout().toMillis()
-            + " ms (borrowing the connection included); the database or the pool is too slow or"
-            + " exhausted: give the LeaseManager a small pool of its own");
-  }
-
-  /**
-   * One attempt on a connection of its own. {@code deadlineNanos} (System.nanoTime) bounds what is
-   * left for the statements after the borrow; -1: the attempt timeout counts from after the borrow
-   * (the negative control of an unbounded borrow). {@code here}: on the caller's thread ({@link
-   * #runHere}), which the borrow then notes a deferred interrupt in.
-   */
-  private <T> T attempt(
-      String what,
-      Dialect.StepCall<T> call,
-      boolean step,
-      long deadlineNanos,
-      CompletableFuture<?> abandoned,
-      boolean[] here) {
-    try (Connection c =
-        here != null ? borrowHere(what, deadlineNanos, here) : dataSource.getConnection()) {
-      long timeoutMs =
-          deadlineNanos == -1
-              ? timings.attemptTimeout().toMillis()
-              : (deadlineNanos - attemptClock.nanoTime()) / 1_000_000;
-      if (timeoutMs <= 0 || (abandoned != null && abandoned.isDone())) {
-        throw timedOut(what);
-      }
-      // The connection is the application's (pooled): its network timeout is put back afterwards,
-      // since not every pool resets it (PooledSessionTest). Set on the calling thread: MySQL
-      // Connector/J applies it on the given executor, so an asynchronous one would let the
-      // statement start unbounded and the restore overtake the set.
-      int savedNetworkTimeout = -1;
-      try {
-        savedNetworkTimeout = c.getNetworkTimeout();
-        c.setNetworkTimeout(Runnable::run, (int) Math.min(Integer.MAX_VALUE, timeoutMs));
-      } catch (SQLFeatureNotSupportedException | AbstractMethodError e) {
-        // SQLite has no network; the busy timeout bounds it instead
-      }
-      try {
-        if (step && !faults.contains(TestFault.STEP_IN_SESSION)) {
-          // the statement's own bound (lock wait, busy timeout) ends a little before the caller
-          // stops waiting: a claim that waited for a lock then fails in the database instead of
-          // going through just after its caller gave up (it would be released at once, but its
-          // term would be spent: StrictFencingTest on SQLite)
-          long margin = Math.min(timeoutMs / 5, 250);
-          return dialect.inStep(c, Math.max(1, timeoutMs - margin), call);
-        }
-        long bound = timeoutMs;
-        return dialect.inLeaseSession(c, timeoutMs, conn -> call.call(conn, bound));
-      } finally {
-        if (savedNetworkTimeout >= 0) {
-          restoreNetworkTimeout(c, savedNetworkTimeout);
-        }
-      }
-    } catch (SQLException e) {
-      throw translate(what, e);
-    }
-  }
-
-  /** Best effort: a connection the attempt broke is discarded by its pool anyway. */
-  private static void restoreNetworkTimeout(Connection c, int timeoutMs) {
-    try {
-      if (!c.isClosed()) {
-        c.setNetworkTimeout(Runnable::run, timeoutMs);
-      }
-    } catch (SQLException e) {
-      log.debug("could not restore the network timeout of a lease connection", e);
-    }
-  }
-
-  private LeaseException translate(String what, SQLException e) {
-    if (dialect.isMissingTable(e)) {
-      return new LeaseException(missingTable(dialect), e);
-    }
-    return new LeaseException(
-        "could not "
-            + what
-            + " in lease table "
-            + table
-            + " on "
-            + dialect.product()
-            + ": "
-            + e.getMessage(),
-        e);
-  }
-
-  private static String missingTable(Dialect dialect) {
-    String table = dialect.table();
-    return "lease table "
-        + table
-        + " does not exist in this "
-        + dialect.product()
-        + " database; create it with LeaseManager.builder(...).createTableIfMissing(), or apply"
-        + " LeaseManager.ddl(Database."
-        + dialect.product().toUpperCase(Locale.ROOT)
-        + ", \""
-        + table
-        + "\") in your migrations (the DDL is also in docs/leases.md)";
-  }
-
-  private static String newHolder() {
-    byte[] b = new byte[16];
-    RANDOM.nextBytes(b);
-    return HexFormat.of().formatHex(b);
-  }
-
-  private static ScheduledExecutorService defaultScheduler() {
-    ScheduledThreadPoolExecutor s = new ScheduledThreadPoolExecutor(2, daemon("lease-keeper-"));
-    s.setRemoveOnCancelPolicy(true);
-    return s;
-  }
-
-  private static ThreadFactory daemon(String prefix) {
-    AtomicInteger n = new AtomicInteger();
-    return r -> {
-      Thread t = new Thread(r, prefix + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    };
-  }
-
-  private static String defaultInstance() {
-    String host = System.getenv("HOSTNAME");
-    if (host == null || host.isBlank()) {
-      try {
-        host = InetAddress.getLocalHost().getHostName();
-      } catch (Exception e) {
-        host = "unknown-host";
-      }
-    }
-    String id = host + "/" + ProcessHandle.current().pid();
-    return id.length() <= Dialect.INSTANCE_WIDTH ? id : id.substring(0, Dialect.INSTANCE_WIDTH);
+    return Claims.newHolder();
   }
 
   /** Configures a {@link LeaseManager}; {@link #build()} validates everything before any SQL. */
@@ -1793,71 +642,8 @@ public final class LeaseManager implements AutoCloseable {
      */
     public LeaseManager build() {
       LeaseNames.table(table);
-      instance = LeaseNames.instance(instance != null ? instance : defaultInstance());
-      Dialect dialect;
-      try (Connection c = dataSource.getConnection()) {
-        dialect = Dialect.detect(c, table, clockFunction, faults);
-        if (createTable) {
-          try (Statement s = c.createStatement()) {
-            for (String ddl : dialect.ddl()) {
-              s.execute(ddl);
-            }
-          } catch (SQLException e) {
-            // reached the database, but could not create the table: not a connection problem
-            throw new LeaseException(
-                "could not create lease table "
-                    + table
-                    + " on "
-                    + dialect.product()
-                    + " ("
-                    + e.getMessage()
-                    + "); check that the user may create"
-                    + " tables and that the name is not a reserved word, or create it in your"
-                    + " migrations with LeaseManager.ddl(Database."
-                    + dialect.product().toUpperCase(Locale.ROOT)
-                    + ", \""
-                    + table
-                    + "\")",
-                e);
-          }
-          if (!c.getAutoCommit()) {
-            c.commit();
-          }
-        }
-        try {
-          dialect.checkTable(c);
-        } catch (SQLException e) {
-          if (dialect.isMissingTable(e)) {
-            throw new LeaseException(missingTable(dialect), e);
-          }
-          // the table exists but is not a lease table of this shape: not a connection problem
-          throw new LeaseException(
-              "lease table "
-                  + table
-                  + " cannot be used as a lease table on "
-                  + dialect.product()
-                  + " ("
-                  + e.getMessage()
-                  + "); it needs the columns of"
-                  + " LeaseManager.ddl(Database."
-                  + dialect.product().toUpperCase(Locale.ROOT)
-                  + ", \""
-                  + table
-                  + "\"): migrate it, or choose another table with .table(...)",
-              e);
-        } finally {
-          if (!c.getAutoCommit()) {
-            c.rollback();
-          }
-        }
-      } catch (SQLException e) {
-        throw new LeaseException(
-            "cannot reach the lease database ("
-                + e.getMessage()
-                + "); check that it is running and that the DataSource's URL, user and password are"
-                + " right",
-            e);
-      }
+      instance = LeaseNames.instance(instance != null ? instance : LeaseNames.defaultInstance());
+      Dialect dialect = LeaseTable.open(dataSource, table, clockFunction, faults, createTable);
       return new LeaseManager(this, dialect);
     }
   }

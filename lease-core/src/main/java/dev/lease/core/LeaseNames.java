@@ -1,6 +1,7 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
+import java.net.InetAddress;
 import java.util.Optional;
 import java.util.regex.Pattern;
 
@@ -106,6 +107,20 @@ public final class LeaseNames {
               + " is not a plain SQL identifier (letters, digits and '_')");
     }
     return function;
+  }
+
+  /** The instance of a manager not given one: host/pid, cut to the width of the column. */
+  static String defaultInstance() {
+    String host = System.getenv("HOSTNAME");
+    if (host == null || host.isBlank()) {
+      try {
+        host = InetAddress.getLocalHost().getHostName();
+      } catch (Exception e) {
+        host = "unknown-host";
+      }
+    }
+    String id = host + "/" + ProcessHandle.current().pid();
+    return id.length() <= Dialect.INSTANCE_WIDTH ? id : id.substring(0, Dialect.INSTANCE_WIDTH);
   }
 
   static String instance(String instance) {

@@ -22,8 +22,8 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Both run on the manager's scheduler and never run user code there: a loss is handed to the
- * manager's loss handling ({@link LeaseManager#handleLoss}), and listeners of renewals run on
- * attempt threads.
+ * manager's loss handling ({@link Releases#handleLoss}), and listeners of renewals run on attempt
+ * threads.
  */
 final class RenewalKeeper {
 
@@ -119,7 +119,7 @@ final class RenewalKeeper {
   RenewalOutcome attemptDone(long start, Boolean renewed, Throwable error, boolean timedOut) {
     try {
       if (error != null) {
-        Throwable cause = LeaseManager.unwrap(error);
+        Throwable cause = Attempts.unwrap(error);
         RenewalOutcome outcome =
             timedOut || isTimeout(cause) ? RenewalOutcome.TIMEOUT : RenewalOutcome.ERROR;
         log.warn(
@@ -165,7 +165,7 @@ final class RenewalKeeper {
    */
   static boolean isTimeout(Throwable t) {
     for (Throwable c = t; c != null; c = c.getCause()) {
-      if (c instanceof SQLTimeoutException || c instanceof LeaseManager.AttemptTimedOut) {
+      if (c instanceof SQLTimeoutException || c instanceof Attempts.AttemptTimedOut) {
         return true;
       }
       if (c instanceof SQLException s) {

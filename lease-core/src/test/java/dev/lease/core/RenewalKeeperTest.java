@@ -66,7 +66,7 @@ class RenewalKeeperTest {
         try {
           declaredAtDbMs.set(observer.databaseTimeMillis());
           break;
-        } catch (LeaseManager.AttemptTimedOut e) {
+        } catch (Attempts.AttemptTimedOut e) {
           if (System.nanoTime() - deadline > 0) {
             throw e;
           }

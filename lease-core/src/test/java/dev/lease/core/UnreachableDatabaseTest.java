@@ -229,7 +229,7 @@ class UnreachableDatabaseTest {
     while (true) {
       try {
         return attempt.get();
-      } catch (LeaseManager.AttemptTimedOut e) {
+      } catch (Attempts.AttemptTimedOut e) {
         if (System.nanoTime() - deadline > 0) {
           throw e;
         }

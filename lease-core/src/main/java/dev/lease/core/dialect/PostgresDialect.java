@@ -156,6 +156,29 @@ final class PostgresDialect extends Dialect {
     return i + 2;
   }
 
+  /**
+   * The three array parameters of a batch statement, {@code unnest(?::varchar[], ?::varchar[],
+   * ?::bigint[]) AS k(name, holder, term)}: the names, holders and terms of {@code leases}, bound
+   * from index {@code i}. Arrays, so the statement's text and its prepared plan never change with
+   * the batch's size. Returns the index of the next parameter.
+   */
+  private static int bindHeld(Connection c, PreparedStatement ps, int i, List<Held> leases)
+      throws SQLException {
+    String[] names = new String[leases.size()];
+    String[] holders = new String[leases.size()];
+    Long[] terms = new Long[leases.size()];
+    for (int k = 0; k < leases.size(); k++) {
+      Held h = leases.get(k);
+      names[k] = h.name();
+      holders[k] = h.holder();
+      terms[k] = h.term();
+    }
+    ps.setArray(i, c.createArrayOf("varchar", names));
+    ps.setArray(i + 1, c.createArrayOf("varchar", holders));
+    ps.setArray(i + 2, c.createArrayOf("bigint", terms));
+    return i + 3;
+  }
+
   /** SQLSTATE serialization_failure: a pool that defaults to REPEATABLE READ or SERIALIZABLE. */
   private static boolean serializationFailure(SQLException e) {
     return "40001".equals(e.getSQLState());
@@ -266,15 +289,6 @@ final class PostgresDialect extends Dialect {
   public Set<Held> renewAll(Connection c, List<Held> leases, long leaseMs, long timeoutMs)
       throws SQLException {
     checkBatch(leases);
-    String[] names = new String[leases.size()];
-    String[] holders = new String[leases.size()];
-    Long[] terms = new Long[leases.size()];
-    for (int i = 0; i < leases.size(); i++) {
-      Held h = leases.get(i);
-      names[i] = h.name();
-      holders[i] = h.holder();
-      terms[i] = h.term();
-    }
     String sql =
         "UPDATE "
             + table
@@ -290,10 +304,7 @@ final class PostgresDialect extends Dialect {
     Set<Held> renewed = new HashSet<>();
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setLong(1, leaseMs);
-      ps.setArray(2, c.createArrayOf("varchar", names));
-      ps.setArray(3, c.createArrayOf("varchar", holders));
-      ps.setArray(4, c.createArrayOf("bigint", terms));
-      bindBound(ps, 5, timeoutMs);
+      bindBound(ps, bindHeld(c, ps, 2, leases), timeoutMs);
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           renewed.add(new Held(rs.getString(1), rs.getString(2), rs.getLong(3)));
@@ -310,15 +321,6 @@ final class PostgresDialect extends Dialect {
   @Override
   public int releaseAll(Connection c, List<Held> leases, long timeoutMs) throws SQLException {
     checkBatch(leases);
-    String[] names = new String[leases.size()];
-    String[] holders = new String[leases.size()];
-    Long[] terms = new Long[leases.size()];
-    for (int i = 0; i < leases.size(); i++) {
-      Held h = leases.get(i);
-      names[i] = h.name();
-      holders[i] = h.holder();
-      terms[i] = h.term();
-    }
     String sql =
         "UPDATE "
             + table
@@ -327,10 +329,7 @@ final class PostgresDialect extends Dialect {
             + " WHERE t.name = k.name AND t.holder = k.holder AND t.term = k.term AND "
             + BOUND;
     try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setArray(1, c.createArrayOf("varchar", names));
-      ps.setArray(2, c.createArrayOf("varchar", holders));
-      ps.setArray(3, c.createArrayOf("bigint", terms));
-      bindBound(ps, 4, timeoutMs);
+      bindBound(ps, bindHeld(c, ps, 1, leases), timeoutMs);
       return ps.executeUpdate();
     }
   }
@@ -527,15 +526,6 @@ final class PostgresDialect extends Dialect {
       Connection c, List<Held> leases, String successor, long adoptWithinMs, long timeoutMs)
       throws SQLException {
     checkBatch(leases);
-    String[] names = new String[leases.size()];
-    String[] holders = new String[leases.size()];
-    Long[] terms = new Long[leases.size()];
-    for (int i = 0; i < leases.size(); i++) {
-      Held h = leases.get(i);
-      names[i] = h.name();
-      holders[i] = h.holder();
-      terms[i] = h.term();
-    }
     String sql =
         "WITH held AS (SELECT t.name FROM "
             + table
@@ -554,10 +544,7 @@ final class PostgresDialect extends Dialect {
             + " FROM held WHERE t.name = held.name RETURNING t.name, t.term";
     java.util.Map<String, Long> transferred = new java.util.HashMap<>();
     try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setArray(1, c.createArrayOf("varchar", names));
-      ps.setArray(2, c.createArrayOf("varchar", holders));
-      ps.setArray(3, c.createArrayOf("bigint", terms));
-      int i = bindBound(ps, 4, timeoutMs);
+      int i = bindBound(ps, bindHeld(c, ps, 1, leases), timeoutMs);
       ps.setString(i++, TRANSFER_PENDING);
       ps.setString(i++, successor);
       ps.setLong(i, adoptWithinMs);

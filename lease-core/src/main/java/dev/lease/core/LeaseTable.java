@@ -1,0 +1,110 @@
+package dev.lease.core;
+
+import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.TestFault;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.Locale;
+import java.util.Set;
+import javax.sql.DataSource;
+
+/**
+ * The lease table as {@link LeaseManager.Builder#build()} finds it: detects the database, creates
+ * the table if asked, and checks that it is a lease table, saying what to do when it is not.
+ */
+final class LeaseTable {
+
+  private LeaseTable() {}
+
+  /**
+   * The dialect of the database behind {@code dataSource}, once its lease table {@code table} is
+   * there (created first if {@code createTable}) and has the columns of a lease table.
+   */
+  static Dialect open(
+      DataSource dataSource,
+      String table,
+      String clockFunction,
+      Set<TestFault> faults,
+      boolean createTable) {
+    Dialect dialect;
+    try (Connection c = dataSource.getConnection()) {
+      dialect = Dialect.detect(c, table, clockFunction, faults);
+      if (createTable) {
+        try (Statement s = c.createStatement()) {
+          for (String ddl : dialect.ddl()) {
+            s.execute(ddl);
+          }
+        } catch (SQLException e) {
+          // reached the database, but could not create the table: not a connection problem
+          throw new LeaseException(
+              "could not create lease table "
+                  + table
+                  + " on "
+                  + dialect.product()
+                  + " ("
+                  + e.getMessage()
+                  + "); check that the user may create"
+                  + " tables and that the name is not a reserved word, or create it in your"
+                  + " migrations with LeaseManager.ddl(Database."
+                  + dialect.product().toUpperCase(Locale.ROOT)
+                  + ", \""
+                  + table
+                  + "\")",
+              e);
+        }
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+      }
+      try {
+        dialect.checkTable(c);
+      } catch (SQLException e) {
+        if (dialect.isMissingTable(e)) {
+          throw new LeaseException(missingTable(dialect), e);
+        }
+        // the table exists but is not a lease table of this shape: not a connection problem
+        throw new LeaseException(
+            "lease table "
+                + table
+                + " cannot be used as a lease table on "
+                + dialect.product()
+                + " ("
+                + e.getMessage()
+                + "); it needs the columns of"
+                + " LeaseManager.ddl(Database."
+                + dialect.product().toUpperCase(Locale.ROOT)
+                + ", \""
+                + table
+                + "\"): migrate it, or choose another table with .table(...)",
+            e);
+      } finally {
+        if (!c.getAutoCommit()) {
+          c.rollback();
+        }
+      }
+    } catch (SQLException e) {
+      throw new LeaseException(
+          "cannot reach the lease database ("
+              + e.getMessage()
+              + "); check that it is running and that the DataSource's URL, user and password are"
+              + " right",
+          e);
+    }
+    return dialect;
+  }
+
+  static String missingTable(Dialect dialect) {
+    String table = dialect.table();
+    return "lease table "
+        + table
+        + " does not exist in this "
+        + dialect.product()
+        + " database; create it with LeaseManager.builder(...).createTableIfMissing(), or apply"
+        + " LeaseManager.ddl(Database."
+        + dialect.product().toUpperCase(Locale.ROOT)
+        + ", \""
+        + table
+        + "\") in your migrations (the DDL is also in docs/leases.md)";
+  }
+}

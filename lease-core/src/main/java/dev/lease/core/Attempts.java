@@ -208,16 +208,11 @@ final class Attempts {
   }
 
   /**
-   * Starts an attempt on the attempt executor (on the calling thread if the executor refuses it, as
-   * after {@link LeaseManager#close()}); the future completes with its result or its {@link
-   * LeaseException}. Completing the future first (a timeout) abandons the attempt: {@code late}
-   * then gets its result, if it has one.
+   * Starts a one-statement step ({@link #executeStep}) on the attempt executor (on the calling
+   * thread if the executor refuses it, as after {@link LeaseManager#close()}); the future completes
+   * with its result or its {@link LeaseException}. Completing the future first (a timeout) abandons
+   * the attempt: {@code late} then gets its result, if it has one.
    */
-  <T> CompletableFuture<T> submitAttempt(String what, Dialect.SqlCall<T> call, Consumer<T> late) {
-    return submit(what, (c, timeoutMs) -> call.call(c), false, late);
-  }
-
-  /** {@link #submitAttempt} of a one-statement step ({@link #executeStep}). */
   <T> CompletableFuture<T> submitStep(String what, Dialect.StepCall<T> call, Consumer<T> late) {
     return submit(what, call, true, late);
   }

@@ -3,6 +3,7 @@ package dev.lease.conformance.failover;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.conformance.ConformanceProperty;
+import dev.lease.conformance.FencingSwitch;
 import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.PropertyResult.Count;
@@ -415,7 +416,7 @@ public final class FailoverProperty implements ConformanceProperty {
           managers.add(manager);
           FencedDataSource fenced =
               FencedDataSource.wrap(
-                  dataPool, FencingOptions.builder().mode(FencingMode.STRICT).build());
+                  dataPool, FencingSwitch.build(FencingOptions.builder().mode(FencingMode.STRICT)));
           Holder holder = new Holder(manager, fenced, dataPool, new Random(random.nextLong()), h);
           Thread t = new Thread(holder, "failover-holder-" + h);
           t.setDaemon(true);

@@ -1,5 +1,6 @@
 package dev.lease.conformance.fault;
 
+import dev.lease.conformance.FencingSwitch;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
@@ -26,10 +27,10 @@ public enum Fence {
       case STRICT ->
           FencedDataSource.wrap(
               ds,
-              FencingOptions.builder()
-                  .mode(FencingMode.STRICT)
-                  .idleInTransactionTimeout(idleInTransaction)
-                  .build());
+              FencingSwitch.build(
+                  FencingOptions.builder()
+                      .mode(FencingMode.STRICT)
+                      .idleInTransactionTimeout(idleInTransaction)));
       case VERIFY -> FencedDataSource.wrap(ds, previousRefusal(FencingMode.VERIFY));
       case NONE -> ds;
     };
@@ -41,19 +42,6 @@ public enum Fence {
    * stale VERIFY commit on PostgreSQL by itself, and this control must show the lock's absence.
    */
   static FencingOptions previousRefusal(FencingMode mode) {
-    synchronized (Fence.class) {
-      String property = "lease.jdbc.testing.weaken";
-      String was = System.getProperty(property);
-      System.setProperty(property, "PREVIOUS_REFUSAL");
-      try {
-        return FencingOptions.builder().mode(mode).build();
-      } finally {
-        if (was == null) {
-          System.clearProperty(property);
-        } else {
-          System.setProperty(property, was);
-        }
-      }
-    }
+    return FencingSwitch.build(FencingOptions.builder().mode(mode), "PREVIOUS_REFUSAL");
   }
 }

@@ -7,15 +7,27 @@ import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.Properties;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Target;
+import dev.lease.conformance.failover.FailoverProperty;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.platform.engine.TestExecutionResult;
@@ -73,16 +85,22 @@ public final class Main {
                 + "; set java.io.tmpdir to a writable directory");
         return BAD_INPUT;
       }
-      // WAL, as most applications run SQLite: readers and one writer overlap
-      url =
-          "jdbc:sqlite:"
-              + tempDir.resolve("conformance.db")
-              + "?journal_mode=WAL&busy_timeout=5000";
+      url = embeddedUrl(tempDir, "conformance");
     }
     Target target = new Target(url, options.user(), options.password());
+    List<Item> items = items(options);
+    // a SQLite file the user named is one database: properties at once would queue on its one
+    // write lock and see each other's waits
+    int parallel = tempDir == null && target.isSqlite() ? 1 : options.parallel();
+    List<Target> targets = new ArrayList<>();
+    targets.add(target);
     try {
       Preflight.check(target);
       long seed = options.seed() != null ? options.seed() : new SecureRandom().nextLong();
+      String inTurn =
+          parallel > 1 && items.size() > 1
+              ? ", " + Math.min(parallel, items.size()) + " at a time"
+              : ", one at a time";
       out.println(
           "lease conformance"
               + (options.controls() ? " (negative controls)" : "")
@@ -92,11 +110,40 @@ public final class Main {
               + options.size().name().toLowerCase()
               + " size, seed "
               + seed
-              + (tempDir != null ? " (embedded SQLite in " + tempDir + ")" : "")
+              + inTurn
+              + (tempDir == null
+                  ? ""
+                  : parallel > 1
+                      ? " (each on its own embedded SQLite in " + tempDir + ")"
+                      : " (embedded SQLite in " + tempDir + ")")
               + ", tables "
               + target.tablePrefix()
               + "* (dropped at the end)");
-      List<Row> rows = launch(target, options, seed, out);
+      Path dir = tempDir;
+      List<Row> rows =
+          launchAll(
+              items,
+              parallel,
+              item -> {
+                // its own tables: each launch counts its tables from 1 again
+                String prefix = target.tablePrefix() + "p" + item.order() + "_";
+                if (dir == null || parallel == 1) {
+                  return new Target(target.url(), target.user(), target.password(), prefix);
+                }
+                Target own =
+                    new Target(
+                        embeddedUrl(dir, item.fileName()),
+                        target.user(),
+                        target.password(),
+                        prefix);
+                synchronized (targets) {
+                  targets.add(own);
+                }
+                return own;
+              },
+              options,
+              seed,
+              out);
       int status = options.controls() ? controlsTable(rows, out) : propertiesTable(rows, out);
       out.println(durations(rows, started));
       if (options.controls()) {
@@ -120,11 +167,61 @@ public final class Main {
       err.println("lease-conformance: " + e.getMessage());
       return BAD_INPUT;
     } finally {
-      Preflight.sweep(target);
+      synchronized (targets) {
+        targets.forEach(Preflight::sweep);
+      }
       if (tempDir != null) {
         deleteRecursively(tempDir);
       }
     }
+  }
+
+  /** The embedded database {@code name}.db in {@code dir}. */
+  private static String embeddedUrl(Path dir, String name) {
+    // WAL, as most applications run SQLite: readers and one writer overlap
+    return "jdbc:sqlite:" + dir.resolve(name + ".db") + "?journal_mode=WAL&busy_timeout=5000";
+  }
+
+  /**
+   * One test of the suite the runner launches by itself: a property, or with --controls a control.
+   *
+   * @param order its place in the output and the table
+   * @param alone it runs with nothing else at the same time: the failover property fails the
+   *     database over, which every other property on that database would see
+   */
+  record Item(int order, String id, boolean alone) {
+    String fileName() {
+      return String.format("%02d-%s", order, id.replaceAll("[^a-z0-9-]", "-"));
+    }
+  }
+
+  /** What this run checks, in the suite's order (the selection ConformanceSuite makes). */
+  static List<Item> items(Options options) {
+    Set<String> only =
+        options.only() == null
+            ? Set.of()
+            : Arrays.stream(options.only().split(","))
+                .map(String::trim)
+                .filter(x -> !x.isEmpty())
+                .collect(Collectors.toSet());
+    List<ConformanceProperty> properties = new ArrayList<>(Properties.all());
+    if (options.failoverCommand() != null) {
+      properties.add(new FailoverProperty(null));
+    }
+    List<Item> items = new ArrayList<>();
+    for (ConformanceProperty p : properties) {
+      boolean alone = p instanceof FailoverProperty;
+      if (options.controls()) {
+        for (NegativeControl c : p.controls()) {
+          if (only.isEmpty() || only.contains(p.id()) || only.contains(c.id())) {
+            items.add(new Item(items.size(), c.id(), alone));
+          }
+        }
+      } else if (only.isEmpty() || only.contains(p.id())) {
+        items.add(new Item(items.size(), p.id(), alone));
+      }
+    }
+    return items;
   }
 
   /** One line of the final table. */
@@ -148,7 +245,136 @@ public final class Main {
     }
   }
 
-  private static List<Row> launch(Target target, Options options, long seed, PrintStream out) {
+  /**
+   * Checks {@code items}, {@code parallel} at a time (the ones that must run alone after the
+   * others), each through its own JUnit launch. With one at a time the progress goes straight to
+   * {@code out}; otherwise each item's lines are kept until it and every item before it have
+   * finished, so the output reads as if they had run in order.
+   */
+  private static List<Row> launchAll(
+      List<Item> items,
+      int parallel,
+      Function<Item, Target> targetOf,
+      Options options,
+      long seed,
+      PrintStream out) {
+    if (parallel == 1 || items.size() <= 1) {
+      List<Row> rows = new ArrayList<>();
+      for (Item item : items) {
+        rows.addAll(launch(item, targetOf.apply(item), options, seed, out, true));
+      }
+      return rows;
+    }
+    int n = items.size();
+    List<List<Row>> rows = new ArrayList<>(Collections.nCopies(n, null));
+    List<ByteArrayOutputStream> buffers = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      buffers.add(new ByteArrayOutputStream());
+    }
+    int[] printed = {0};
+    Runnable flush =
+        () -> {
+          synchronized (rows) {
+            while (printed[0] < n && rows.get(printed[0]) != null) {
+              out.print(buffers.get(printed[0]).toString(StandardCharsets.UTF_8));
+              out.flush();
+              printed[0]++;
+            }
+          }
+        };
+    AtomicInteger threads = new AtomicInteger();
+    ExecutorService pool =
+        Executors.newFixedThreadPool(
+            Math.min(parallel, n),
+            r -> {
+              Thread t = new Thread(r, "lease-conformance-" + threads.incrementAndGet());
+              t.setDaemon(true);
+              return t;
+            });
+    try {
+      List<Future<?>> running = new ArrayList<>();
+      List<Item> longestFirst = new ArrayList<>(items);
+      longestFirst.sort(Comparator.comparingInt(Main::startRank));
+      for (Item item : longestFirst) {
+        if (!item.alone()) {
+          running.add(
+              pool.submit(
+                  () -> launchBuffered(item, targetOf, options, seed, buffers, rows, flush)));
+        }
+      }
+      awaitAll(running);
+      for (Item item : items) {
+        if (item.alone()) {
+          awaitAll(
+              List.of(
+                  pool.submit(
+                      () -> launchBuffered(item, targetOf, options, seed, buffers, rows, flush))));
+        }
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    flush.run();
+    List<Row> all = new ArrayList<>();
+    rows.forEach(all::addAll);
+    return all;
+  }
+
+  /**
+   * The properties that take longest (mostly waiting on real time: lease durations, paused holders;
+   * docs/benchmarks.md has each one's duration), started first so that the run does not end with
+   * one of them running alone; the others follow in the suite's order.
+   */
+  private static final List<String> LONGEST_FIRST =
+      List.of("raw-path", "sql-text-takeover", "fault-run", "simulation");
+
+  private static int startRank(Item item) {
+    int slash = item.id().indexOf('/');
+    int rank = LONGEST_FIRST.indexOf(slash < 0 ? item.id() : item.id().substring(0, slash));
+    return rank < 0 ? LONGEST_FIRST.size() : rank;
+  }
+
+  private static void launchBuffered(
+      Item item,
+      Function<Item, Target> targetOf,
+      Options options,
+      long seed,
+      List<ByteArrayOutputStream> buffers,
+      List<List<Row>> rows,
+      Runnable flush) {
+    PrintStream sink = new PrintStream(buffers.get(item.order()), true, StandardCharsets.UTF_8);
+    List<Row> mine;
+    Target target = targetOf.apply(item);
+    try {
+      mine = launch(item, target, options, seed, sink, false);
+    } catch (RuntimeException | Error e) {
+      Row row = new Row(item.id(), target.label());
+      row.error = e.toString();
+      mine = List.of(row);
+    }
+    synchronized (rows) {
+      rows.set(item.order(), mine);
+      flush.run();
+    }
+  }
+
+  private static void awaitAll(List<Future<?>> futures) {
+    for (Future<?> f : futures) {
+      try {
+        f.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while the properties ran", e);
+      } catch (ExecutionException e) {
+        // launchBuffered records its own failure as a row; nothing else throws
+        throw new IllegalStateException(e.getCause());
+      }
+    }
+  }
+
+  /** Runs one item through the JUnit Platform Launcher; returns its rows. */
+  private static List<Row> launch(
+      Item item, Target target, Options options, long seed, PrintStream out, boolean live) {
     LauncherDiscoveryRequestBuilder request =
         LauncherDiscoveryRequestBuilder.request()
             .selectors(selectClass(ConformanceSuite.class))
@@ -157,6 +383,7 @@ public final class Main {
             .configurationParameter(SuiteSettings.SIZE, options.size().name())
             .configurationParameter(SuiteSettings.SEED, Long.toString(seed))
             .configurationParameter(SuiteSettings.CONTROLS, Boolean.toString(options.controls()))
+            .configurationParameter(SuiteSettings.ONLY, item.id())
             // the suite is this jar's own; nothing else on the class path is a conformance test
             .configurationParameter("junit.jupiter.extensions.autodetection.enabled", "false");
     if (target.user() != null) {
@@ -164,9 +391,6 @@ public final class Main {
     }
     if (target.password() != null) {
       request.configurationParameter(SuiteSettings.PASSWORD, target.password());
-    }
-    if (options.only() != null) {
-      request.configurationParameter(SuiteSettings.ONLY, options.only());
     }
     if (options.failoverCommand() != null) {
       request.configurationParameter(SuiteSettings.FAILOVER_COMMAND, options.failoverCommand());
@@ -179,7 +403,7 @@ public final class Main {
     }
     LauncherDiscoveryRequest discovery = request.build();
     List<Row> rows = new ArrayList<>();
-    Progress progress = new Progress(out, rows, target);
+    Progress progress = new Progress(out, rows, target, live);
     Launcher launcher = LauncherFactory.create();
     launcher.execute(discovery, progress);
     return rows;
@@ -205,12 +429,17 @@ public final class Main {
     private final PrintStream out;
     private final List<Row> rows;
     private final Target target;
+
+    /** Progress lines only while the output is live: kept for later, "so far" means nothing. */
+    private final boolean live;
+
     private long lastPrint;
 
-    Progress(PrintStream out, List<Row> rows, Target target) {
+    Progress(PrintStream out, List<Row> rows, Target target, boolean live) {
       this.out = out;
       this.rows = rows;
       this.target = target;
+      this.live = live;
     }
 
     @Override
@@ -226,7 +455,7 @@ public final class Main {
     public void reportingEntryPublished(TestIdentifier id, ReportEntry entry) {
       Map<String, String> m = entry.getKeyValuePairs();
       if (m.containsKey("progress")) {
-        if (System.nanoTime() - lastPrint > 2_000_000_000L) {
+        if (live && System.nanoTime() - lastPrint > 2_000_000_000L) {
           out.println(
               "  "
                   + m.get("progress")

@@ -25,14 +25,20 @@ record Options(
     boolean help,
     String failoverCommand,
     String failoverPrepare,
-    String failoverStall) {
+    String failoverStall,
+    int parallel) {
+
+  /**
+   * Properties checked at once by default: they mostly wait (lease durations, pauses, timeouts).
+   */
+  static final int DEFAULT_PARALLEL = 4;
 
   static final String USAGE =
       String.join(
           "\n",
           "usage: java -jar lease-conformance.jar [--url JDBC_URL] [--user USER] [--password PASSWORD]",
           "                                      [--quick | --full] [--seed N] [--only ID[,ID...]]",
-          "                                      [--controls] [--failover-command CMD",
+          "                                      [--parallel N] [--controls] [--failover-command CMD",
           "                                      [--failover-prepare-command CMD]",
           "                                      [--failover-stall-command CMD]]",
           "",
@@ -51,6 +57,13 @@ record Options(
           "  --quick        the CI size (default); --full tries many more schedules",
           "  --seed N       replays the schedules of a previous run (a failure prints its seed)",
           "  --only IDS     checks only these properties: " + String.join(", ", propertyIds()),
+          "  --parallel N   checks N properties at a time (default "
+              + DEFAULT_PARALLEL
+              + "), each on its own",
+          "                 tables, and with no --url each on its own embedded SQLite file; the output",
+          "                 and the table keep the properties' order. --parallel 1 checks them one",
+          "                 after the other, with live progress. A --url naming a SQLite file and the",
+          "                 failover property always run one at a time (one file, one primary)",
           "  --controls     runs the negative controls instead: deliberately broken variants of the",
           "                 fence and the protocol, each of which the suite must catch on this",
           "                 database (--only then also takes a control's id)",
@@ -93,6 +106,7 @@ record Options(
     String failoverCommand = null;
     String failoverPrepare = null;
     String failoverStall = null;
+    int parallel = DEFAULT_PARALLEL;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       String value = null;
@@ -107,6 +121,7 @@ record Options(
             "--password",
             "--seed",
             "--only",
+            "--parallel",
             "--failover-command",
             "--failover-prepare-command",
             "--failover-stall-command" -> {
@@ -124,6 +139,17 @@ record Options(
             case "--failover-command" -> failoverCommand = value;
             case "--failover-prepare-command" -> failoverPrepare = value;
             case "--failover-stall-command" -> failoverStall = value;
+            case "--parallel" -> {
+              try {
+                parallel = Integer.parseInt(value);
+              } catch (NumberFormatException e) {
+                parallel = 0;
+              }
+              if (parallel < 1 || parallel > 64) {
+                throw new IllegalArgumentException(
+                    "--parallel needs a whole number from 1 to 64, got " + value);
+              }
+            }
             default -> {
               try {
                 seed = Long.parseLong(value);
@@ -171,7 +197,8 @@ record Options(
         help,
         failoverCommand,
         failoverPrepare,
-        failoverStall);
+        failoverStall,
+        parallel);
   }
 
   /** Every id of {@code --only} must name a property (or, with --controls, a control). */

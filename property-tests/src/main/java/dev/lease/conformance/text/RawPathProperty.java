@@ -225,7 +225,7 @@ public final class RawPathProperty implements ConformanceProperty {
       long[] n = {0};
 
       // (a) a holder whose lease was taken over
-      Lease stale = holderSide.tryClaim(NAME).orElseThrow();
+      Lease stale = StaleScriptProperty.firstClaim(holderSide, NAME);
       Lease next = StaleScriptProperty.takeOver(successorSide, NAME);
       if (next == null) {
         return counts.result(id(), target, 0, null, "the successor could not claim", started);

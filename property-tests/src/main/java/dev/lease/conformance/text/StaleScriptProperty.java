@@ -95,7 +95,7 @@ public final class StaleScriptProperty implements ConformanceProperty {
     try (TextTables tables = new TextTables(target);
         LeaseManager holderSide = tables.frozen("stale-holder");
         LeaseManager successorSide = tables.live("successor")) {
-      Lease stale = holderSide.tryClaim(NAME).orElseThrow();
+      Lease stale = firstClaim(holderSide, NAME);
       Lease next = takeOver(successorSide);
       counts.info("takeovers before the scripts", next != null ? 1 : 0);
       if (next == null) {
@@ -175,6 +175,29 @@ public final class StaleScriptProperty implements ConformanceProperty {
     } else if (error != null) {
       counts.add("ended by a database or driver error", 1);
     }
+  }
+
+  /**
+   * The stale holder's claim of the new lease {@code name}: tried again while an attempt times out
+   * (a loaded machine; the runner checks several properties at once), and, should a timed-out
+   * attempt have claimed it after all, until that claim expired. Set-up only: no count depends on
+   * it.
+   */
+  static Lease firstClaim(LeaseManager holderSide, String name) {
+    long deadline = System.nanoTime() + 15_000_000_000L;
+    LeaseException last = null;
+    while (System.nanoTime() - deadline < 0) {
+      try {
+        Optional<Lease> l = holderSide.tryClaim(name);
+        if (l.isPresent()) {
+          return l.get();
+        }
+      } catch (LeaseException e) {
+        last = e;
+      }
+      LockSupport.parkNanos(50_000_000L);
+    }
+    throw new IllegalStateException("the holder could not claim " + name + " within 15 s", last);
   }
 
   /** Waits for the stale holder's lease to expire and claims it as the successor. */

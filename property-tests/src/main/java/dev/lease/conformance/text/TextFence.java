@@ -1,5 +1,6 @@
 package dev.lease.conformance.text;
 
+import dev.lease.conformance.FencingSwitch;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
@@ -28,9 +29,6 @@ public enum TextFence {
   /** No fence at all. */
   NONE;
 
-  /** lease-jdbc's switch for deliberately weakened fences (negative controls only). */
-  static final String WEAKEN = "lease.jdbc.testing.weaken";
-
   DataSource wrap(DataSource ds, Duration idleInTransaction) {
     switch (this) {
       case NONE:
@@ -38,47 +36,28 @@ public enum TextFence {
       case VERIFY:
         // with the refusal before issue 25: the commit proof alone refuses a stale VERIFY commit
         // on PostgreSQL now, and this control shows what the missing lock lets through
-        synchronized (TextFence.class) {
-          String was = System.getProperty(WEAKEN);
-          System.setProperty(WEAKEN, "PREVIOUS_REFUSAL");
-          try {
-            return FencedDataSource.wrap(
-                ds, FencingOptions.builder().mode(FencingMode.VERIFY).build());
-          } finally {
-            if (was == null) {
-              System.clearProperty(WEAKEN);
-            } else {
-              System.setProperty(WEAKEN, was);
-            }
-          }
-        }
+        return FencedDataSource.wrap(
+            ds,
+            FencingSwitch.build(
+                FencingOptions.builder().mode(FencingMode.VERIFY), "PREVIOUS_REFUSAL"));
       case LEADING_KEYWORD:
       case RAW_DRIVER_OBJECTS:
-        synchronized (TextFence.class) {
-          String was = System.getProperty(WEAKEN);
-          // the first release's reading, or raw driver objects, each with the refusal before issue
-          // 25 (the server's refusal and the commit proof would otherwise catch much of what the
-          // weakened part lets through)
-          System.setProperty(WEAKEN, name() + ",PREVIOUS_REFUSAL");
-          try {
-            return FencedDataSource.wrap(
-                ds, FencingOptions.builder().idleInTransactionTimeout(idleInTransaction).build());
-          } finally {
-            if (was == null) {
-              System.clearProperty(WEAKEN);
-            } else {
-              System.setProperty(WEAKEN, was);
-            }
-          }
-        }
+        // the first release's reading, or raw driver objects, each with the refusal before issue
+        // 25 (the server's refusal and the commit proof would otherwise catch much of what the
+        // weakened part lets through)
+        return FencedDataSource.wrap(
+            ds,
+            FencingSwitch.build(
+                FencingOptions.builder().idleInTransactionTimeout(idleInTransaction),
+                name() + ",PREVIOUS_REFUSAL"));
       case STRICT:
       default:
         return FencedDataSource.wrap(
             ds,
-            FencingOptions.builder()
-                .mode(FencingMode.STRICT)
-                .idleInTransactionTimeout(idleInTransaction)
-                .build());
+            FencingSwitch.build(
+                FencingOptions.builder()
+                    .mode(FencingMode.STRICT)
+                    .idleInTransactionTimeout(idleInTransaction)));
     }
   }
 }

@@ -79,6 +79,17 @@ class ConformanceRunnerTest {
     assertFalse(r.out.contains("!!"), "every required count met:\n" + r.out);
     assertTrue(r.out.contains("durations measured by this run: model "), r.out);
     assertTrue(r.out.contains("every property holds (seed "), r.out);
+    // four at a time, each on its own database file, yet printed in the suite's order
+    assertTrue(r.out.contains(", 4 at a time (each on its own embedded SQLite in "), r.out);
+    int block = -1;
+    int row = -1;
+    for (String id : Options.propertyIds().subList(0, Options.propertyIds().size() - 1)) {
+      int b = r.out.indexOf("\n[" + id + "] ");
+      int t = r.out.indexOf("\n" + id + " ", r.out.indexOf("\nproperty "));
+      assertTrue(b > block && t > row, id + " out of order:\n" + r.out);
+      block = b;
+      row = t;
+    }
     Matcher m = TEMP_DIR.matcher(r.out);
     assertTrue(m.find(), r.out);
     assertFalse(Files.exists(Path.of(m.group(1))), "the embedded database must be removed");
@@ -154,11 +165,36 @@ class ConformanceRunnerTest {
   }
 
   @Test
+  @DisplayName("--parallel 1 runs the properties one after another on one embedded sqlite")
+  void parallelOneRunsThePropertiesOneAfterAnother() {
+    Run r = run("--parallel", "1", "--only", "sql-text-stale,paused-holder", "--seed", "5");
+    assertEquals(Main.HOLDS, r.exit, r.out + r.err);
+    assertTrue(r.out.contains(", one at a time (embedded SQLite in "), r.out);
+    assertTrue(
+        Pattern.compile("(?s)\\npaused-holder +sqlite +holds .*\\nsql-text-stale +sqlite +holds ")
+            .matcher(r.out)
+            .find(),
+        r.out);
+    assertTrue(r.out.contains("every property holds (seed 5)"), r.out);
+  }
+
+  @Test
+  void aParallelOfNoneIsBadInput() {
+    for (String n : List.of("0", "-1", "many", "65")) {
+      Run r = run("--parallel", n);
+      assertEquals(Main.BAD_INPUT, r.exit, n + ": " + r.out + r.err);
+      assertTrue(r.err.contains("--parallel needs a whole number from 1 to 64"), r.err);
+      assertEquals("", r.out, "nothing runs on bad input");
+    }
+  }
+
+  @Test
   void theHelpNamesEveryExitStatus() {
     Run r = run("--help");
     assertEquals(Main.HOLDS, r.exit);
     assertTrue(r.out.contains("3 a property was inconclusive"), r.out);
     assertTrue(r.out.contains("--controls"), r.out);
+    assertTrue(r.out.contains("--parallel N   checks N properties at a time (default 4)"), r.out);
   }
 
   @ParameterizedTest(name = "{0}")

@@ -1,6 +1,7 @@
 package dev.lease.jdbc;
 
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 
 /**
@@ -25,7 +26,7 @@ import java.util.List;
  * features it uses; {@link #summarize} returns the union (a kind any reading finds is in the mask,
  * the largest statement count wins). A text that uses none of them, which is nearly every text, is
  * lexed once. Where no union settles it (MySQL versioned comments with different versions, a
- * skipped versioned comment with a nested {@code /*}), the summary is {@link SqlSummary#AMBIGUOUS}
+ * skipped versioned comment with a nested {@code /*}), the summary is {@link SqlSummary#ambiguous}
  * and the fence refuses the text under a lease.
  *
  * <h2>What it deliberately does not parse</h2>
@@ -43,7 +44,7 @@ import java.util.List;
  * CASE} opened in it; pgjdbc (42.7) stops splitting at semicolons once it saw {@code BEGIN ATOMIC}
  * in a CREATE and sends the rest as one query, which the server then splits by that same grammar
  * (or refuses, with the extended protocol, if more statements follow). A body still open at the end
- * of the text with a semicolon in it makes the text {@link SqlSummary#AMBIGUOUS}.
+ * of the text with a semicolon in it makes the text {@link SqlSummary#ambiguous}.
  */
 final class SqlLexer {
 
@@ -106,9 +107,9 @@ final class SqlLexer {
    * The union over every reading of {@code sql} (see the class comment) of its statements' kinds
    * and count, as a {@link SqlSummary}. A null or blank text has no statement.
    */
-  long summarize(String sql) {
+  SqlSummary summarize(String sql) {
     if (sql == null) {
-      return SqlSummary.of(0, 0, 0, 0);
+      return SqlSummary.EMPTY;
     }
     Scan scan = Scan.reuse(this, sql);
     try {
@@ -118,8 +119,8 @@ final class SqlLexer {
     }
   }
 
-  private static long summarize(Scan scan) {
-    long summary = scan.run(0);
+  private static SqlSummary summarize(Scan scan) {
+    SqlSummary summary = scan.run(0);
     int explored = 0;
     int seen = scan.seen;
     while (seen != explored) {
@@ -130,7 +131,7 @@ final class SqlLexer {
         seen |= scan.seen;
       }
     }
-    return scan.ambiguous ? summary | SqlSummary.AMBIGUOUS : summary;
+    return scan.ambiguous ? summary.asAmbiguous() : summary;
   }
 
   /**
@@ -171,10 +172,10 @@ final class SqlLexer {
 
     // this pass
     int alt;
-    int kinds;
+    final EnumSet<SqlKind> kinds = EnumSet.noneOf(SqlKind.class);
     int count;
-    int single;
-    long flags;
+    SqlKind single;
+    boolean chain; // a COMMIT or ROLLBACK ... AND CHAIN
 
     // the current statement
     int start;
@@ -223,12 +224,12 @@ final class SqlLexer {
       SCANS.set(this);
     }
 
-    long run(int alt) {
+    SqlSummary run(int alt) {
       this.alt = alt;
-      kinds = 0;
+      kinds.clear();
       count = 0;
-      single = 0;
-      flags = 0;
+      single = null;
+      chain = false;
       resetStatement();
       switch (dialect) {
         case POSTGRESQL:
@@ -244,7 +245,7 @@ final class SqlLexer {
           generic();
       }
       endStatement();
-      return SqlSummary.of(kinds, count, single, flags);
+      return SqlSummary.of(kinds, count, single, false, chain);
     }
 
     private void resetStatement() {
@@ -819,17 +820,17 @@ final class SqlLexer {
         ambiguous = true; // the body never closed: where the server splits is not known
       }
       if (start >= 0) {
-        int kind = classify();
-        boolean chain = kind == SqlKind.COMMIT || kind == SqlKind.ROLLBACK ? chained() : false;
-        kinds |= 1 << kind;
+        SqlKind kind = classify();
+        boolean chains = (kind == SqlKind.COMMIT || kind == SqlKind.ROLLBACK) && chained();
+        kinds.add(kind);
         count++;
         single = kind;
-        if (chain) {
-          flags |= SqlSummary.CHAIN;
-          kinds |= 1 << SqlKind.BEGIN; // a chained commit leaves a transaction open
+        if (chains) {
+          chain = true;
+          kinds.add(SqlKind.BEGIN); // a chained commit leaves a transaction open
         }
         if (out != null) {
-          out.add(new SqlStatement(kind, start, end, chain));
+          out.add(new SqlStatement(kind, start, end, chains));
         }
       }
       resetStatement();
@@ -837,7 +838,7 @@ final class SqlLexer {
 
     // ---- classification
 
-    private int classify() {
+    private SqlKind classify() {
       if (!firstIsWord || words == 0) {
         // a JDBC escape {call p(?)} or {? = call f(?)}: the driver rewrites it to CALL
         if (firstChar == '{' && words > 0 && isWord(0, "CALL")) {
@@ -851,7 +852,7 @@ final class SqlLexer {
         case MYSQL:
           {
             // after MariaDB's SET STATEMENT ... FOR, the window holds the inner statement
-            int kind = mysqlKind();
+            SqlKind kind = mysqlKind();
             return inner && kind == SqlKind.OTHER && autocommitNamed
                 ? SqlKind.SET_AUTOCOMMIT
                 : kind;
@@ -863,7 +864,7 @@ final class SqlLexer {
       }
     }
 
-    private int postgresKind() {
+    private SqlKind postgresKind() {
       if (isWord(0, "BEGIN")) {
         return SqlKind.BEGIN;
       }
@@ -915,7 +916,7 @@ final class SqlLexer {
       return SqlKind.OTHER;
     }
 
-    private int mysqlKind() {
+    private SqlKind mysqlKind() {
       if (isWord(0, "BEGIN")) {
         return isWord(1, "NOT") && isWord(2, "ATOMIC") ? SqlKind.ROUTINE : SqlKind.BEGIN;
       }
@@ -1011,7 +1012,7 @@ final class SqlLexer {
       return SqlKind.OTHER;
     }
 
-    private int sqliteKind() {
+    private SqlKind sqliteKind() {
       if (isWord(0, "BEGIN")) {
         return SqlKind.BEGIN;
       }
@@ -1036,7 +1037,7 @@ final class SqlLexer {
       return SqlKind.OTHER;
     }
 
-    private int genericKind() {
+    private SqlKind genericKind() {
       if (isWord(0, "BEGIN") || (isWord(0, "START") && isWord(1, "TRANSACTION"))) {
         return SqlKind.BEGIN;
       }

@@ -100,16 +100,15 @@ class SqlLexerGoldenTest {
 
   /** Every fact the lexer gives about {@code text}, decoded to names. */
   static String readout(SqlLexer lexer, String text) {
-    long s = lexer.summarize(text);
+    SqlSummary s = lexer.summarize(text);
     StringBuilder b = new StringBuilder();
-    b.append("count=").append(SqlSummary.count(s));
-    b.append(" kinds=[").append(SqlKind.names(SqlSummary.kinds(s))).append(']');
-    b.append(" single=")
-        .append(SqlSummary.count(s) == 1 ? SqlKind.name(SqlSummary.single(s)) : "-");
-    if (SqlSummary.ambiguous(s)) {
+    b.append("count=").append(s.count());
+    b.append(" kinds=").append(s.kinds());
+    b.append(" single=").append(s.count() == 1 ? s.single() : "-");
+    if (s.ambiguous()) {
       b.append(" AMBIGUOUS");
     }
-    if (SqlSummary.chain(s)) {
+    if (s.chain()) {
       b.append(" CHAIN");
     }
     b.append(" |");

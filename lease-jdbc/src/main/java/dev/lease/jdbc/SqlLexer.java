@@ -10,6 +10,11 @@ import java.util.List;
  * statements are), and classifies each by its leading keywords ({@link SqlKind}). One linear pass
  * per reading of the text; stateless and thread-safe.
  *
+ * <p>One scanning loop serves every dialect (as pgjdbc's {@code Parser} is one loop over token
+ * helpers): a dialect's {@link Syntax} says where its rules differ (which comments, quotes and
+ * dollar quotes it has, how a backslash reads), and a table from the first keyword to a rule gives
+ * the statement's kind. The tables are at the end of this file, one per dialect, readable as text.
+ *
  * <h2>Every reading, not one</h2>
  *
  * <p>A text's statements are whatever the server (or, for pgjdbc, the driver, which splits the text
@@ -79,27 +84,26 @@ final class SqlLexer {
   /** PostgreSQL: a block comment opened by {@code /*}{@code /} as the server reads it. */
   static final int ALT_SERVER_COMMENT = 1 << 6;
 
-  private static final SqlLexer POSTGRESQL = new SqlLexer(SqlDialect.POSTGRESQL);
-  private static final SqlLexer MYSQL = new SqlLexer(SqlDialect.MYSQL);
-  private static final SqlLexer SQLITE = new SqlLexer(SqlDialect.SQLITE);
-  private static final SqlLexer GENERIC = new SqlLexer(SqlDialect.GENERIC);
-
   final SqlDialect dialect;
+  private final Syntax syntax;
 
-  private SqlLexer(SqlDialect dialect) {
+  private SqlLexer(SqlDialect dialect, Syntax syntax) {
     this.dialect = dialect;
+    this.syntax = syntax;
   }
 
   static SqlLexer of(SqlDialect dialect) {
-    switch (dialect) {
-      case POSTGRESQL:
-        return POSTGRESQL;
-      case MYSQL:
-        return MYSQL;
-      case SQLITE:
-        return SQLITE;
-      default:
-        return GENERIC;
+    return Lexers.ALL[dialect.ordinal()];
+  }
+
+  /** One lexer per dialect, made once the syntax tables below exist. */
+  private static final class Lexers {
+    static final SqlLexer[] ALL = new SqlLexer[SqlDialect.values().length];
+
+    static {
+      for (SqlDialect d : SqlDialect.values()) {
+        ALL[d.ordinal()] = new SqlLexer(d, Syntax.of(d));
+      }
     }
   }
 
@@ -156,7 +160,7 @@ final class SqlLexer {
     /** One scan per thread for {@link #summarize}: the hot path allocates nothing. */
     private static final ThreadLocal<Scan> SCANS = new ThreadLocal<>();
 
-    SqlDialect dialect;
+    Syntax syntax;
     String sql;
     int n;
     final List<SqlStatement> out;
@@ -194,9 +198,10 @@ final class SqlLexer {
     boolean afterBegin; // PostgreSQL: the CREATE statement's last word was BEGIN
     boolean atomicSemicolon; // PostgreSQL: a semicolon inside an open BEGIN ATOMIC body
     int lastWordStart; // for hint positions (MySQL): the word just before, -1 if another token
+    boolean inExec; // MySQL: inside an executable comment whose content runs
 
     Scan(SqlLexer lexer, String sql, List<SqlStatement> out) {
-      this.dialect = lexer.dialect;
+      this.syntax = lexer.syntax;
       this.sql = sql;
       this.n = sql.length();
       this.out = out;
@@ -209,7 +214,7 @@ final class SqlLexer {
         s = new Scan(lexer, sql, null);
       } else {
         SCANS.set(null); // taken: a nested use (none today) gets its own
-        s.dialect = lexer.dialect;
+        s.syntax = lexer.syntax;
         s.sql = sql;
         s.n = sql.length();
       }
@@ -231,19 +236,7 @@ final class SqlLexer {
       single = null;
       chain = false;
       resetStatement();
-      switch (dialect) {
-        case POSTGRESQL:
-          postgres();
-          break;
-        case MYSQL:
-          mysql();
-          break;
-        case SQLITE:
-          sqlite();
-          break;
-        default:
-          generic();
-      }
+      scan();
       endStatement();
       return SqlSummary.of(kinds, count, single, false, chain);
     }
@@ -265,39 +258,44 @@ final class SqlLexer {
       lastWordStart = -1;
     }
 
-    // ---- the dialects' token rules
+    // ---- the token rules: one loop, the dialect's syntax decides where they differ
 
-    private void postgres() {
+    private void scan() {
+      inExec = false;
       int i = 0;
       while (i < n) {
         char c = sql.charAt(i);
         if (c == ';') {
-          if (atomic > 0) {
-            atomicSemicolon = true; // a statement of a BEGIN ATOMIC body: not run now
-          } else {
-            endStatement();
-          }
+          semicolon();
           i++;
         } else if (isSpace(c)) {
           i++;
-        } else if (c == '-' && at(i + 1) == '-') {
-          i = lineEnd(i + 2, true);
+        } else if (c == '-' && at(i + 1) == '-' && dashDashComment(i)) {
+          i = lineEnd(i + 2, syntax.crEndsLineComment);
+        } else if (c == '#' && syntax.hashComments) {
+          i = lineEnd(i + 1, false);
         } else if (c == '/' && at(i + 1) == '*') {
-          i = postgresComment(i);
+          i = blockComment(i);
+        } else if (c == '*' && inExec && at(i + 1) == '/') {
+          inExec = false; // the end of a MySQL executable comment whose content ran
+          i += 2;
         } else if (c == '\'') {
-          boolean escapes;
-          if (i >= 2 && (at(i - 1) == 'E' || at(i - 1) == 'e') && pgjdbcTerminates(at(i - 2))) {
-            // pgjdbc's rule (Parser.parseSingleQuotes): E directly before, a separator before it
-            escapes = (alt & ALT_E_STRING_PLAIN) == 0;
-            i = quoted(i, '\'', escapes, ALT_E_STRING_PLAIN);
-          } else {
-            escapes = (alt & ALT_SINGLE_QUOTE_ESCAPES) != 0;
-            i = quoted(i, '\'', escapes, ALT_SINGLE_QUOTE_ESCAPES);
-          }
+          i = singleQuoted(i);
         } else if (c == '"') {
-          i = quoted(i, '"', false, 0);
-        } else if (c == '$') {
-          i = postgresDollar(i);
+          i =
+              syntax.doubleQuotes == Quotes.IDENTIFIER
+                  ? quotedName(i, '"', '"')
+                  : quoted(
+                      i,
+                      '"',
+                      escapes(syntax.doubleQuotes, ALT_DOUBLE_QUOTE_ESCAPES),
+                      ALT_DOUBLE_QUOTE_ESCAPES);
+        } else if (c == '`' && syntax.backtickNames) {
+          i = quotedName(i, '`', '`');
+        } else if (c == '[' && syntax.bracketNames) {
+          i = quotedName(i, '[', ']');
+        } else if (c == '$' && syntax.dollarQuotes != Dollars.NONE) {
+          i = dollar(i);
         } else if (isWordChar(c)) {
           i = word(i);
         } else {
@@ -306,113 +304,77 @@ final class SqlLexer {
       }
     }
 
-    private void mysql() {
-      int i = 0;
-      boolean inExec = false; // inside an executable comment whose content runs
-      while (i < n) {
-        char c = sql.charAt(i);
-        if (c == ';') {
-          endStatement();
-          inExec = false; // the server lexes each statement of a multi-query afresh
-          i++;
-        } else if (isMySqlSpace(c)) {
-          i++;
-        } else if (c == '#') {
-          i = lineEnd(i + 1, false);
-        } else if (c == '-' && at(i + 1) == '-' && (i + 2 >= n || mysqlDashDashEnd(at(i + 2)))) {
-          // "--" starts a comment only before white space or a control character (sql_lex.cc)
-          i = lineEnd(i + 2, false);
-        } else if (c == '/' && at(i + 1) == '*') {
+    /**
+     * A semicolon ends the statement, except inside a body the server does not split (PostgreSQL's
+     * BEGIN ATOMIC, SQLite's trigger; see the class comment).
+     */
+    private void semicolon() {
+      if (atomic > 0) {
+        atomicSemicolon = true; // a statement of a BEGIN ATOMIC body: not run now
+      } else if (trigger == 1 || trigger == 2) {
+        trigger = 2; // inside a trigger body: the semicolon ends a trigger command
+      } else {
+        endStatement();
+        inExec = false; // MySQL lexes each statement of a multi-query afresh
+      }
+    }
+
+    /** "--" starts a MySQL comment only before white space or a control character (sql_lex.cc). */
+    private boolean dashDashComment(int i) {
+      return !syntax.dashDashNeedsSpace || i + 2 >= n || mysqlDashDashEnd(at(i + 2));
+    }
+
+    private int blockComment(int i) {
+      switch (syntax.blockComments) {
+        case NESTED:
+          return postgresComment(i);
+        case EXECUTABLE:
           int next = mysqlComment(i);
           if (next < 0) { // an executable comment whose content is read as SQL
             inExec = true;
-            i = -next;
-          } else {
-            i = next;
+            return -next;
           }
-        } else if (c == '*' && inExec && at(i + 1) == '/') {
-          inExec = false;
-          i += 2;
-        } else if (c == '\'') {
-          i = quoted(i, '\'', (alt & ALT_SINGLE_QUOTE_ESCAPES) == 0, ALT_SINGLE_QUOTE_ESCAPES);
-        } else if (c == '"') {
-          i = quoted(i, '"', (alt & ALT_DOUBLE_QUOTE_ESCAPES) == 0, ALT_DOUBLE_QUOTE_ESCAPES);
-        } else if (c == '`') {
-          i = quotedName(i, '`', '`');
-        } else if (c == '$' && mysqlDollarTag(i) > 0) {
-          seen |= ALT_DOLLAR;
-          if ((alt & ALT_DOLLAR) != 0) {
-            i = dollarQuote(i, mysqlDollarTag(i));
-          } else {
-            i = word(i);
-          }
-        } else if (isWordChar(c)) {
-          i = word(i);
-        } else {
-          i = other(i);
-        }
+          return next;
+        default:
+          int close = sql.indexOf("*/", i + 2);
+          return close < 0 ? n : close + 2;
       }
     }
 
-    private void sqlite() {
-      int i = 0;
-      while (i < n) {
-        char c = sql.charAt(i);
-        if (c == ';') {
-          if (trigger == 1 || trigger == 2) {
-            trigger = 2; // inside a trigger body: the semicolon ends a trigger command
-            i++;
-          } else {
-            endStatement();
-            i++;
-          }
-        } else if (isSqliteSpace(c)) {
-          i++;
-        } else if (c == '-' && at(i + 1) == '-') {
-          i = lineEnd(i + 2, false);
-        } else if (c == '/' && at(i + 1) == '*') {
-          int close = sql.indexOf("*/", i + 2);
-          i = close < 0 ? n : close + 2;
-        } else if (c == '\'') {
-          i = quoted(i, '\'', false, 0);
-        } else if (c == '"') {
-          i = quotedName(i, '"', '"');
-        } else if (c == '`') {
-          i = quotedName(i, '`', '`');
-        } else if (c == '[') {
-          i = quotedName(i, '[', ']');
-        } else if (isWordChar(c)) {
-          i = word(i);
-        } else {
-          i = other(i);
-        }
+    private int singleQuoted(int i) {
+      if (syntax.eStrings
+          && i >= 2
+          && (at(i - 1) == 'E' || at(i - 1) == 'e')
+          && pgjdbcTerminates(at(i - 2))) {
+        // pgjdbc's rule (Parser.parseSingleQuotes): E directly before, a separator before it
+        return quoted(i, '\'', (alt & ALT_E_STRING_PLAIN) == 0, ALT_E_STRING_PLAIN);
       }
+      if (syntax.singleQuotes == Quotes.PLAIN) {
+        return quoted(i, '\'', false, 0);
+      }
+      return quoted(
+          i,
+          '\'',
+          escapes(syntax.singleQuotes, ALT_SINGLE_QUOTE_ESCAPES),
+          ALT_SINGLE_QUOTE_ESCAPES);
     }
 
-    private void generic() {
-      int i = 0;
-      while (i < n) {
-        char c = sql.charAt(i);
-        if (c == ';') {
-          endStatement();
-          i++;
-        } else if (isSpace(c)) {
-          i++;
-        } else if (c == '-' && at(i + 1) == '-') {
-          i = lineEnd(i + 2, true);
-        } else if (c == '/' && at(i + 1) == '*') {
-          int close = sql.indexOf("*/", i + 2);
-          i = close < 0 ? n : close + 2;
-        } else if (c == '\'') {
-          i = quoted(i, '\'', false, 0);
-        } else if (c == '"') {
-          i = quotedName(i, '"', '"');
-        } else if (isWordChar(c)) {
-          i = word(i);
-        } else {
-          i = other(i);
-        }
+    /** Whether a backslash escapes in this reading of quotes whose rule depends on a setting. */
+    private boolean escapes(Quotes quotes, int feature) {
+      boolean alternative = (alt & feature) != 0;
+      return quotes == Quotes.BACKSLASH_UNLESS_SET ? !alternative : alternative;
+    }
+
+    private int dollar(int i) {
+      if (syntax.dollarQuotes == Dollars.PGJDBC_OR_SERVER) {
+        return postgresDollar(i);
       }
+      int tagEnd = mysqlDollarTag(i);
+      if (tagEnd <= 0) {
+        return word(i);
+      }
+      seen |= ALT_DOLLAR;
+      return (alt & ALT_DOLLAR) != 0 ? dollarQuote(i, tagEnd) : word(i);
     }
 
     // ---- literals, identifiers, comments
@@ -783,10 +745,10 @@ final class SqlLexer {
         wordEnd[words] = to;
       }
       words++;
-      if (dialect == SqlDialect.SQLITE && trigger == 0 && isSqliteTriggerStart()) {
+      if (syntax.triggerBodies && trigger == 0 && isSqliteTriggerStart()) {
         trigger = 1;
       }
-      if (dialect == SqlDialect.POSTGRESQL && words > 1 && isWord(0, "CREATE")) {
+      if (syntax.atomicBodies && words > 1 && isWord(0, "CREATE")) {
         atomicBody(from, to);
       }
     }
@@ -842,228 +804,53 @@ final class SqlLexer {
       if (!firstIsWord || words == 0) {
         // a JDBC escape {call p(?)} or {? = call f(?)}: the driver rewrites it to CALL
         if (firstChar == '{' && words > 0 && isWord(0, "CALL")) {
-          return dialect == SqlDialect.MYSQL ? SqlKind.ROUTINE : SqlKind.OTHER;
+          return syntax.escapedCall;
         }
         return SqlKind.OTHER;
       }
-      switch (dialect) {
-        case POSTGRESQL:
-          return postgresKind();
-        case MYSQL:
-          {
-            // after MariaDB's SET STATEMENT ... FOR, the window holds the inner statement
-            SqlKind kind = mysqlKind();
-            return inner && kind == SqlKind.OTHER && autocommitNamed
-                ? SqlKind.SET_AUTOCOMMIT
-                : kind;
-          }
-        case SQLITE:
-          return sqliteKind();
-        default:
-          return genericKind();
-      }
+      Rule rule = syntax.keywords.get(sql, wordStart[0], wordEnd[0]);
+      SqlKind kind = rule == null ? SqlKind.OTHER : rule.kind(this);
+      // after MariaDB's SET STATEMENT ... FOR, the window holds the inner statement
+      return syntax.setStatementFor && inner && kind == SqlKind.OTHER && autocommitNamed
+          ? SqlKind.SET_AUTOCOMMIT
+          : kind;
     }
 
-    private SqlKind postgresKind() {
-      if (isWord(0, "BEGIN")) {
-        return SqlKind.BEGIN;
-      }
-      if (isWord(0, "START")) {
-        return isWord(1, "TRANSACTION") ? SqlKind.BEGIN : SqlKind.OTHER;
-      }
-      if (isWord(0, "COMMIT")) {
-        return isWord(1, "PREPARED") ? SqlKind.COMMIT_PREPARED : SqlKind.COMMIT;
-      }
-      if (isWord(0, "END")) {
-        return SqlKind.COMMIT;
-      }
-      if (isWord(0, "ROLLBACK")) {
-        if (isWord(1, "PREPARED")) {
-          return SqlKind.ROLLBACK_PREPARED;
-        }
-        return rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "ABORT")) {
-        return SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "SAVEPOINT")) {
-        return SqlKind.SAVEPOINT;
-      }
-      if (isWord(0, "RELEASE")) {
-        return SqlKind.RELEASE;
-      }
-      if (isWord(0, "PREPARE")) {
-        return isWord(1, "TRANSACTION") ? SqlKind.PREPARE_TRANSACTION : SqlKind.OTHER;
-      }
-      if (isWord(0, "SET")) {
-        return isWord(1, "TRANSACTION") ? SqlKind.SET_TRANSACTION : SqlKind.OTHER;
-      }
-      if (isWord(0, "VACUUM")
-          || isWord(0, "CLUSTER")
-          || isWord(0, "REINDEX")
-          || isWord(0, "DISCARD")) {
-        return SqlKind.NON_TRANSACTIONAL;
-      }
-      if (isWord(0, "CREATE") || isWord(0, "DROP") || isWord(0, "ALTER")) {
-        if (concurrently
-            || isWord(1, "DATABASE")
-            || isWord(1, "TABLESPACE")
-            || isWord(1, "SUBSCRIPTION")
-            || (isWord(0, "ALTER") && isWord(1, "SYSTEM"))) {
-          return SqlKind.NON_TRANSACTIONAL;
-        }
-      }
-      return SqlKind.OTHER;
-    }
-
-    private SqlKind mysqlKind() {
-      if (isWord(0, "BEGIN")) {
-        return isWord(1, "NOT") && isWord(2, "ATOMIC") ? SqlKind.ROUTINE : SqlKind.BEGIN;
-      }
-      if (isWord(0, "START")) {
-        // START SLAVE/REPLICA/GROUP_REPLICATION commit implicitly
-        return isWord(1, "TRANSACTION") ? SqlKind.BEGIN : SqlKind.IMPLICIT_COMMIT;
-      }
-      if (isWord(0, "COMMIT") || isWord(0, "END")) {
-        return SqlKind.COMMIT;
-      }
-      if (isWord(0, "ROLLBACK")) {
-        return rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "ABORT")) {
-        return SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "SAVEPOINT")) {
-        return SqlKind.SAVEPOINT;
-      }
-      if (isWord(0, "RELEASE")) {
-        return SqlKind.RELEASE;
-      }
-      if (isWord(0, "XA")) {
-        if (isWord(1, "START") || isWord(1, "BEGIN")) {
-          return SqlKind.BEGIN;
-        }
-        if (isWord(1, "END") || isWord(1, "PREPARE")) {
-          return SqlKind.PREPARE_TRANSACTION;
-        }
-        if (isWord(1, "COMMIT")) {
-          return SqlKind.COMMIT_PREPARED;
-        }
-        if (isWord(1, "ROLLBACK")) {
-          return SqlKind.ROLLBACK_PREPARED;
-        }
+    /** The kind a table gives word {@code w}, OTHER if the table does not hold the word. */
+    SqlKind kindOf(int w, Keywords table) {
+      if (w >= Math.min(words, WINDOW)) {
         return SqlKind.OTHER;
       }
-      if (isWord(0, "SET")) {
-        if (autocommitNamed) {
-          return SqlKind.SET_AUTOCOMMIT;
-        }
-        if (isWord(1, "TRANSACTION")) {
-          return SqlKind.SET_TRANSACTION;
-        }
-        if (isWord(1, "PASSWORD") || isWord(1, "DEFAULT")) {
-          return SqlKind.IMPLICIT_COMMIT;
-        }
-        return SqlKind.OTHER;
-      }
-      if (isWord(0, "CALL") || isWord(0, "EXECUTE")) {
-        return SqlKind.ROUTINE;
-      }
-      if (isWord(0, "CREATE") || isWord(0, "DROP")) {
-        // CREATE [OR REPLACE] TEMPORARY TABLE and DROP TEMPORARY TABLE do not commit; MariaDB's
-        // CREATE [OR REPLACE] TEMPORARY SEQUENCE does (measured on 10.11: the share lock is gone)
-        for (int w = 1; w < Math.min(words, 4); w++) {
-          if (isWord(w, "TEMPORARY")) {
-            return isWord(0, "CREATE") && isWord(w + 1, "SEQUENCE")
-                ? SqlKind.IMPLICIT_COMMIT
-                : SqlKind.OTHER;
-          }
-          if (isWord(w, "TABLE")) {
-            break;
-          }
-        }
-        return SqlKind.IMPLICIT_COMMIT;
-      }
-      if (isWord(0, "LOAD")) {
-        return isWord(1, "INDEX") ? SqlKind.IMPLICIT_COMMIT : SqlKind.OTHER;
-      }
-      if (isWord(0, "ALTER")
-          || isWord(0, "RENAME")
-          || isWord(0, "TRUNCATE")
-          || isWord(0, "GRANT")
-          || isWord(0, "REVOKE")
-          || isWord(0, "LOCK")
-          || isWord(0, "UNLOCK")
-          || isWord(0, "ANALYZE")
-          || isWord(0, "CACHE")
-          || isWord(0, "CHECK")
-          || isWord(0, "CHECKSUM")
-          || isWord(0, "FLUSH")
-          || isWord(0, "OPTIMIZE")
-          || isWord(0, "REPAIR")
-          || isWord(0, "RESET")
-          || isWord(0, "STOP")
-          || isWord(0, "CHANGE")
-          || isWord(0, "INSTALL")
-          || isWord(0, "UNINSTALL")
-          || isWord(0, "BACKUP")) {
-        return SqlKind.IMPLICIT_COMMIT;
-      }
-      return SqlKind.OTHER;
+      Rule rule = table.get(sql, wordStart[w], wordEnd[w]);
+      return rule == null ? SqlKind.OTHER : rule.kind(this);
     }
 
-    private SqlKind sqliteKind() {
-      if (isWord(0, "BEGIN")) {
-        return SqlKind.BEGIN;
-      }
-      if (isWord(0, "COMMIT") || isWord(0, "END")) {
-        return SqlKind.COMMIT;
-      }
-      if (isWord(0, "ROLLBACK")) {
-        return rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "SAVEPOINT")) {
-        return SqlKind.SAVEPOINT;
-      }
-      if (isWord(0, "RELEASE")) {
-        return SqlKind.RELEASE;
-      }
-      if (isWord(0, "VACUUM")
-          || isWord(0, "ATTACH")
-          || isWord(0, "DETACH")
-          || isWord(0, "PRAGMA")) {
-        return SqlKind.NON_TRANSACTIONAL;
-      }
-      return SqlKind.OTHER;
+    /** True when word {@code w} is one of {@code keywords}. */
+    boolean isWordIn(int w, Keywords keywords) {
+      return w < Math.min(words, WINDOW) && keywords.get(sql, wordStart[w], wordEnd[w]) != null;
     }
 
-    private SqlKind genericKind() {
-      if (isWord(0, "BEGIN") || (isWord(0, "START") && isWord(1, "TRANSACTION"))) {
-        return SqlKind.BEGIN;
+    /**
+     * MySQL/MariaDB CREATE and DROP commit implicitly, but not CREATE [OR REPLACE] TEMPORARY TABLE
+     * and DROP TEMPORARY TABLE; MariaDB's CREATE [OR REPLACE] TEMPORARY SEQUENCE does (measured on
+     * 10.11: the share lock is gone).
+     */
+    SqlKind mysqlCreateOrDrop() {
+      for (int w = 1; w < Math.min(words, 4); w++) {
+        if (isWord(w, "TEMPORARY")) {
+          return isWord(0, "CREATE") && isWord(w + 1, "SEQUENCE")
+              ? SqlKind.IMPLICIT_COMMIT
+              : SqlKind.OTHER;
+        }
+        if (isWord(w, "TABLE")) {
+          break;
+        }
       }
-      if (isWord(0, "COMMIT") || isWord(0, "END")) {
-        return SqlKind.COMMIT;
-      }
-      if (isWord(0, "ROLLBACK")) {
-        return rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "ABORT")) {
-        return SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "SAVEPOINT")) {
-        return SqlKind.SAVEPOINT;
-      }
-      if (isWord(0, "RELEASE")) {
-        return SqlKind.RELEASE;
-      }
-      if (isWord(0, "SET") && isWord(1, "TRANSACTION")) {
-        return SqlKind.SET_TRANSACTION;
-      }
-      return SqlKind.OTHER;
+      return SqlKind.IMPLICIT_COMMIT;
     }
 
     /** ROLLBACK [WORK | TRANSACTION] TO ...: a savepoint rollback. */
-    private boolean rollbackTo() {
+    boolean rollbackTo() {
       int w = isWord(1, "WORK") || isWord(1, "TRANSACTION") ? 2 : 1;
       return isWord(w, "TO");
     }
@@ -1076,7 +863,7 @@ final class SqlLexer {
 
     // ---- characters
 
-    private boolean isWord(int w, String keyword) {
+    boolean isWord(int w, String keyword) {
       return w < Math.min(words, WINDOW) && equalsIgnoreCase(wordStart[w], wordEnd[w], keyword);
     }
 
@@ -1123,16 +910,8 @@ final class SqlLexer {
       return c >= '0' && c <= '9';
     }
 
-    /** PostgreSQL's and pgjdbc's white space (and any other ASCII control character). */
+    /** White space: every ASCII control character and the space, in all three servers. */
     private static boolean isSpace(char c) {
-      return c <= ' ' || c == 0x7F;
-    }
-
-    private static boolean isMySqlSpace(char c) {
-      return c <= ' ' || c == 0x7F;
-    }
-
-    private static boolean isSqliteSpace(char c) {
       return c <= ' ' || c == 0x7F;
     }
 
@@ -1150,6 +929,374 @@ final class SqlLexer {
           || c == '\r'
           || c == '\f'
           || ",()[].;:+-*/%^<>=~!@#&|`?".indexOf(c) >= 0;
+    }
+  }
+
+  // ---- the dialects' syntax
+  // -------------------------------------------------------------------------
+
+  /** How a quote's backslash reads. */
+  private enum Quotes {
+    /** No escapes: doubled quotes only. */
+    PLAIN,
+    /**
+     * An identifier, not a string: no escapes, doubled quotes (and for MySQL, may name autocommit).
+     */
+    IDENTIFIER,
+    /**
+     * Backslash escapes unless a setting turns them off (MySQL's NO_BACKSLASH_ESCAPES,
+     * ANSI_QUOTES).
+     */
+    BACKSLASH_UNLESS_SET,
+    /**
+     * Backslash escapes only if a setting turns them on (PostgreSQL standard_conforming_strings
+     * off).
+     */
+    BACKSLASH_IF_SET
+  }
+
+  private enum BlockComments {
+    /** Ends at the first {@code *}{@code /}. */
+    PLAIN,
+    /** PostgreSQL: nested, as pgjdbc and as the server reads them. */
+    NESTED,
+    /** MySQL: executable, versioned and hint comments. */
+    EXECUTABLE
+  }
+
+  private enum Dollars {
+    /** {@code $} is a word character. */
+    NONE,
+    /** PostgreSQL: dollar quotes by pgjdbc's rule, and by the server's as another reading. */
+    PGJDBC_OR_SERVER,
+    /** MySQL 9.2+: dollar quotes as another reading. */
+    MYSQL
+  }
+
+  /**
+   * Where a dialect's lexical rules differ from the others': the one scanning loop asks this at the
+   * characters that differ, and the first keyword's table classifies the statement.
+   *
+   * @param crEndsLineComment a {@code --} comment ends at a carriage return too (PostgreSQL)
+   * @param dashDashNeedsSpace {@code --} starts a comment only before white space (MySQL)
+   * @param hashComments {@code #} starts a line comment (MySQL)
+   * @param blockComments how {@code /}{@code *} comments read
+   * @param eStrings {@code E'...'} strings with backslash escapes (PostgreSQL)
+   * @param singleQuotes how {@code '...'} reads
+   * @param doubleQuotes how {@code "..."} reads
+   * @param backtickNames {@code `...`} is an identifier (MySQL, SQLite)
+   * @param bracketNames {@code [...]} is an identifier (SQLite)
+   * @param dollarQuotes how {@code $} reads
+   * @param atomicBodies CREATE ... BEGIN ATOMIC bodies are not split (PostgreSQL)
+   * @param triggerBodies CREATE TRIGGER ... BEGIN ... END bodies are not split (SQLite)
+   * @param setStatementFor SET STATEMENT ... FOR naming autocommit sets it (MariaDB)
+   * @param escapedCall the kind of a JDBC {@code {call ...}} escape
+   * @param keywords the statement's kind by its first keyword
+   */
+  private record Syntax(
+      boolean crEndsLineComment,
+      boolean dashDashNeedsSpace,
+      boolean hashComments,
+      BlockComments blockComments,
+      boolean eStrings,
+      Quotes singleQuotes,
+      Quotes doubleQuotes,
+      boolean backtickNames,
+      boolean bracketNames,
+      Dollars dollarQuotes,
+      boolean atomicBodies,
+      boolean triggerBodies,
+      boolean setStatementFor,
+      SqlKind escapedCall,
+      Keywords keywords) {
+
+    static Syntax of(SqlDialect dialect) {
+      switch (dialect) {
+        case POSTGRESQL:
+          return new Syntax(
+              true,
+              false,
+              false,
+              BlockComments.NESTED,
+              true,
+              Quotes.BACKSLASH_IF_SET,
+              Quotes.IDENTIFIER,
+              false,
+              false,
+              Dollars.PGJDBC_OR_SERVER,
+              true,
+              false,
+              false,
+              SqlKind.OTHER,
+              POSTGRESQL_KEYWORDS);
+        case MYSQL:
+          return new Syntax(
+              false,
+              true,
+              true,
+              BlockComments.EXECUTABLE,
+              false,
+              Quotes.BACKSLASH_UNLESS_SET,
+              Quotes.BACKSLASH_UNLESS_SET,
+              true,
+              false,
+              Dollars.MYSQL,
+              false,
+              false,
+              true,
+              SqlKind.ROUTINE, // CALL runs statements the fence cannot see (SqlKind.ROUTINE)
+              MYSQL_KEYWORDS);
+        case SQLITE:
+          return new Syntax(
+              false,
+              false,
+              false,
+              BlockComments.PLAIN,
+              false,
+              Quotes.PLAIN,
+              Quotes.IDENTIFIER,
+              true,
+              true,
+              Dollars.NONE,
+              false,
+              true,
+              false,
+              SqlKind.OTHER,
+              SQLITE_KEYWORDS);
+        default:
+          return new Syntax(
+              true,
+              false,
+              false,
+              BlockComments.PLAIN,
+              false,
+              Quotes.PLAIN,
+              Quotes.IDENTIFIER,
+              false,
+              false,
+              Dollars.NONE,
+              false,
+              false,
+              false,
+              SqlKind.OTHER,
+              GENERIC_KEYWORDS);
+      }
+    }
+  }
+
+  /** The kind of a statement whose first keyword (or, in a nested table, a later one) is known. */
+  @FunctionalInterface
+  private interface Rule {
+    SqlKind kind(Scan s);
+  }
+
+  // Rules several dialects share.
+
+  /** ROLLBACK [WORK | TRANSACTION] [TO [SAVEPOINT] name]. */
+  private static final Rule ROLLBACK = s -> s.rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
+
+  /** START TRANSACTION; anything else after START is not transaction control. */
+  private static final Rule START_TRANSACTION =
+      s -> s.isWord(1, "TRANSACTION") ? SqlKind.BEGIN : SqlKind.OTHER;
+
+  /** SET TRANSACTION; any other SET is an ordinary statement. */
+  private static final Rule SET_TRANSACTION =
+      s -> s.isWord(1, "TRANSACTION") ? SqlKind.SET_TRANSACTION : SqlKind.OTHER;
+
+  /** PostgreSQL: what CREATE, DROP and ALTER make of these objects cannot run in a transaction. */
+  private static final Keywords POSTGRESQL_NON_TRANSACTIONAL_OBJECTS =
+      Keywords.words("DATABASE", "TABLESPACE", "SUBSCRIPTION");
+
+  private static final Keywords POSTGRESQL_KEYWORDS =
+      new Keywords()
+          .put("BEGIN", SqlKind.BEGIN)
+          .put("START", START_TRANSACTION)
+          .put("COMMIT", s -> s.isWord(1, "PREPARED") ? SqlKind.COMMIT_PREPARED : SqlKind.COMMIT)
+          .put("END", SqlKind.COMMIT)
+          .put(
+              "ROLLBACK",
+              s -> s.isWord(1, "PREPARED") ? SqlKind.ROLLBACK_PREPARED : ROLLBACK.kind(s))
+          .put("ABORT", SqlKind.ROLLBACK)
+          .put("SAVEPOINT", SqlKind.SAVEPOINT)
+          .put("RELEASE", SqlKind.RELEASE)
+          .put(
+              "PREPARE",
+              s -> s.isWord(1, "TRANSACTION") ? SqlKind.PREPARE_TRANSACTION : SqlKind.OTHER)
+          .put("SET", SET_TRANSACTION)
+          .put(SqlKind.NON_TRANSACTIONAL, "VACUUM", "CLUSTER", "REINDEX", "DISCARD")
+          .put(
+              s ->
+                  s.concurrently
+                          || s.isWordIn(1, POSTGRESQL_NON_TRANSACTIONAL_OBJECTS)
+                          || (s.isWord(0, "ALTER") && s.isWord(1, "SYSTEM"))
+                      ? SqlKind.NON_TRANSACTIONAL
+                      : SqlKind.OTHER,
+              "CREATE",
+              "DROP",
+              "ALTER");
+
+  /** MySQL XA: the second keyword decides. */
+  private static final Keywords MYSQL_XA =
+      new Keywords()
+          .put(SqlKind.BEGIN, "START", "BEGIN")
+          .put(SqlKind.PREPARE_TRANSACTION, "END", "PREPARE")
+          .put("COMMIT", SqlKind.COMMIT_PREPARED)
+          .put("ROLLBACK", SqlKind.ROLLBACK_PREPARED);
+
+  /**
+   * MySQL/MariaDB statements after which (and before which) the server commits implicitly, by their
+   * first keyword (see {@link SqlKind#IMPLICIT_COMMIT}).
+   */
+  private static final String[] MYSQL_IMPLICIT_COMMITS = {
+    "ALTER",
+    "RENAME",
+    "TRUNCATE",
+    "GRANT",
+    "REVOKE",
+    "LOCK",
+    "UNLOCK",
+    "ANALYZE",
+    "CACHE",
+    "CHECK",
+    "CHECKSUM",
+    "FLUSH",
+    "OPTIMIZE",
+    "REPAIR",
+    "RESET",
+    "STOP",
+    "CHANGE",
+    "INSTALL",
+    "UNINSTALL",
+    "BACKUP"
+  };
+
+  private static final Keywords MYSQL_KEYWORDS =
+      new Keywords()
+          .put(
+              "BEGIN",
+              s -> s.isWord(1, "NOT") && s.isWord(2, "ATOMIC") ? SqlKind.ROUTINE : SqlKind.BEGIN)
+          // START SLAVE/REPLICA/GROUP_REPLICATION commit implicitly
+          .put("START", s -> s.isWord(1, "TRANSACTION") ? SqlKind.BEGIN : SqlKind.IMPLICIT_COMMIT)
+          .put(SqlKind.COMMIT, "COMMIT", "END")
+          .put("ROLLBACK", ROLLBACK)
+          .put("ABORT", SqlKind.ROLLBACK)
+          .put("SAVEPOINT", SqlKind.SAVEPOINT)
+          .put("RELEASE", SqlKind.RELEASE)
+          .put("XA", s -> s.kindOf(1, MYSQL_XA))
+          .put(
+              "SET",
+              s ->
+                  s.autocommitNamed
+                      ? SqlKind.SET_AUTOCOMMIT
+                      : s.isWord(1, "TRANSACTION")
+                          ? SqlKind.SET_TRANSACTION
+                          : s.isWord(1, "PASSWORD") || s.isWord(1, "DEFAULT")
+                              ? SqlKind.IMPLICIT_COMMIT
+                              : SqlKind.OTHER)
+          .put(SqlKind.ROUTINE, "CALL", "EXECUTE")
+          .put(Scan::mysqlCreateOrDrop, "CREATE", "DROP")
+          .put("LOAD", s -> s.isWord(1, "INDEX") ? SqlKind.IMPLICIT_COMMIT : SqlKind.OTHER)
+          .put(SqlKind.IMPLICIT_COMMIT, MYSQL_IMPLICIT_COMMITS);
+
+  private static final Keywords SQLITE_KEYWORDS =
+      new Keywords()
+          .put("BEGIN", SqlKind.BEGIN)
+          .put(SqlKind.COMMIT, "COMMIT", "END")
+          .put("ROLLBACK", ROLLBACK)
+          .put("SAVEPOINT", SqlKind.SAVEPOINT)
+          .put("RELEASE", SqlKind.RELEASE)
+          .put(SqlKind.NON_TRANSACTIONAL, "VACUUM", "ATTACH", "DETACH", "PRAGMA");
+
+  private static final Keywords GENERIC_KEYWORDS =
+      new Keywords()
+          .put("BEGIN", SqlKind.BEGIN)
+          .put("START", START_TRANSACTION)
+          .put(SqlKind.COMMIT, "COMMIT", "END")
+          .put("ROLLBACK", ROLLBACK)
+          .put("ABORT", SqlKind.ROLLBACK)
+          .put("SAVEPOINT", SqlKind.SAVEPOINT)
+          .put("RELEASE", SqlKind.RELEASE)
+          .put("SET", SET_TRANSACTION);
+
+  /**
+   * Keywords (ASCII upper case) to rules, looked up by a word of the text without allocating: open
+   * addressing over a hash of the word's ASCII upper case. Filled once, in a static initializer.
+   */
+  private static final class Keywords {
+    private final String[] keys = new String[128];
+    private final Rule[] rules = new Rule[128];
+    private int size;
+
+    static Keywords words(String... keywords) {
+      return new Keywords().put(s -> SqlKind.OTHER, keywords);
+    }
+
+    Keywords put(String keyword, SqlKind kind) {
+      return put(keyword, s -> kind);
+    }
+
+    Keywords put(SqlKind kind, String... keywords) {
+      return put(s -> kind, keywords);
+    }
+
+    Keywords put(Rule rule, String... keywords) {
+      for (String k : keywords) {
+        put(k, rule);
+      }
+      return this;
+    }
+
+    Keywords put(String keyword, Rule rule) {
+      if (++size * 2 > keys.length) {
+        throw new IllegalStateException("keyword table full");
+      }
+      int mask = keys.length - 1;
+      int h = hash(keyword, 0, keyword.length()) & mask;
+      while (keys[h] != null) {
+        if (keys[h].equals(keyword)) {
+          throw new IllegalStateException("keyword " + keyword + " twice");
+        }
+        h = (h + 1) & mask;
+      }
+      keys[h] = keyword;
+      rules[h] = rule;
+      return this;
+    }
+
+    /** The rule of the word {@code sql[from, to)} in ASCII upper case; null if none. */
+    Rule get(String sql, int from, int to) {
+      int mask = keys.length - 1;
+      int h = hash(sql, from, to) & mask;
+      String k;
+      while ((k = keys[h]) != null) {
+        if (k.length() == to - from && sameIgnoringAsciiCase(sql, from, k)) {
+          return rules[h];
+        }
+        h = (h + 1) & mask;
+      }
+      return null;
+    }
+
+    private static int hash(String s, int from, int to) {
+      int h = 0;
+      for (int i = from; i < to; i++) {
+        h = 31 * h + upper(s.charAt(i));
+      }
+      return h ^ (h >>> 16);
+    }
+
+    private static boolean sameIgnoringAsciiCase(String sql, int from, String keyword) {
+      for (int k = 0; k < keyword.length(); k++) {
+        if (upper(sql.charAt(from + k)) != keyword.charAt(k)) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    /** ASCII only: servers match keywords in ASCII (never 'ı' for 'I'). */
+    private static char upper(char c) {
+      return c >= 'a' && c <= 'z' ? (char) (c - ('a' - 'A')) : c;
     }
   }
 }

@@ -100,7 +100,10 @@ class SqlLexerGoldenTest {
 
   /** Every fact the lexer gives about {@code text}, decoded to names. */
   static String readout(SqlLexer lexer, String text) {
-    SqlSummary s = lexer.summarize(text);
+    return readout(lexer.summarize(text), lexer.statements(text));
+  }
+
+  static String readout(SqlSummary s, List<SqlStatement> statements) {
     StringBuilder b = new StringBuilder();
     b.append("count=").append(s.count());
     b.append(" kinds=").append(s.kinds());
@@ -112,7 +115,7 @@ class SqlLexerGoldenTest {
       b.append(" CHAIN");
     }
     b.append(" |");
-    for (SqlStatement st : lexer.statements(text)) {
+    for (SqlStatement st : statements) {
       b.append(' ').append(st);
     }
     return b.toString();

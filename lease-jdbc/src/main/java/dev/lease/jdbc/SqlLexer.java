@@ -270,38 +270,43 @@ final class SqlLexer {
           i++;
         } else if (isSpace(c)) {
           i++;
-        } else if (c == '-' && at(i + 1) == '-' && dashDashComment(i)) {
-          i = lineEnd(i + 2, syntax.crEndsLineComment);
-        } else if (c == '#' && syntax.hashComments) {
-          i = lineEnd(i + 1, false);
-        } else if (c == '/' && at(i + 1) == '*') {
-          i = blockComment(i);
-        } else if (c == '*' && inExec && at(i + 1) == '/') {
-          inExec = false; // the end of a MySQL executable comment whose content ran
-          i += 2;
-        } else if (c == '\'') {
-          i = singleQuoted(i);
-        } else if (c == '"') {
-          i =
-              syntax.doubleQuotes == Quotes.IDENTIFIER
-                  ? quotedName(i, '"', '"')
-                  : quoted(
-                      i,
-                      '"',
-                      escapes(syntax.doubleQuotes, ALT_DOUBLE_QUOTE_ESCAPES),
-                      ALT_DOUBLE_QUOTE_ESCAPES);
-        } else if (c == '`' && syntax.backtickNames) {
-          i = quotedName(i, '`', '`');
-        } else if (c == '[' && syntax.bracketNames) {
-          i = quotedName(i, '[', ']');
-        } else if (c == '$' && syntax.dollarQuotes != Dollars.NONE) {
-          i = dollar(i);
-        } else if (isWordChar(c)) {
+        } else if (isWordChar(c) && c != '$') {
           i = word(i);
         } else {
-          i = other(i);
+          i = punctuation(c, i); // kept out of the loop, which stays small enough to inline
         }
       }
+    }
+
+    /** Comments, literals, quoted names, dollar quotes and other punctuation at {@code i}. */
+    private int punctuation(char c, int i) {
+      if (c == '-' && at(i + 1) == '-' && dashDashComment(i)) {
+        return lineEnd(i + 2, syntax.crEndsLineComment);
+      } else if (c == '#' && syntax.hashComments) {
+        return lineEnd(i + 1, false);
+      } else if (c == '/' && at(i + 1) == '*') {
+        return blockComment(i);
+      } else if (c == '*' && inExec && at(i + 1) == '/') {
+        inExec = false; // the end of a MySQL executable comment whose content ran
+        return i + 2;
+      } else if (c == '\'') {
+        return singleQuoted(i);
+      } else if (c == '"') {
+        return syntax.doubleQuotes == Quotes.IDENTIFIER
+            ? quotedName(i, '"', '"')
+            : quoted(
+                i,
+                '"',
+                escapes(syntax.doubleQuotes, ALT_DOUBLE_QUOTE_ESCAPES),
+                ALT_DOUBLE_QUOTE_ESCAPES);
+      } else if (c == '`' && syntax.backtickNames) {
+        return quotedName(i, '`', '`');
+      } else if (c == '[' && syntax.bracketNames) {
+        return quotedName(i, '[', ']');
+      } else if (c == '$') {
+        return syntax.dollarQuotes == Dollars.NONE ? word(i) : dollar(i);
+      }
+      return other(i);
     }
 
     /**
@@ -1220,7 +1225,8 @@ final class SqlLexer {
 
   /**
    * Keywords (ASCII upper case) to rules, looked up by a word of the text without allocating: open
-   * addressing over a hash of the word's ASCII upper case. Filled once, in a static initializer.
+   * addressing over a hash of the word's first and last letters (ASCII upper case) and length.
+   * Filled once, in a static initializer.
    */
   private static final class Keywords {
     private final String[] keys = new String[128];
@@ -1277,12 +1283,10 @@ final class SqlLexer {
       return null;
     }
 
+    /** From the first and last letters and the length: cheap, and enough to spread keywords. */
     private static int hash(String s, int from, int to) {
-      int h = 0;
-      for (int i = from; i < to; i++) {
-        h = 31 * h + upper(s.charAt(i));
-      }
-      return h ^ (h >>> 16);
+      int h = (upper(s.charAt(from)) * 31 + upper(s.charAt(to - 1))) * 31 + (to - from);
+      return h ^ (h >>> 7);
     }
 
     private static boolean sameIgnoringAsciiCase(String sql, int from, String keyword) {

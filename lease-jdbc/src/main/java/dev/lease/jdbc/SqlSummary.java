@@ -85,8 +85,8 @@ record SqlSummary(Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguo
     if (a == null) {
       return b;
     }
-    if (b == null) {
-      return a;
+    if (b == null || (!add && a.equals(b))) {
+      return a; // readings that agree, the common case: nothing to allocate
     }
     int count = add ? a.count + b.count : Math.max(a.count, b.count);
     SqlKind single = null;

@@ -1019,71 +1019,71 @@ final class SqlLexer {
       switch (dialect) {
         case POSTGRESQL:
           return new Syntax(
-              true,
-              false,
-              false,
-              BlockComments.NESTED,
-              true,
-              Quotes.BACKSLASH_IF_SET,
-              Quotes.IDENTIFIER,
-              false,
-              false,
-              Dollars.PGJDBC_OR_SERVER,
-              true,
-              false,
-              false,
-              SqlKind.OTHER,
+              true, // crEndsLineComment
+              false, // dashDashNeedsSpace
+              false, // hashComments
+              BlockComments.NESTED, // blockComments
+              true, // eStrings
+              Quotes.BACKSLASH_IF_SET, // singleQuotes
+              Quotes.IDENTIFIER, // doubleQuotes
+              false, // backtickNames
+              false, // bracketNames
+              Dollars.PGJDBC_OR_SERVER, // dollarQuotes
+              true, // atomicBodies
+              false, // triggerBodies
+              false, // setStatementFor
+              SqlKind.OTHER, // escapedCall
               POSTGRESQL_KEYWORDS);
         case MYSQL:
           return new Syntax(
-              false,
-              true,
-              true,
-              BlockComments.EXECUTABLE,
-              false,
-              Quotes.BACKSLASH_UNLESS_SET,
-              Quotes.BACKSLASH_UNLESS_SET,
-              true,
-              false,
-              Dollars.MYSQL,
-              false,
-              false,
-              true,
-              SqlKind.ROUTINE, // CALL runs statements the fence cannot see (SqlKind.ROUTINE)
+              false, // crEndsLineComment
+              true, // dashDashNeedsSpace
+              true, // hashComments
+              BlockComments.EXECUTABLE, // blockComments
+              false, // eStrings
+              Quotes.BACKSLASH_UNLESS_SET, // singleQuotes
+              Quotes.BACKSLASH_UNLESS_SET, // doubleQuotes
+              true, // backtickNames
+              false, // bracketNames
+              Dollars.MYSQL, // dollarQuotes
+              false, // atomicBodies
+              false, // triggerBodies
+              true, // setStatementFor
+              SqlKind.ROUTINE, // escapedCall
               MYSQL_KEYWORDS);
         case SQLITE:
           return new Syntax(
-              false,
-              false,
-              false,
-              BlockComments.PLAIN,
-              false,
-              Quotes.PLAIN,
-              Quotes.IDENTIFIER,
-              true,
-              true,
-              Dollars.NONE,
-              false,
-              true,
-              false,
-              SqlKind.OTHER,
+              false, // crEndsLineComment
+              false, // dashDashNeedsSpace
+              false, // hashComments
+              BlockComments.PLAIN, // blockComments
+              false, // eStrings
+              Quotes.PLAIN, // singleQuotes
+              Quotes.IDENTIFIER, // doubleQuotes
+              true, // backtickNames
+              true, // bracketNames
+              Dollars.NONE, // dollarQuotes
+              false, // atomicBodies
+              true, // triggerBodies
+              false, // setStatementFor
+              SqlKind.OTHER, // escapedCall
               SQLITE_KEYWORDS);
         default:
           return new Syntax(
-              true,
-              false,
-              false,
-              BlockComments.PLAIN,
-              false,
-              Quotes.PLAIN,
-              Quotes.IDENTIFIER,
-              false,
-              false,
-              Dollars.NONE,
-              false,
-              false,
-              false,
-              SqlKind.OTHER,
+              true, // crEndsLineComment
+              false, // dashDashNeedsSpace
+              false, // hashComments
+              BlockComments.PLAIN, // blockComments
+              false, // eStrings
+              Quotes.PLAIN, // singleQuotes
+              Quotes.IDENTIFIER, // doubleQuotes
+              false, // backtickNames
+              false, // bracketNames
+              Dollars.NONE, // dollarQuotes
+              false, // atomicBodies
+              false, // triggerBodies
+              false, // setStatementFor
+              SqlKind.OTHER, // escapedCall
               GENERIC_KEYWORDS);
       }
     }

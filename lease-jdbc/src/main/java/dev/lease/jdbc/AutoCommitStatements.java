@@ -116,7 +116,7 @@ final class AutoCommitStatements {
   // ---- autocommit statements
   // ----------------------------------------------------------------------
 
-  <T> T autoCommitStatement(Lease lease, FencingStatement st, int kind, SqlCall<T> call)
+  <T> T autoCommitStatement(Lease lease, FencingStatement st, SqlKind kind, SqlCall<T> call)
       throws SQLException {
     switch (f.options.autoCommit()) {
       case REFUSE:
@@ -142,7 +142,7 @@ final class AutoCommitStatements {
    * as in autocommit mode; pgjdbc, which would read through a server-side cursor only because the
    * fence turned autocommit off, fetches without one as in autocommit mode.
    */
-  <T> T asVerifiedTransaction(Lease lease, FencingStatement st, int kind, SqlCall<T> call)
+  <T> T asVerifiedTransaction(Lease lease, FencingStatement st, SqlKind kind, SqlCall<T> call)
       throws SQLException {
     if (!beginWrapped()) {
       // SQLite: BEGIN failed, a transaction begun as SQL is open: the statement runs in it

@@ -22,8 +22,8 @@ class FencingStatement extends StatementDelegate {
   /** The SQL of a prepared or callable statement; null for a plain statement. */
   final String sql;
 
-  /** {@link #sql} lexed, once ({@link SqlSummary#NONE} until then). */
-  private long summary;
+  /** {@link #sql} lexed, once (null until then). */
+  private SqlSummary summary;
 
   /** The texts of {@code addBatch(String)} since the last execute or clear; null if none. */
   private List<String> batch;
@@ -60,14 +60,11 @@ class FencingStatement extends StatementDelegate {
   }
 
   /** What the statement runs, for {@link StatementSource#PREPARED} and {@code BATCH}. */
-  final long summary(StatementSource source, SqlLexer lexer) {
-    long own = summary;
-    if (own == SqlSummary.NONE) {
+  final SqlSummary summary(StatementSource source, SqlLexer lexer) {
+    SqlSummary own = summary;
+    if (own == null) {
       // never "no statement" for a statement with nothing to read: that would skip the fence
-      own =
-          sql != null
-              ? lexer.summarize(sql)
-              : SqlSummary.of(1 << SqlKind.OTHER, 1, SqlKind.OTHER, 0);
+      own = sql != null ? lexer.summarize(sql) : SqlSummary.one(SqlKind.OTHER);
       summary = own;
     }
     if (source != StatementSource.BATCH) {
@@ -77,11 +74,11 @@ class FencingStatement extends StatementDelegate {
     if (texts == null) {
       return own; // a prepared statement's batch: its own SQL, run once per entry
     }
-    long all = SqlSummary.NONE;
+    SqlSummary all = null;
     for (String t : texts) {
       all = SqlSummary.union(all, lexer.summarize(t), true);
     }
-    return all == SqlSummary.NONE ? SqlSummary.of(0, 0, 0, 0) : all;
+    return all == null ? SqlSummary.EMPTY : all;
   }
 
   // ---- the shapes a first statement can carry the verify in (Piggyback#piggyback)

@@ -267,16 +267,16 @@ final class Losses {
         null);
   }
 
-  LeaseLostSQLException mixed(Lease lease, long summary, StatementSource source) {
+  LeaseLostSQLException mixed(Lease lease, SqlSummary summary, StatementSource source) {
     String what = source == StatementSource.BATCH ? "a batch" : "a SQL text";
     String why =
-        SqlSummary.ambiguous(summary)
+        summary.ambiguous()
             ? what
                 + " whose statements cannot be told apart without knowing the server's settings"
                 + " (MySQL versioned comments of different versions)"
             : what
                 + " with "
-                + SqlSummary.describe(summary)
+                + summary.describe()
                 + ": transaction control must be a statement of its own";
     return new LeaseLostSQLException(
         "refused under "

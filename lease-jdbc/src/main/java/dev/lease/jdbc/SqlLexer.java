@@ -1,6 +1,7 @@
 package dev.lease.jdbc;
 
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 
 /**
@@ -8,6 +9,11 @@ import java.util.List;
  * identifiers, comments and dollar quotes begin and end, and where the semicolons between
  * statements are), and classifies each by its leading keywords ({@link SqlKind}). One linear pass
  * per reading of the text; stateless and thread-safe.
+ *
+ * <p>One scanning loop serves every dialect (as pgjdbc's {@code Parser} is one loop over token
+ * helpers): a dialect's {@link Syntax} says where its rules differ (which comments, quotes and
+ * dollar quotes it has, how a backslash reads), and a table from the first keyword to a rule gives
+ * the statement's kind. The tables are at the end of this file, one per dialect, readable as text.
  *
  * <h2>Every reading, not one</h2>
  *
@@ -25,7 +31,7 @@ import java.util.List;
  * features it uses; {@link #summarize} returns the union (a kind any reading finds is in the mask,
  * the largest statement count wins). A text that uses none of them, which is nearly every text, is
  * lexed once. Where no union settles it (MySQL versioned comments with different versions, a
- * skipped versioned comment with a nested {@code /*}), the summary is {@link SqlSummary#AMBIGUOUS}
+ * skipped versioned comment with a nested {@code /*}), the summary is {@link SqlSummary#ambiguous}
  * and the fence refuses the text under a lease.
  *
  * <h2>What it deliberately does not parse</h2>
@@ -43,7 +49,7 @@ import java.util.List;
  * CASE} opened in it; pgjdbc (42.7) stops splitting at semicolons once it saw {@code BEGIN ATOMIC}
  * in a CREATE and sends the rest as one query, which the server then splits by that same grammar
  * (or refuses, with the extended protocol, if more statements follow). A body still open at the end
- * of the text with a semicolon in it makes the text {@link SqlSummary#AMBIGUOUS}.
+ * of the text with a semicolon in it makes the text {@link SqlSummary#ambiguous}.
  */
 final class SqlLexer {
 
@@ -78,27 +84,26 @@ final class SqlLexer {
   /** PostgreSQL: a block comment opened by {@code /*}{@code /} as the server reads it. */
   static final int ALT_SERVER_COMMENT = 1 << 6;
 
-  private static final SqlLexer POSTGRESQL = new SqlLexer(SqlDialect.POSTGRESQL);
-  private static final SqlLexer MYSQL = new SqlLexer(SqlDialect.MYSQL);
-  private static final SqlLexer SQLITE = new SqlLexer(SqlDialect.SQLITE);
-  private static final SqlLexer GENERIC = new SqlLexer(SqlDialect.GENERIC);
-
   final SqlDialect dialect;
+  private final Syntax syntax;
 
-  private SqlLexer(SqlDialect dialect) {
+  private SqlLexer(SqlDialect dialect, Syntax syntax) {
     this.dialect = dialect;
+    this.syntax = syntax;
   }
 
   static SqlLexer of(SqlDialect dialect) {
-    switch (dialect) {
-      case POSTGRESQL:
-        return POSTGRESQL;
-      case MYSQL:
-        return MYSQL;
-      case SQLITE:
-        return SQLITE;
-      default:
-        return GENERIC;
+    return Lexers.ALL[dialect.ordinal()];
+  }
+
+  /** One lexer per dialect, made once the syntax tables below exist. */
+  private static final class Lexers {
+    static final SqlLexer[] ALL = new SqlLexer[SqlDialect.values().length];
+
+    static {
+      for (SqlDialect d : SqlDialect.values()) {
+        ALL[d.ordinal()] = new SqlLexer(d, Syntax.of(d));
+      }
     }
   }
 
@@ -106,9 +111,9 @@ final class SqlLexer {
    * The union over every reading of {@code sql} (see the class comment) of its statements' kinds
    * and count, as a {@link SqlSummary}. A null or blank text has no statement.
    */
-  long summarize(String sql) {
+  SqlSummary summarize(String sql) {
     if (sql == null) {
-      return SqlSummary.of(0, 0, 0, 0);
+      return SqlSummary.EMPTY;
     }
     Scan scan = Scan.reuse(this, sql);
     try {
@@ -118,8 +123,8 @@ final class SqlLexer {
     }
   }
 
-  private static long summarize(Scan scan) {
-    long summary = scan.run(0);
+  private static SqlSummary summarize(Scan scan) {
+    SqlSummary summary = scan.run(0);
     int explored = 0;
     int seen = scan.seen;
     while (seen != explored) {
@@ -130,7 +135,7 @@ final class SqlLexer {
         seen |= scan.seen;
       }
     }
-    return scan.ambiguous ? summary | SqlSummary.AMBIGUOUS : summary;
+    return scan.ambiguous ? summary.asAmbiguous() : summary;
   }
 
   /**
@@ -155,7 +160,7 @@ final class SqlLexer {
     /** One scan per thread for {@link #summarize}: the hot path allocates nothing. */
     private static final ThreadLocal<Scan> SCANS = new ThreadLocal<>();
 
-    SqlDialect dialect;
+    Syntax syntax;
     String sql;
     int n;
     final List<SqlStatement> out;
@@ -171,10 +176,10 @@ final class SqlLexer {
 
     // this pass
     int alt;
-    int kinds;
+    final EnumSet<SqlKind> kinds = EnumSet.noneOf(SqlKind.class);
     int count;
-    int single;
-    long flags;
+    SqlKind single;
+    boolean chain; // a COMMIT or ROLLBACK ... AND CHAIN
 
     // the current statement
     int start;
@@ -193,9 +198,10 @@ final class SqlLexer {
     boolean afterBegin; // PostgreSQL: the CREATE statement's last word was BEGIN
     boolean atomicSemicolon; // PostgreSQL: a semicolon inside an open BEGIN ATOMIC body
     int lastWordStart; // for hint positions (MySQL): the word just before, -1 if another token
+    boolean inExec; // MySQL: inside an executable comment whose content runs
 
     Scan(SqlLexer lexer, String sql, List<SqlStatement> out) {
-      this.dialect = lexer.dialect;
+      this.syntax = lexer.syntax;
       this.sql = sql;
       this.n = sql.length();
       this.out = out;
@@ -208,7 +214,7 @@ final class SqlLexer {
         s = new Scan(lexer, sql, null);
       } else {
         SCANS.set(null); // taken: a nested use (none today) gets its own
-        s.dialect = lexer.dialect;
+        s.syntax = lexer.syntax;
         s.sql = sql;
         s.n = sql.length();
       }
@@ -223,28 +229,16 @@ final class SqlLexer {
       SCANS.set(this);
     }
 
-    long run(int alt) {
+    SqlSummary run(int alt) {
       this.alt = alt;
-      kinds = 0;
+      kinds.clear();
       count = 0;
-      single = 0;
-      flags = 0;
+      single = null;
+      chain = false;
       resetStatement();
-      switch (dialect) {
-        case POSTGRESQL:
-          postgres();
-          break;
-        case MYSQL:
-          mysql();
-          break;
-        case SQLITE:
-          sqlite();
-          break;
-        default:
-          generic();
-      }
+      scan();
       endStatement();
-      return SqlSummary.of(kinds, count, single, flags);
+      return SqlSummary.of(kinds, count, single, false, chain);
     }
 
     private void resetStatement() {
@@ -264,154 +258,128 @@ final class SqlLexer {
       lastWordStart = -1;
     }
 
-    // ---- the dialects' token rules
+    // ---- the token rules: one loop, the dialect's syntax decides where they differ
 
-    private void postgres() {
+    private void scan() {
+      inExec = false;
       int i = 0;
       while (i < n) {
         char c = sql.charAt(i);
         if (c == ';') {
-          if (atomic > 0) {
-            atomicSemicolon = true; // a statement of a BEGIN ATOMIC body: not run now
-          } else {
-            endStatement();
-          }
+          semicolon();
           i++;
         } else if (isSpace(c)) {
           i++;
-        } else if (c == '-' && at(i + 1) == '-') {
-          i = lineEnd(i + 2, true);
-        } else if (c == '/' && at(i + 1) == '*') {
-          i = postgresComment(i);
-        } else if (c == '\'') {
-          boolean escapes;
-          if (i >= 2 && (at(i - 1) == 'E' || at(i - 1) == 'e') && pgjdbcTerminates(at(i - 2))) {
-            // pgjdbc's rule (Parser.parseSingleQuotes): E directly before, a separator before it
-            escapes = (alt & ALT_E_STRING_PLAIN) == 0;
-            i = quoted(i, '\'', escapes, ALT_E_STRING_PLAIN);
-          } else {
-            escapes = (alt & ALT_SINGLE_QUOTE_ESCAPES) != 0;
-            i = quoted(i, '\'', escapes, ALT_SINGLE_QUOTE_ESCAPES);
-          }
-        } else if (c == '"') {
-          i = quoted(i, '"', false, 0);
-        } else if (c == '$') {
-          i = postgresDollar(i);
-        } else if (isWordChar(c)) {
+        } else if (isWordChar(c) && c != '$') {
           i = word(i);
         } else {
-          i = other(i);
+          i = punctuation(c, i); // kept out of the loop, which stays small enough to inline
         }
       }
     }
 
-    private void mysql() {
-      int i = 0;
-      boolean inExec = false; // inside an executable comment whose content runs
-      while (i < n) {
-        char c = sql.charAt(i);
-        if (c == ';') {
-          endStatement();
-          inExec = false; // the server lexes each statement of a multi-query afresh
-          i++;
-        } else if (isMySqlSpace(c)) {
-          i++;
-        } else if (c == '#') {
-          i = lineEnd(i + 1, false);
-        } else if (c == '-' && at(i + 1) == '-' && (i + 2 >= n || mysqlDashDashEnd(at(i + 2)))) {
-          // "--" starts a comment only before white space or a control character (sql_lex.cc)
-          i = lineEnd(i + 2, false);
-        } else if (c == '/' && at(i + 1) == '*') {
+    /** Comments, literals, quoted names, dollar quotes and other punctuation at {@code i}. */
+    private int punctuation(char c, int i) {
+      if (c == '-' && at(i + 1) == '-' && dashDashComment(i)) {
+        return lineEnd(i + 2, syntax.crEndsLineComment);
+      } else if (c == '#' && syntax.hashComments) {
+        return lineEnd(i + 1, false);
+      } else if (c == '/' && at(i + 1) == '*') {
+        return blockComment(i);
+      } else if (c == '*' && inExec && at(i + 1) == '/') {
+        inExec = false; // the end of a MySQL executable comment whose content ran
+        return i + 2;
+      } else if (c == '\'') {
+        return singleQuoted(i);
+      } else if (c == '"') {
+        return syntax.doubleQuotes == Quotes.IDENTIFIER
+            ? quotedName(i, '"', '"')
+            : quoted(
+                i,
+                '"',
+                escapes(syntax.doubleQuotes, ALT_DOUBLE_QUOTE_ESCAPES),
+                ALT_DOUBLE_QUOTE_ESCAPES);
+      } else if (c == '`' && syntax.backtickNames) {
+        return quotedName(i, '`', '`');
+      } else if (c == '[' && syntax.bracketNames) {
+        return quotedName(i, '[', ']');
+      } else if (c == '$') {
+        return syntax.dollarQuotes == Dollars.NONE ? word(i) : dollar(i);
+      }
+      return other(i);
+    }
+
+    /**
+     * A semicolon ends the statement, except inside a body the server does not split (PostgreSQL's
+     * BEGIN ATOMIC, SQLite's trigger; see the class comment).
+     */
+    private void semicolon() {
+      if (atomic > 0) {
+        atomicSemicolon = true; // a statement of a BEGIN ATOMIC body: not run now
+      } else if (trigger == 1 || trigger == 2) {
+        trigger = 2; // inside a trigger body: the semicolon ends a trigger command
+      } else {
+        endStatement();
+        inExec = false; // MySQL lexes each statement of a multi-query afresh
+      }
+    }
+
+    /** "--" starts a MySQL comment only before white space or a control character (sql_lex.cc). */
+    private boolean dashDashComment(int i) {
+      return !syntax.dashDashNeedsSpace || i + 2 >= n || mysqlDashDashEnd(at(i + 2));
+    }
+
+    private int blockComment(int i) {
+      switch (syntax.blockComments) {
+        case NESTED:
+          return postgresComment(i);
+        case EXECUTABLE:
           int next = mysqlComment(i);
           if (next < 0) { // an executable comment whose content is read as SQL
             inExec = true;
-            i = -next;
-          } else {
-            i = next;
+            return -next;
           }
-        } else if (c == '*' && inExec && at(i + 1) == '/') {
-          inExec = false;
-          i += 2;
-        } else if (c == '\'') {
-          i = quoted(i, '\'', (alt & ALT_SINGLE_QUOTE_ESCAPES) == 0, ALT_SINGLE_QUOTE_ESCAPES);
-        } else if (c == '"') {
-          i = quoted(i, '"', (alt & ALT_DOUBLE_QUOTE_ESCAPES) == 0, ALT_DOUBLE_QUOTE_ESCAPES);
-        } else if (c == '`') {
-          i = quotedName(i, '`', '`');
-        } else if (c == '$' && mysqlDollarTag(i) > 0) {
-          seen |= ALT_DOLLAR;
-          if ((alt & ALT_DOLLAR) != 0) {
-            i = dollarQuote(i, mysqlDollarTag(i));
-          } else {
-            i = word(i);
-          }
-        } else if (isWordChar(c)) {
-          i = word(i);
-        } else {
-          i = other(i);
-        }
+          return next;
+        default:
+          int close = sql.indexOf("*/", i + 2);
+          return close < 0 ? n : close + 2;
       }
     }
 
-    private void sqlite() {
-      int i = 0;
-      while (i < n) {
-        char c = sql.charAt(i);
-        if (c == ';') {
-          if (trigger == 1 || trigger == 2) {
-            trigger = 2; // inside a trigger body: the semicolon ends a trigger command
-            i++;
-          } else {
-            endStatement();
-            i++;
-          }
-        } else if (isSqliteSpace(c)) {
-          i++;
-        } else if (c == '-' && at(i + 1) == '-') {
-          i = lineEnd(i + 2, false);
-        } else if (c == '/' && at(i + 1) == '*') {
-          int close = sql.indexOf("*/", i + 2);
-          i = close < 0 ? n : close + 2;
-        } else if (c == '\'') {
-          i = quoted(i, '\'', false, 0);
-        } else if (c == '"') {
-          i = quotedName(i, '"', '"');
-        } else if (c == '`') {
-          i = quotedName(i, '`', '`');
-        } else if (c == '[') {
-          i = quotedName(i, '[', ']');
-        } else if (isWordChar(c)) {
-          i = word(i);
-        } else {
-          i = other(i);
-        }
+    private int singleQuoted(int i) {
+      if (syntax.eStrings
+          && i >= 2
+          && (at(i - 1) == 'E' || at(i - 1) == 'e')
+          && pgjdbcTerminates(at(i - 2))) {
+        // pgjdbc's rule (Parser.parseSingleQuotes): E directly before, a separator before it
+        return quoted(i, '\'', (alt & ALT_E_STRING_PLAIN) == 0, ALT_E_STRING_PLAIN);
       }
+      if (syntax.singleQuotes == Quotes.PLAIN) {
+        return quoted(i, '\'', false, 0);
+      }
+      return quoted(
+          i,
+          '\'',
+          escapes(syntax.singleQuotes, ALT_SINGLE_QUOTE_ESCAPES),
+          ALT_SINGLE_QUOTE_ESCAPES);
     }
 
-    private void generic() {
-      int i = 0;
-      while (i < n) {
-        char c = sql.charAt(i);
-        if (c == ';') {
-          endStatement();
-          i++;
-        } else if (isSpace(c)) {
-          i++;
-        } else if (c == '-' && at(i + 1) == '-') {
-          i = lineEnd(i + 2, true);
-        } else if (c == '/' && at(i + 1) == '*') {
-          int close = sql.indexOf("*/", i + 2);
-          i = close < 0 ? n : close + 2;
-        } else if (c == '\'') {
-          i = quoted(i, '\'', false, 0);
-        } else if (c == '"') {
-          i = quotedName(i, '"', '"');
-        } else if (isWordChar(c)) {
-          i = word(i);
-        } else {
-          i = other(i);
-        }
+    /** Whether a backslash escapes in this reading of quotes whose rule depends on a setting. */
+    private boolean escapes(Quotes quotes, int feature) {
+      boolean alternative = (alt & feature) != 0;
+      return quotes == Quotes.BACKSLASH_UNLESS_SET ? !alternative : alternative;
+    }
+
+    private int dollar(int i) {
+      if (syntax.dollarQuotes == Dollars.PGJDBC_OR_SERVER) {
+        return postgresDollar(i);
       }
+      int tagEnd = mysqlDollarTag(i);
+      if (tagEnd <= 0) {
+        return word(i);
+      }
+      seen |= ALT_DOLLAR;
+      return (alt & ALT_DOLLAR) != 0 ? dollarQuote(i, tagEnd) : word(i);
     }
 
     // ---- literals, identifiers, comments
@@ -782,10 +750,10 @@ final class SqlLexer {
         wordEnd[words] = to;
       }
       words++;
-      if (dialect == SqlDialect.SQLITE && trigger == 0 && isSqliteTriggerStart()) {
+      if (syntax.triggerBodies && trigger == 0 && isSqliteTriggerStart()) {
         trigger = 1;
       }
-      if (dialect == SqlDialect.POSTGRESQL && words > 1 && isWord(0, "CREATE")) {
+      if (syntax.atomicBodies && words > 1 && isWord(0, "CREATE")) {
         atomicBody(from, to);
       }
     }
@@ -819,17 +787,17 @@ final class SqlLexer {
         ambiguous = true; // the body never closed: where the server splits is not known
       }
       if (start >= 0) {
-        int kind = classify();
-        boolean chain = kind == SqlKind.COMMIT || kind == SqlKind.ROLLBACK ? chained() : false;
-        kinds |= 1 << kind;
+        SqlKind kind = classify();
+        boolean chains = (kind == SqlKind.COMMIT || kind == SqlKind.ROLLBACK) && chained();
+        kinds.add(kind);
         count++;
         single = kind;
-        if (chain) {
-          flags |= SqlSummary.CHAIN;
-          kinds |= 1 << SqlKind.BEGIN; // a chained commit leaves a transaction open
+        if (chains) {
+          chain = true;
+          kinds.add(SqlKind.BEGIN); // a chained commit leaves a transaction open
         }
         if (out != null) {
-          out.add(new SqlStatement(kind, start, end, chain));
+          out.add(new SqlStatement(kind, start, end, chains));
         }
       }
       resetStatement();
@@ -837,232 +805,57 @@ final class SqlLexer {
 
     // ---- classification
 
-    private int classify() {
+    private SqlKind classify() {
       if (!firstIsWord || words == 0) {
         // a JDBC escape {call p(?)} or {? = call f(?)}: the driver rewrites it to CALL
         if (firstChar == '{' && words > 0 && isWord(0, "CALL")) {
-          return dialect == SqlDialect.MYSQL ? SqlKind.ROUTINE : SqlKind.OTHER;
+          return syntax.escapedCall;
         }
         return SqlKind.OTHER;
       }
-      switch (dialect) {
-        case POSTGRESQL:
-          return postgresKind();
-        case MYSQL:
-          {
-            // after MariaDB's SET STATEMENT ... FOR, the window holds the inner statement
-            int kind = mysqlKind();
-            return inner && kind == SqlKind.OTHER && autocommitNamed
-                ? SqlKind.SET_AUTOCOMMIT
-                : kind;
-          }
-        case SQLITE:
-          return sqliteKind();
-        default:
-          return genericKind();
-      }
+      Rule rule = syntax.keywords.get(sql, wordStart[0], wordEnd[0]);
+      SqlKind kind = rule == null ? SqlKind.OTHER : rule.kind(this);
+      // after MariaDB's SET STATEMENT ... FOR, the window holds the inner statement
+      return syntax.setStatementFor && inner && kind == SqlKind.OTHER && autocommitNamed
+          ? SqlKind.SET_AUTOCOMMIT
+          : kind;
     }
 
-    private int postgresKind() {
-      if (isWord(0, "BEGIN")) {
-        return SqlKind.BEGIN;
-      }
-      if (isWord(0, "START")) {
-        return isWord(1, "TRANSACTION") ? SqlKind.BEGIN : SqlKind.OTHER;
-      }
-      if (isWord(0, "COMMIT")) {
-        return isWord(1, "PREPARED") ? SqlKind.COMMIT_PREPARED : SqlKind.COMMIT;
-      }
-      if (isWord(0, "END")) {
-        return SqlKind.COMMIT;
-      }
-      if (isWord(0, "ROLLBACK")) {
-        if (isWord(1, "PREPARED")) {
-          return SqlKind.ROLLBACK_PREPARED;
-        }
-        return rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "ABORT")) {
-        return SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "SAVEPOINT")) {
-        return SqlKind.SAVEPOINT;
-      }
-      if (isWord(0, "RELEASE")) {
-        return SqlKind.RELEASE;
-      }
-      if (isWord(0, "PREPARE")) {
-        return isWord(1, "TRANSACTION") ? SqlKind.PREPARE_TRANSACTION : SqlKind.OTHER;
-      }
-      if (isWord(0, "SET")) {
-        return isWord(1, "TRANSACTION") ? SqlKind.SET_TRANSACTION : SqlKind.OTHER;
-      }
-      if (isWord(0, "VACUUM")
-          || isWord(0, "CLUSTER")
-          || isWord(0, "REINDEX")
-          || isWord(0, "DISCARD")) {
-        return SqlKind.NON_TRANSACTIONAL;
-      }
-      if (isWord(0, "CREATE") || isWord(0, "DROP") || isWord(0, "ALTER")) {
-        if (concurrently
-            || isWord(1, "DATABASE")
-            || isWord(1, "TABLESPACE")
-            || isWord(1, "SUBSCRIPTION")
-            || (isWord(0, "ALTER") && isWord(1, "SYSTEM"))) {
-          return SqlKind.NON_TRANSACTIONAL;
-        }
-      }
-      return SqlKind.OTHER;
-    }
-
-    private int mysqlKind() {
-      if (isWord(0, "BEGIN")) {
-        return isWord(1, "NOT") && isWord(2, "ATOMIC") ? SqlKind.ROUTINE : SqlKind.BEGIN;
-      }
-      if (isWord(0, "START")) {
-        // START SLAVE/REPLICA/GROUP_REPLICATION commit implicitly
-        return isWord(1, "TRANSACTION") ? SqlKind.BEGIN : SqlKind.IMPLICIT_COMMIT;
-      }
-      if (isWord(0, "COMMIT") || isWord(0, "END")) {
-        return SqlKind.COMMIT;
-      }
-      if (isWord(0, "ROLLBACK")) {
-        return rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "ABORT")) {
-        return SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "SAVEPOINT")) {
-        return SqlKind.SAVEPOINT;
-      }
-      if (isWord(0, "RELEASE")) {
-        return SqlKind.RELEASE;
-      }
-      if (isWord(0, "XA")) {
-        if (isWord(1, "START") || isWord(1, "BEGIN")) {
-          return SqlKind.BEGIN;
-        }
-        if (isWord(1, "END") || isWord(1, "PREPARE")) {
-          return SqlKind.PREPARE_TRANSACTION;
-        }
-        if (isWord(1, "COMMIT")) {
-          return SqlKind.COMMIT_PREPARED;
-        }
-        if (isWord(1, "ROLLBACK")) {
-          return SqlKind.ROLLBACK_PREPARED;
-        }
+    /** The kind a table gives word {@code w}, OTHER if the table does not hold the word. */
+    SqlKind kindOf(int w, Keywords table) {
+      if (w >= Math.min(words, WINDOW)) {
         return SqlKind.OTHER;
       }
-      if (isWord(0, "SET")) {
-        if (autocommitNamed) {
-          return SqlKind.SET_AUTOCOMMIT;
-        }
-        if (isWord(1, "TRANSACTION")) {
-          return SqlKind.SET_TRANSACTION;
-        }
-        if (isWord(1, "PASSWORD") || isWord(1, "DEFAULT")) {
-          return SqlKind.IMPLICIT_COMMIT;
-        }
-        return SqlKind.OTHER;
-      }
-      if (isWord(0, "CALL") || isWord(0, "EXECUTE")) {
-        return SqlKind.ROUTINE;
-      }
-      if (isWord(0, "CREATE") || isWord(0, "DROP")) {
-        // CREATE [OR REPLACE] TEMPORARY TABLE and DROP TEMPORARY TABLE do not commit; MariaDB's
-        // CREATE [OR REPLACE] TEMPORARY SEQUENCE does (measured on 10.11: the share lock is gone)
-        for (int w = 1; w < Math.min(words, 4); w++) {
-          if (isWord(w, "TEMPORARY")) {
-            return isWord(0, "CREATE") && isWord(w + 1, "SEQUENCE")
-                ? SqlKind.IMPLICIT_COMMIT
-                : SqlKind.OTHER;
-          }
-          if (isWord(w, "TABLE")) {
-            break;
-          }
-        }
-        return SqlKind.IMPLICIT_COMMIT;
-      }
-      if (isWord(0, "LOAD")) {
-        return isWord(1, "INDEX") ? SqlKind.IMPLICIT_COMMIT : SqlKind.OTHER;
-      }
-      if (isWord(0, "ALTER")
-          || isWord(0, "RENAME")
-          || isWord(0, "TRUNCATE")
-          || isWord(0, "GRANT")
-          || isWord(0, "REVOKE")
-          || isWord(0, "LOCK")
-          || isWord(0, "UNLOCK")
-          || isWord(0, "ANALYZE")
-          || isWord(0, "CACHE")
-          || isWord(0, "CHECK")
-          || isWord(0, "CHECKSUM")
-          || isWord(0, "FLUSH")
-          || isWord(0, "OPTIMIZE")
-          || isWord(0, "REPAIR")
-          || isWord(0, "RESET")
-          || isWord(0, "STOP")
-          || isWord(0, "CHANGE")
-          || isWord(0, "INSTALL")
-          || isWord(0, "UNINSTALL")
-          || isWord(0, "BACKUP")) {
-        return SqlKind.IMPLICIT_COMMIT;
-      }
-      return SqlKind.OTHER;
+      Rule rule = table.get(sql, wordStart[w], wordEnd[w]);
+      return rule == null ? SqlKind.OTHER : rule.kind(this);
     }
 
-    private int sqliteKind() {
-      if (isWord(0, "BEGIN")) {
-        return SqlKind.BEGIN;
-      }
-      if (isWord(0, "COMMIT") || isWord(0, "END")) {
-        return SqlKind.COMMIT;
-      }
-      if (isWord(0, "ROLLBACK")) {
-        return rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "SAVEPOINT")) {
-        return SqlKind.SAVEPOINT;
-      }
-      if (isWord(0, "RELEASE")) {
-        return SqlKind.RELEASE;
-      }
-      if (isWord(0, "VACUUM")
-          || isWord(0, "ATTACH")
-          || isWord(0, "DETACH")
-          || isWord(0, "PRAGMA")) {
-        return SqlKind.NON_TRANSACTIONAL;
-      }
-      return SqlKind.OTHER;
+    /** True when word {@code w} is one of {@code keywords}. */
+    boolean isWordIn(int w, Keywords keywords) {
+      return w < Math.min(words, WINDOW) && keywords.get(sql, wordStart[w], wordEnd[w]) != null;
     }
 
-    private int genericKind() {
-      if (isWord(0, "BEGIN") || (isWord(0, "START") && isWord(1, "TRANSACTION"))) {
-        return SqlKind.BEGIN;
+    /**
+     * MySQL/MariaDB CREATE and DROP commit implicitly, but not CREATE [OR REPLACE] TEMPORARY TABLE
+     * and DROP TEMPORARY TABLE; MariaDB's CREATE [OR REPLACE] TEMPORARY SEQUENCE does (measured on
+     * 10.11: the share lock is gone).
+     */
+    SqlKind mysqlCreateOrDrop() {
+      for (int w = 1; w < Math.min(words, 4); w++) {
+        if (isWord(w, "TEMPORARY")) {
+          return isWord(0, "CREATE") && isWord(w + 1, "SEQUENCE")
+              ? SqlKind.IMPLICIT_COMMIT
+              : SqlKind.OTHER;
+        }
+        if (isWord(w, "TABLE")) {
+          break;
+        }
       }
-      if (isWord(0, "COMMIT") || isWord(0, "END")) {
-        return SqlKind.COMMIT;
-      }
-      if (isWord(0, "ROLLBACK")) {
-        return rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "ABORT")) {
-        return SqlKind.ROLLBACK;
-      }
-      if (isWord(0, "SAVEPOINT")) {
-        return SqlKind.SAVEPOINT;
-      }
-      if (isWord(0, "RELEASE")) {
-        return SqlKind.RELEASE;
-      }
-      if (isWord(0, "SET") && isWord(1, "TRANSACTION")) {
-        return SqlKind.SET_TRANSACTION;
-      }
-      return SqlKind.OTHER;
+      return SqlKind.IMPLICIT_COMMIT;
     }
 
     /** ROLLBACK [WORK | TRANSACTION] TO ...: a savepoint rollback. */
-    private boolean rollbackTo() {
+    boolean rollbackTo() {
       int w = isWord(1, "WORK") || isWord(1, "TRANSACTION") ? 2 : 1;
       return isWord(w, "TO");
     }
@@ -1075,7 +868,7 @@ final class SqlLexer {
 
     // ---- characters
 
-    private boolean isWord(int w, String keyword) {
+    boolean isWord(int w, String keyword) {
       return w < Math.min(words, WINDOW) && equalsIgnoreCase(wordStart[w], wordEnd[w], keyword);
     }
 
@@ -1122,16 +915,8 @@ final class SqlLexer {
       return c >= '0' && c <= '9';
     }
 
-    /** PostgreSQL's and pgjdbc's white space (and any other ASCII control character). */
+    /** White space: every ASCII control character and the space, in all three servers. */
     private static boolean isSpace(char c) {
-      return c <= ' ' || c == 0x7F;
-    }
-
-    private static boolean isMySqlSpace(char c) {
-      return c <= ' ' || c == 0x7F;
-    }
-
-    private static boolean isSqliteSpace(char c) {
       return c <= ' ' || c == 0x7F;
     }
 
@@ -1149,6 +934,373 @@ final class SqlLexer {
           || c == '\r'
           || c == '\f'
           || ",()[].;:+-*/%^<>=~!@#&|`?".indexOf(c) >= 0;
+    }
+  }
+
+  // ---- the dialects' syntax
+  // -------------------------------------------------------------------------
+
+  /** How a quote's backslash reads. */
+  private enum Quotes {
+    /** No escapes: doubled quotes only. */
+    PLAIN,
+    /**
+     * An identifier, not a string: no escapes, doubled quotes (and for MySQL, may name autocommit).
+     */
+    IDENTIFIER,
+    /**
+     * Backslash escapes unless a setting turns them off (MySQL's NO_BACKSLASH_ESCAPES,
+     * ANSI_QUOTES).
+     */
+    BACKSLASH_UNLESS_SET,
+    /**
+     * Backslash escapes only if a setting turns them on (PostgreSQL standard_conforming_strings
+     * off).
+     */
+    BACKSLASH_IF_SET
+  }
+
+  private enum BlockComments {
+    /** Ends at the first {@code *}{@code /}. */
+    PLAIN,
+    /** PostgreSQL: nested, as pgjdbc and as the server reads them. */
+    NESTED,
+    /** MySQL: executable, versioned and hint comments. */
+    EXECUTABLE
+  }
+
+  private enum Dollars {
+    /** {@code $} is a word character. */
+    NONE,
+    /** PostgreSQL: dollar quotes by pgjdbc's rule, and by the server's as another reading. */
+    PGJDBC_OR_SERVER,
+    /** MySQL 9.2+: dollar quotes as another reading. */
+    MYSQL
+  }
+
+  /**
+   * Where a dialect's lexical rules differ from the others': the one scanning loop asks this at the
+   * characters that differ, and the first keyword's table classifies the statement.
+   *
+   * @param crEndsLineComment a {@code --} comment ends at a carriage return too (PostgreSQL)
+   * @param dashDashNeedsSpace {@code --} starts a comment only before white space (MySQL)
+   * @param hashComments {@code #} starts a line comment (MySQL)
+   * @param blockComments how {@code /}{@code *} comments read
+   * @param eStrings {@code E'...'} strings with backslash escapes (PostgreSQL)
+   * @param singleQuotes how {@code '...'} reads
+   * @param doubleQuotes how {@code "..."} reads
+   * @param backtickNames {@code `...`} is an identifier (MySQL, SQLite)
+   * @param bracketNames {@code [...]} is an identifier (SQLite)
+   * @param dollarQuotes how {@code $} reads
+   * @param atomicBodies CREATE ... BEGIN ATOMIC bodies are not split (PostgreSQL)
+   * @param triggerBodies CREATE TRIGGER ... BEGIN ... END bodies are not split (SQLite)
+   * @param setStatementFor SET STATEMENT ... FOR naming autocommit sets it (MariaDB)
+   * @param escapedCall the kind of a JDBC {@code {call ...}} escape
+   * @param keywords the statement's kind by its first keyword
+   */
+  private record Syntax(
+      boolean crEndsLineComment,
+      boolean dashDashNeedsSpace,
+      boolean hashComments,
+      BlockComments blockComments,
+      boolean eStrings,
+      Quotes singleQuotes,
+      Quotes doubleQuotes,
+      boolean backtickNames,
+      boolean bracketNames,
+      Dollars dollarQuotes,
+      boolean atomicBodies,
+      boolean triggerBodies,
+      boolean setStatementFor,
+      SqlKind escapedCall,
+      Keywords keywords) {
+
+    static Syntax of(SqlDialect dialect) {
+      switch (dialect) {
+        case POSTGRESQL:
+          return new Syntax(
+              true, // crEndsLineComment
+              false, // dashDashNeedsSpace
+              false, // hashComments
+              BlockComments.NESTED, // blockComments
+              true, // eStrings
+              Quotes.BACKSLASH_IF_SET, // singleQuotes
+              Quotes.IDENTIFIER, // doubleQuotes
+              false, // backtickNames
+              false, // bracketNames
+              Dollars.PGJDBC_OR_SERVER, // dollarQuotes
+              true, // atomicBodies
+              false, // triggerBodies
+              false, // setStatementFor
+              SqlKind.OTHER, // escapedCall
+              POSTGRESQL_KEYWORDS);
+        case MYSQL:
+          return new Syntax(
+              false, // crEndsLineComment
+              true, // dashDashNeedsSpace
+              true, // hashComments
+              BlockComments.EXECUTABLE, // blockComments
+              false, // eStrings
+              Quotes.BACKSLASH_UNLESS_SET, // singleQuotes
+              Quotes.BACKSLASH_UNLESS_SET, // doubleQuotes
+              true, // backtickNames
+              false, // bracketNames
+              Dollars.MYSQL, // dollarQuotes
+              false, // atomicBodies
+              false, // triggerBodies
+              true, // setStatementFor
+              SqlKind.ROUTINE, // escapedCall
+              MYSQL_KEYWORDS);
+        case SQLITE:
+          return new Syntax(
+              false, // crEndsLineComment
+              false, // dashDashNeedsSpace
+              false, // hashComments
+              BlockComments.PLAIN, // blockComments
+              false, // eStrings
+              Quotes.PLAIN, // singleQuotes
+              Quotes.IDENTIFIER, // doubleQuotes
+              true, // backtickNames
+              true, // bracketNames
+              Dollars.NONE, // dollarQuotes
+              false, // atomicBodies
+              true, // triggerBodies
+              false, // setStatementFor
+              SqlKind.OTHER, // escapedCall
+              SQLITE_KEYWORDS);
+        default:
+          return new Syntax(
+              true, // crEndsLineComment
+              false, // dashDashNeedsSpace
+              false, // hashComments
+              BlockComments.PLAIN, // blockComments
+              false, // eStrings
+              Quotes.PLAIN, // singleQuotes
+              Quotes.IDENTIFIER, // doubleQuotes
+              false, // backtickNames
+              false, // bracketNames
+              Dollars.NONE, // dollarQuotes
+              false, // atomicBodies
+              false, // triggerBodies
+              false, // setStatementFor
+              SqlKind.OTHER, // escapedCall
+              GENERIC_KEYWORDS);
+      }
+    }
+  }
+
+  /** The kind of a statement whose first keyword (or, in a nested table, a later one) is known. */
+  @FunctionalInterface
+  private interface Rule {
+    SqlKind kind(Scan s);
+  }
+
+  // Rules several dialects share.
+
+  /** ROLLBACK [WORK | TRANSACTION] [TO [SAVEPOINT] name]. */
+  private static final Rule ROLLBACK = s -> s.rollbackTo() ? SqlKind.ROLLBACK_TO : SqlKind.ROLLBACK;
+
+  /** START TRANSACTION; anything else after START is not transaction control. */
+  private static final Rule START_TRANSACTION =
+      s -> s.isWord(1, "TRANSACTION") ? SqlKind.BEGIN : SqlKind.OTHER;
+
+  /** SET TRANSACTION; any other SET is an ordinary statement. */
+  private static final Rule SET_TRANSACTION =
+      s -> s.isWord(1, "TRANSACTION") ? SqlKind.SET_TRANSACTION : SqlKind.OTHER;
+
+  /** PostgreSQL: what CREATE, DROP and ALTER make of these objects cannot run in a transaction. */
+  private static final Keywords POSTGRESQL_NON_TRANSACTIONAL_OBJECTS =
+      Keywords.words("DATABASE", "TABLESPACE", "SUBSCRIPTION");
+
+  private static final Keywords POSTGRESQL_KEYWORDS =
+      new Keywords()
+          .put("BEGIN", SqlKind.BEGIN)
+          .put("START", START_TRANSACTION)
+          .put("COMMIT", s -> s.isWord(1, "PREPARED") ? SqlKind.COMMIT_PREPARED : SqlKind.COMMIT)
+          .put("END", SqlKind.COMMIT)
+          .put(
+              "ROLLBACK",
+              s -> s.isWord(1, "PREPARED") ? SqlKind.ROLLBACK_PREPARED : ROLLBACK.kind(s))
+          .put("ABORT", SqlKind.ROLLBACK)
+          .put("SAVEPOINT", SqlKind.SAVEPOINT)
+          .put("RELEASE", SqlKind.RELEASE)
+          .put(
+              "PREPARE",
+              s -> s.isWord(1, "TRANSACTION") ? SqlKind.PREPARE_TRANSACTION : SqlKind.OTHER)
+          .put("SET", SET_TRANSACTION)
+          .put(SqlKind.NON_TRANSACTIONAL, "VACUUM", "CLUSTER", "REINDEX", "DISCARD")
+          .put(
+              s ->
+                  s.concurrently
+                          || s.isWordIn(1, POSTGRESQL_NON_TRANSACTIONAL_OBJECTS)
+                          || (s.isWord(0, "ALTER") && s.isWord(1, "SYSTEM"))
+                      ? SqlKind.NON_TRANSACTIONAL
+                      : SqlKind.OTHER,
+              "CREATE",
+              "DROP",
+              "ALTER");
+
+  /** MySQL XA: the second keyword decides. */
+  private static final Keywords MYSQL_XA =
+      new Keywords()
+          .put(SqlKind.BEGIN, "START", "BEGIN")
+          .put(SqlKind.PREPARE_TRANSACTION, "END", "PREPARE")
+          .put("COMMIT", SqlKind.COMMIT_PREPARED)
+          .put("ROLLBACK", SqlKind.ROLLBACK_PREPARED);
+
+  /**
+   * MySQL/MariaDB statements after which (and before which) the server commits implicitly, by their
+   * first keyword (see {@link SqlKind#IMPLICIT_COMMIT}).
+   */
+  private static final String[] MYSQL_IMPLICIT_COMMITS = {
+    "ALTER",
+    "RENAME",
+    "TRUNCATE",
+    "GRANT",
+    "REVOKE",
+    "LOCK",
+    "UNLOCK",
+    "ANALYZE",
+    "CACHE",
+    "CHECK",
+    "CHECKSUM",
+    "FLUSH",
+    "OPTIMIZE",
+    "REPAIR",
+    "RESET",
+    "STOP",
+    "CHANGE",
+    "INSTALL",
+    "UNINSTALL",
+    "BACKUP"
+  };
+
+  private static final Keywords MYSQL_KEYWORDS =
+      new Keywords()
+          .put(
+              "BEGIN",
+              s -> s.isWord(1, "NOT") && s.isWord(2, "ATOMIC") ? SqlKind.ROUTINE : SqlKind.BEGIN)
+          // START SLAVE/REPLICA/GROUP_REPLICATION commit implicitly
+          .put("START", s -> s.isWord(1, "TRANSACTION") ? SqlKind.BEGIN : SqlKind.IMPLICIT_COMMIT)
+          .put(SqlKind.COMMIT, "COMMIT", "END")
+          .put("ROLLBACK", ROLLBACK)
+          .put("ABORT", SqlKind.ROLLBACK)
+          .put("SAVEPOINT", SqlKind.SAVEPOINT)
+          .put("RELEASE", SqlKind.RELEASE)
+          .put("XA", s -> s.kindOf(1, MYSQL_XA))
+          .put(
+              "SET",
+              s ->
+                  s.autocommitNamed
+                      ? SqlKind.SET_AUTOCOMMIT
+                      : s.isWord(1, "TRANSACTION")
+                          ? SqlKind.SET_TRANSACTION
+                          : s.isWord(1, "PASSWORD") || s.isWord(1, "DEFAULT")
+                              ? SqlKind.IMPLICIT_COMMIT
+                              : SqlKind.OTHER)
+          .put(SqlKind.ROUTINE, "CALL", "EXECUTE")
+          .put(Scan::mysqlCreateOrDrop, "CREATE", "DROP")
+          .put("LOAD", s -> s.isWord(1, "INDEX") ? SqlKind.IMPLICIT_COMMIT : SqlKind.OTHER)
+          .put(SqlKind.IMPLICIT_COMMIT, MYSQL_IMPLICIT_COMMITS);
+
+  private static final Keywords SQLITE_KEYWORDS =
+      new Keywords()
+          .put("BEGIN", SqlKind.BEGIN)
+          .put(SqlKind.COMMIT, "COMMIT", "END")
+          .put("ROLLBACK", ROLLBACK)
+          .put("SAVEPOINT", SqlKind.SAVEPOINT)
+          .put("RELEASE", SqlKind.RELEASE)
+          .put(SqlKind.NON_TRANSACTIONAL, "VACUUM", "ATTACH", "DETACH", "PRAGMA");
+
+  private static final Keywords GENERIC_KEYWORDS =
+      new Keywords()
+          .put("BEGIN", SqlKind.BEGIN)
+          .put("START", START_TRANSACTION)
+          .put(SqlKind.COMMIT, "COMMIT", "END")
+          .put("ROLLBACK", ROLLBACK)
+          .put("ABORT", SqlKind.ROLLBACK)
+          .put("SAVEPOINT", SqlKind.SAVEPOINT)
+          .put("RELEASE", SqlKind.RELEASE)
+          .put("SET", SET_TRANSACTION);
+
+  /**
+   * Keywords (ASCII upper case) to rules, looked up by a word of the text without allocating: open
+   * addressing over a hash of the word's first and last letters (ASCII upper case) and length.
+   * Filled once, in a static initializer.
+   */
+  private static final class Keywords {
+    private final String[] keys = new String[128];
+    private final Rule[] rules = new Rule[128];
+    private int size;
+
+    static Keywords words(String... keywords) {
+      return new Keywords().put(s -> SqlKind.OTHER, keywords);
+    }
+
+    Keywords put(String keyword, SqlKind kind) {
+      return put(keyword, s -> kind);
+    }
+
+    Keywords put(SqlKind kind, String... keywords) {
+      return put(s -> kind, keywords);
+    }
+
+    Keywords put(Rule rule, String... keywords) {
+      for (String k : keywords) {
+        put(k, rule);
+      }
+      return this;
+    }
+
+    Keywords put(String keyword, Rule rule) {
+      if (++size * 2 > keys.length) {
+        throw new IllegalStateException("keyword table full");
+      }
+      int mask = keys.length - 1;
+      int h = hash(keyword, 0, keyword.length()) & mask;
+      while (keys[h] != null) {
+        if (keys[h].equals(keyword)) {
+          throw new IllegalStateException("keyword " + keyword + " twice");
+        }
+        h = (h + 1) & mask;
+      }
+      keys[h] = keyword;
+      rules[h] = rule;
+      return this;
+    }
+
+    /** The rule of the word {@code sql[from, to)} in ASCII upper case; null if none. */
+    Rule get(String sql, int from, int to) {
+      int mask = keys.length - 1;
+      int h = hash(sql, from, to) & mask;
+      String k;
+      while ((k = keys[h]) != null) {
+        if (k.length() == to - from && sameIgnoringAsciiCase(sql, from, k)) {
+          return rules[h];
+        }
+        h = (h + 1) & mask;
+      }
+      return null;
+    }
+
+    /** From the first and last letters and the length: cheap, and enough to spread keywords. */
+    private static int hash(String s, int from, int to) {
+      int h = (upper(s.charAt(from)) * 31 + upper(s.charAt(to - 1))) * 31 + (to - from);
+      return h ^ (h >>> 7);
+    }
+
+    private static boolean sameIgnoringAsciiCase(String sql, int from, String keyword) {
+      for (int k = 0; k < keyword.length(); k++) {
+        if (upper(sql.charAt(from + k)) != keyword.charAt(k)) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    /** ASCII only: servers match keywords in ASCII (never 'ı' for 'I'). */
+    private static char upper(char c) {
+      return c >= 'a' && c <= 'z' ? (char) (c - ('a' - 'A')) : c;
     }
   }
 }

@@ -5,12 +5,12 @@ package dev.lease.jdbc;
  * and its span, from its first token to the end of its last (without the separating semicolon,
  * leading comments or trailing white space).
  *
- * @param kind the {@link SqlKind}
+ * @param kind what the statement does
  * @param start offset of the statement's first token in the text
  * @param end offset just past its last token
  * @param chain true for COMMIT/ROLLBACK ... AND CHAIN (a new transaction begins as this one ends)
  */
-record SqlStatement(int kind, int start, int end, boolean chain) {
+record SqlStatement(SqlKind kind, int start, int end, boolean chain) {
 
   /** The statement's text in {@code sql}, the text it was found in. */
   String text(String sql) {
@@ -19,6 +19,6 @@ record SqlStatement(int kind, int start, int end, boolean chain) {
 
   @Override
   public String toString() {
-    return SqlKind.name(kind) + "[" + start + ", " + end + ")" + (chain ? " chain" : "");
+    return kind.name() + "[" + start + ", " + end + ")" + (chain ? " chain" : "");
   }
 }

@@ -1,108 +1,132 @@
 package dev.lease.jdbc;
 
+import java.util.Collections;
+import java.util.EnumSet;
+import java.util.Set;
+
 /**
- * What {@link SqlLexer#summarize} found in a text, packed into one {@code long} so that the hot
- * path allocates nothing: the {@link SqlKind kinds} of its statements as a bit mask, how many
- * statements it holds, the kind of its only statement, and flags. {@link #NONE} (0) means "not
- * lexed yet"; every summary the lexer returns has {@link #VALID} set.
+ * What {@link SqlLexer#summarize} found in a text: the {@link SqlKind kinds} of its statements, how
+ * many statements it holds, the kind of its only statement, and whether it is ambiguous or chains.
+ * Immutable. The summaries of nearly every text (no statement, or one statement with no flag) are
+ * shared constants, so reading such a text allocates nothing (LexerBenchmark, docs/benchmarks.md);
+ * the fence computes a summary once per prepared statement and caches it.
  *
  * <p>The summary is the union over every reading of the text the lexer could not rule out (see
- * {@link SqlLexer}): if any reading finds a COMMIT, the mask has COMMIT; the count is the largest.
+ * {@link SqlLexer}): if any reading finds a COMMIT, the kinds hold COMMIT; the count is the
+ * largest.
+ *
+ * @param kinds the kinds of the text's statements (unmodifiable)
+ * @param count how many statements the text holds (blank ones between semicolons do not count)
+ * @param single the kind of the text's only statement; null when it holds none or several
+ * @param ambiguous readings of the text disagree in a way no union settles (see {@link SqlLexer})
+ * @param chain a COMMIT or ROLLBACK ... AND CHAIN: a new transaction begins as the old one ends
  */
-final class SqlSummary {
+record SqlSummary(Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguous, boolean chain) {
 
-  /** Not lexed yet. */
-  static final long NONE = 0;
+  /** A text with no statement (null, blank, or comments and semicolons only). */
+  static final SqlSummary EMPTY =
+      new SqlSummary(EnumSet.noneOf(SqlKind.class), 0, null, false, false);
 
-  /** Set on every summary the lexer returns. */
-  static final long VALID = 1L << 62;
+  /** One statement of each kind, no flag: the summaries of nearly every text, shared. */
+  private static final SqlSummary[] ONE = new SqlSummary[SqlKind.values().length];
 
-  /** Readings of the text disagree in a way no union settles (see {@link SqlLexer}). */
-  static final long AMBIGUOUS = 1L << 40;
-
-  /** A COMMIT or ROLLBACK ... AND CHAIN: a new transaction begins as the old one ends. */
-  static final long CHAIN = 1L << 41;
-
-  private static final int COUNT_SHIFT = 16;
-  private static final int SINGLE_SHIFT = 32;
-  private static final int MAX_COUNT = 0xFFFF;
-
-  private SqlSummary() {}
-
-  static long of(int kindMask, int count, int singleKind, long flags) {
-    long c = Math.min(count, MAX_COUNT);
-    long single = count == 1 ? singleKind & 0xF : 0;
-    return VALID | (kindMask & 0xFFFFL) | (c << COUNT_SHIFT) | (single << SINGLE_SHIFT) | flags;
+  static {
+    for (SqlKind k : SqlKind.values()) {
+      ONE[k.ordinal()] = new SqlSummary(EnumSet.of(k), 1, k, false, false);
+    }
   }
 
-  /** The kinds of the text's statements, one bit per {@link SqlKind} ({@code 1 << kind}). */
-  static int kinds(long summary) {
-    return (int) (summary & 0xFFFF);
+  SqlSummary {
+    kinds = Collections.unmodifiableSet(copy(kinds));
+    if (count != 1) {
+      single = null;
+    }
   }
 
-  /** How many statements the text holds (blank ones between semicolons do not count). */
-  static int count(long summary) {
-    return (int) ((summary >>> COUNT_SHIFT) & MAX_COUNT);
+  /** The summary of these facts: a shared one where it exists, else a new one. */
+  static SqlSummary of(
+      Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguous, boolean chain) {
+    if (!ambiguous && !chain) {
+      if (count == 0 && kinds.isEmpty()) {
+        return EMPTY;
+      }
+      if (count == 1 && kinds.size() == 1 && kinds.contains(single)) {
+        return ONE[single.ordinal()];
+      }
+    }
+    return new SqlSummary(kinds, count, single, ambiguous, chain);
   }
 
-  /** The kind of the text's only statement; 0 when it holds none or several. */
-  static int single(long summary) {
-    return (int) ((summary >>> SINGLE_SHIFT) & 0xF);
+  /** One statement of {@code kind}. */
+  static SqlSummary one(SqlKind kind) {
+    return ONE[kind.ordinal()];
   }
 
-  static boolean has(long summary, int kind) {
-    return (summary & (1L << kind)) != 0;
+  boolean has(SqlKind kind) {
+    return kinds.contains(kind);
   }
 
-  /** True when any statement of the text is transaction control ({@link SqlKind#CONTROL}). */
-  static boolean hasControl(long summary) {
-    return (kinds(summary) & SqlKind.CONTROL) != 0;
+  /** True when any statement of the text is transaction control ({@link SqlKind#isControl}). */
+  boolean hasControl() {
+    return kinds.size() > (kinds.contains(SqlKind.OTHER) ? 1 : 0);
   }
 
-  static boolean ambiguous(long summary) {
-    return (summary & AMBIGUOUS) != 0;
-  }
-
-  static boolean chain(long summary) {
-    return (summary & CHAIN) != 0;
+  /** This summary, marked ambiguous. */
+  SqlSummary asAmbiguous() {
+    return ambiguous ? this : of(kinds, count, single, true, chain);
   }
 
   /**
    * The union of two summaries: of two readings of one text (the larger count), or of the texts of
-   * one batch ({@code add}: the counts add up).
+   * one batch ({@code add}: the counts add up). Null is "not lexed yet": the other one is the
+   * union.
    */
-  static long union(long a, long b, boolean add) {
-    if (a == NONE) {
+  static SqlSummary union(SqlSummary a, SqlSummary b, boolean add) {
+    if (a == null) {
       return b;
     }
-    if (b == NONE) {
-      return a;
+    if (b == null || (!add && a.equals(b))) {
+      return a; // readings that agree, the common case: nothing to allocate
     }
-    int count = add ? count(a) + count(b) : Math.max(count(a), count(b));
-    int single = 0;
-    long flags = (a | b) & (AMBIGUOUS | CHAIN);
-    if (!add && count(a) == 1 && count(b) == 1) {
-      if (single(a) != single(b)) {
-        flags |= AMBIGUOUS; // one reading sees a COMMIT where another sees an UPDATE
+    int count = add ? a.count + b.count : Math.max(a.count, b.count);
+    SqlKind single = null;
+    boolean ambiguous = a.ambiguous || b.ambiguous;
+    if (!add && a.count == 1 && b.count == 1) {
+      if (a.single != b.single) {
+        ambiguous = true; // one reading sees a COMMIT where another sees an UPDATE
       }
-      single = single(a);
+      single = a.single;
     } else if (count == 1) {
-      single = count(a) == 1 ? single(a) : single(b);
+      single = a.count == 1 ? a.single : b.single;
     }
-    return of(kinds(a) | kinds(b), count, single, flags);
+    EnumSet<SqlKind> kinds = copy(a.kinds);
+    kinds.addAll(b.kinds);
+    return of(kinds, count, single, ambiguous, a.chain || b.chain);
   }
 
   /** For messages and tests: {@code 2 statements [OTHER, COMMIT]}. */
-  static String describe(long summary) {
-    if (summary == NONE) {
-      return "not lexed";
+  String describe() {
+    StringBuilder b = new StringBuilder();
+    b.append(count).append(count == 1 ? " statement [" : " statements [");
+    String sep = "";
+    for (SqlKind k : kinds) {
+      b.append(sep).append(k.name());
+      sep = ", ";
     }
-    int n = count(summary);
-    return n
-        + (n == 1 ? " statement [" : " statements [")
-        + SqlKind.names(kinds(summary))
-        + "]"
-        + (ambiguous(summary) ? " (ambiguous)" : "")
-        + (chain(summary) ? " (chain)" : "");
+    return b.append(']')
+        .append(ambiguous ? " (ambiguous)" : "")
+        .append(chain ? " (chain)" : "")
+        .toString();
+  }
+
+  @Override
+  public String toString() {
+    return describe();
+  }
+
+  private static EnumSet<SqlKind> copy(Set<SqlKind> kinds) {
+    EnumSet<SqlKind> c = EnumSet.noneOf(SqlKind.class);
+    c.addAll(kinds);
+    return c;
   }
 }

@@ -5,6 +5,7 @@ import dev.lease.core.internal.LeaseInternals;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.EnumSet;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -205,19 +206,19 @@ final class TransactionFence {
     if (lease == null) {
       return unleased(st, source, sql, call);
     }
-    long summary = summary(st, source, sql, lexer(lease));
-    int count = SqlSummary.count(summary);
-    int kind = count == 1 ? SqlSummary.single(summary) : SqlKind.OTHER;
+    SqlSummary summary = summary(st, source, sql, lexer(lease));
+    int count = summary.count();
+    SqlKind kind = count == 1 ? summary.single() : SqlKind.OTHER;
     FencedTransaction open = txn;
     Lease owner = open == null ? null : open.lease;
     if (owner != null && lease != owner && abandoned()) {
       rollbackAbandoned(lease);
     }
     if (poisoned()) {
-      if (count == 1 && isRollback(kind)) {
+      if (count == 1 && kind.isRollback()) {
         return xaControl(lease, st, kind, summary, call, text(st, source, sql));
       }
-      int abandon = abandons(count, summary, st, source, sql);
+      int abandon = abandons(summary, st, source, sql);
       if (abandon != Abandoning.NONE) {
         return abandon(abandon, call, text(st, source, sql));
       }
@@ -226,8 +227,8 @@ final class TransactionFence {
     if (verified() != null && lease != verified()) {
       throw losses.leaseChanged(lease);
     }
-    if (SqlSummary.ambiguous(summary)
-        || (SqlSummary.hasControl(summary) && (count > 1 || source == StatementSource.BATCH))) {
+    if (summary.ambiguous()
+        || (summary.hasControl() && (count > 1 || source == StatementSource.BATCH))) {
       throw losses.mixed(lease, summary, source);
     }
     if (count == 0) {
@@ -266,7 +267,12 @@ final class TransactionFence {
    * Abandoning#observe}): its XA ROLLBACK or XA COMMIT ends the session's transaction.
    */
   <T> T xaControl(
-      Lease lease, FencingStatement st, int kind, long summary, SqlCall<T> call, String text)
+      Lease lease,
+      FencingStatement st,
+      SqlKind kind,
+      SqlSummary summary,
+      SqlCall<T> call,
+      String text)
       throws SQLException {
     if (kind == SqlKind.IMPLICIT_COMMIT
         && isMySql()
@@ -331,8 +337,8 @@ final class TransactionFence {
   }
 
   /** What a one-statement text does to abandon a transaction ({@link Abandoning#of}). */
-  int abandons(int count, long summary, FencingStatement st, StatementSource source, String sql) {
-    if (count != 1 || SqlSummary.ambiguous(summary) || lexer == null) {
+  int abandons(SqlSummary summary, FencingStatement st, StatementSource source, String sql) {
+    if (summary.count() != 1 || summary.ambiguous() || lexer == null) {
       return Abandoning.NONE;
     }
     return Abandoning.of(lexer, text(st, source, sql));
@@ -389,13 +395,13 @@ final class TransactionFence {
       if (abandoned()) {
         rollbackAbandoned(null);
       } else {
-        long summary = summary(st, source, sql, lexer(null));
-        int kind = SqlSummary.count(summary) == 1 ? SqlSummary.single(summary) : 0;
-        int abandon = abandons(SqlSummary.count(summary), summary, st, source, sql);
+        SqlSummary summary = summary(st, source, sql, lexer(null));
+        SqlKind kind = summary.count() == 1 ? summary.single() : SqlKind.OTHER;
+        int abandon = abandons(summary, st, source, sql);
         if (abandon != Abandoning.NONE) {
           return abandon(abandon, call, text(st, source, sql));
         }
-        if (isRollback(kind)) {
+        if (kind.isRollback()) {
           try {
             return call.call();
           } finally {
@@ -483,10 +489,10 @@ final class TransactionFence {
   }
 
   /** A text holding one transaction-control statement of {@code kind}. */
-  <T> T control(Lease lease, FencingStatement st, int kind, long summary, SqlCall<T> call)
+  <T> T control(Lease lease, FencingStatement st, SqlKind kind, SqlSummary summary, SqlCall<T> call)
       throws SQLException {
     switch (kind) {
-      case SqlKind.BEGIN:
+      case BEGIN:
         {
           Mode mode = mode();
           if (mode != Mode.AUTOCOMMIT && isMySql() && verified() != null) {
@@ -499,8 +505,8 @@ final class TransactionFence {
           markSqlTransaction(delegate.getAutoCommit());
           return result;
         }
-      case SqlKind.COMMIT:
-      case SqlKind.PREPARE_TRANSACTION:
+      case COMMIT:
+      case PREPARE_TRANSACTION:
         checkCommit(lease);
         if (verified() != null && verifier.ridesInCommit(verified())) {
           // PostgreSQL: every commit carries its proof; the user's own COMMIT text cannot carry
@@ -512,13 +518,13 @@ final class TransactionFence {
         } finally {
           transactionEndedAsSql(summary);
         }
-      case SqlKind.ROLLBACK:
+      case ROLLBACK:
         try {
           return runUnverified(call);
         } finally {
           transactionEndedAsSql(summary);
         }
-      case SqlKind.ROLLBACK_TO:
+      case ROLLBACK_TO:
         {
           T result = runUnverified(call);
           if (verified() != null) {
@@ -526,10 +532,10 @@ final class TransactionFence {
           }
           return result;
         }
-      case SqlKind.ROLLBACK_PREPARED:
-      case SqlKind.SET_TRANSACTION:
+      case ROLLBACK_PREPARED:
+      case SET_TRANSACTION:
         return runUnverified(call); // writes nothing; must run before the transaction's verify
-      case SqlKind.SAVEPOINT:
+      case SAVEPOINT:
         {
           Mode mode = mode();
           if (mode == Mode.AUTOCOMMIT) {
@@ -540,7 +546,7 @@ final class TransactionFence {
           verifyIfNeeded(lease, mode); // the savepoint comes after the verify
           return runUnverified(call);
         }
-      case SqlKind.RELEASE:
+      case RELEASE:
         if (lexer.dialect != SqlDialect.SQLITE) {
           return runUnverified(call);
         }
@@ -550,7 +556,7 @@ final class TransactionFence {
         } finally {
           transactionEndedAsSql(summary);
         }
-      case SqlKind.SET_AUTOCOMMIT:
+      case SET_AUTOCOMMIT:
         if (verified() != null) {
           checkCommit(lease); // SET autocommit = 1 commits
         }
@@ -561,11 +567,11 @@ final class TransactionFence {
           endTransaction();
           markSqlTransaction(false);
         }
-      case SqlKind.IMPLICIT_COMMIT:
-      case SqlKind.NON_TRANSACTIONAL:
-      case SqlKind.COMMIT_PREPARED:
+      case IMPLICIT_COMMIT:
+      case NON_TRANSACTIONAL:
+      case COMMIT_PREPARED:
         return outsideTransaction(lease, st, kind, call);
-      case SqlKind.ROUTINE:
+      case ROUTINE:
         return routine(lease, st, call);
       default:
         return ordinary(lease, st, call);
@@ -577,10 +583,10 @@ final class TransactionFence {
    * SQLite in manual-commit mode sqlite-jdbc would go on believing in a transaction SQLite no
    * longer has, and run later statements one by one in autocommit; a BEGIN puts one back.
    */
-  void transactionEndedAsSql(long summary) throws SQLException {
+  void transactionEndedAsSql(SqlSummary summary) throws SQLException {
     endTransaction();
     boolean autoCommit = delegate.getAutoCommit();
-    markSqlTransaction(SqlSummary.chain(summary) && autoCommit);
+    markSqlTransaction(summary.chain() && autoCommit);
     if (!autoCommit) {
       ensureSqliteTransaction();
     }
@@ -593,7 +599,7 @@ final class TransactionFence {
    * verify runs again in it just before (MySQL then commits it, lock and all, before the statement
    * runs). PostgreSQL and SQLite refuse theirs inside a transaction themselves.
    */
-  <T> T outsideTransaction(Lease lease, FencingStatement st, int kind, SqlCall<T> call)
+  <T> T outsideTransaction(Lease lease, FencingStatement st, SqlKind kind, SqlCall<T> call)
       throws SQLException {
     Mode mode = mode();
     if (mode == Mode.AUTOCOMMIT) {
@@ -1072,45 +1078,36 @@ final class TransactionFence {
     return l;
   }
 
-  long summary(FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
-    long s;
+  SqlSummary summary(FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
+    SqlSummary s;
     switch (source) {
       case TEXT:
         s = lexer.summarize(sql);
         break;
       case ROW_CHANGE:
-        return SqlSummary.of(1 << SqlKind.OTHER, 1, SqlKind.OTHER, 0);
+        return SqlSummary.one(SqlKind.OTHER);
       default:
         s = st.summary(source, lexer);
     }
     if (options.weakened(Weakening.LEADING_KEYWORD)) {
       return leadingKeywordOnly(st, source, sql, lexer);
     }
-    if (options.weakened(Weakening.UNKNOWN_IMPLICIT_COMMITS)
-        && SqlSummary.has(s, SqlKind.IMPLICIT_COMMIT)) {
-      int single = SqlSummary.single(s);
-      return SqlSummary.of(
-          (SqlSummary.kinds(s) & ~(1 << SqlKind.IMPLICIT_COMMIT)) | (1 << SqlKind.OTHER),
-          SqlSummary.count(s),
-          single == SqlKind.IMPLICIT_COMMIT ? SqlKind.OTHER : single,
-          s & (SqlSummary.AMBIGUOUS | SqlSummary.CHAIN));
+    if (options.weakened(Weakening.UNKNOWN_IMPLICIT_COMMITS) && s.has(SqlKind.IMPLICIT_COMMIT)) {
+      EnumSet<SqlKind> kinds = EnumSet.copyOf(s.kinds());
+      kinds.remove(SqlKind.IMPLICIT_COMMIT);
+      kinds.add(SqlKind.OTHER);
+      SqlKind single = s.single() == SqlKind.IMPLICIT_COMMIT ? SqlKind.OTHER : s.single();
+      return SqlSummary.of(kinds, s.count(), single, s.ambiguous(), s.chain());
     }
     return s;
   }
 
   /** The first release's reading, for negative controls: the first statement's kind only. */
-  static long leadingKeywordOnly(
+  static SqlSummary leadingKeywordOnly(
       FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
     String text = source == StatementSource.TEXT ? sql : st == null ? null : st.sql;
     List<SqlStatement> all = text == null ? List.of() : lexer.statements(text);
-    int kind = all.isEmpty() ? SqlKind.OTHER : all.get(0).kind();
-    return SqlSummary.of(1 << kind, 1, kind, 0);
-  }
-
-  static boolean isRollback(int kind) {
-    return kind == SqlKind.ROLLBACK
-        || kind == SqlKind.ROLLBACK_TO
-        || kind == SqlKind.ROLLBACK_PREPARED;
+    return SqlSummary.one(all.isEmpty() ? SqlKind.OTHER : all.get(0).kind());
   }
 
   // ---- running statements

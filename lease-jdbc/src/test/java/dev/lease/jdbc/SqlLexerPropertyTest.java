@@ -20,10 +20,10 @@ import org.quicktheories.generators.Generate;
  */
 class SqlLexerPropertyTest {
 
-  record Piece(int kind, String sql) {}
+  record Piece(SqlKind kind, String sql) {}
 
   record Text(SqlDialect dialect, List<Piece> pieces, String sql) {
-    List<Integer> kinds() {
+    List<SqlKind> kinds() {
       return pieces.stream().map(Piece::kind).collect(Collectors.toList());
     }
 
@@ -156,22 +156,16 @@ class SqlLexerPropertyTest {
           .check(
               t -> {
                 List<SqlStatement> found = lexer.statements(t.sql());
-                long s = lexer.summarize(t.sql());
-                int mask = 0;
-                for (int k : t.kinds()) {
-                  mask |= 1 << k;
-                }
+                SqlSummary s = lexer.summarize(t.sql());
                 return found.stream()
                         .map(SqlStatement::kind)
                         .collect(Collectors.toList())
                         .equals(t.kinds())
-                    && SqlSummary.count(s) == t.kinds().size()
-                    && (SqlSummary.kinds(s) & mask) == mask
-                    && !SqlSummary.ambiguous(s)
+                    && s.count() == t.kinds().size()
+                    && s.kinds().containsAll(t.kinds())
+                    && !s.ambiguous()
                     && found.stream()
-                        .allMatch(
-                            st ->
-                                SqlSummary.single(lexer.summarize(st.text(t.sql()))) == st.kind());
+                        .allMatch(st -> lexer.summarize(st.text(t.sql())).single() == st.kind());
               });
     }
   }

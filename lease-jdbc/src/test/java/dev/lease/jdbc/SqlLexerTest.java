@@ -38,7 +38,7 @@ class SqlLexerTest {
   static final SqlLexer GEN = SqlLexer.of(SqlDialect.GENERIC);
 
   /** The kinds of the statements in the first reading, in order. */
-  static List<Integer> kinds(SqlLexer lexer, String sql) {
+  static List<SqlKind> kinds(SqlLexer lexer, String sql) {
     return lexer.statements(sql).stream().map(SqlStatement::kind).collect(Collectors.toList());
   }
 
@@ -51,26 +51,26 @@ class SqlLexerTest {
   }
 
   /** The kind of a one-statement text, checking that every reading agrees. */
-  static int kind(SqlLexer lexer, String sql) {
-    long s = lexer.summarize(sql);
-    assertEquals(1, SqlSummary.count(s), sql + ": " + SqlSummary.describe(s));
-    assertFalse(SqlSummary.ambiguous(s), sql);
-    return SqlSummary.single(s);
+  static SqlKind kind(SqlLexer lexer, String sql) {
+    SqlSummary s = lexer.summarize(sql);
+    assertEquals(1, s.count(), sql + ": " + s.describe());
+    assertFalse(s.ambiguous(), sql);
+    return s.single();
   }
 
-  static boolean hidesNothing(SqlLexer lexer, String sql, int kind) {
-    return SqlSummary.has(lexer.summarize(sql), kind);
+  static boolean hidesNothing(SqlLexer lexer, String sql, SqlKind kind) {
+    return lexer.summarize(sql).has(kind);
   }
 
   @Test
   void blankAndCommentOnlyTextsHoldNoStatement() {
     for (SqlLexer l : List.of(PG, MY, LITE, GEN)) {
-      assertEquals(0, SqlSummary.count(l.summarize("")), l.dialect.name());
-      assertEquals(0, SqlSummary.count(l.summarize("  ;; \n ;")), l.dialect.name());
-      assertEquals(0, SqlSummary.count(l.summarize("/* x */ -- y\n")), l.dialect.name());
-      assertEquals(0, SqlSummary.count(l.summarize(null)), l.dialect.name());
-      assertEquals(1, SqlSummary.count(l.summarize("SELECT 1;")), l.dialect.name());
-      assertEquals(1, SqlSummary.count(l.summarize("  SELECT 1 ;;  ")), l.dialect.name());
+      assertEquals(0, l.summarize("").count(), l.dialect.name());
+      assertEquals(0, l.summarize("  ;; \n ;").count(), l.dialect.name());
+      assertEquals(0, l.summarize("/* x */ -- y\n").count(), l.dialect.name());
+      assertEquals(0, l.summarize(null).count(), l.dialect.name());
+      assertEquals(1, l.summarize("SELECT 1;").count(), l.dialect.name());
+      assertEquals(1, l.summarize("  SELECT 1 ;;  ").count(), l.dialect.name());
     }
   }
 
@@ -118,9 +118,9 @@ class SqlLexerTest {
       assertEquals(SET_TRANSACTION, kind(PG, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"));
       assertEquals(OTHER, kind(PG, "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"));
       assertEquals(OTHER, kind(PG, "SET search_path = app"));
-      assertTrue(SqlSummary.chain(PG.summarize("COMMIT AND CHAIN")));
-      assertFalse(SqlSummary.chain(PG.summarize("COMMIT AND NO CHAIN")));
-      assertTrue(SqlSummary.has(PG.summarize("ROLLBACK AND CHAIN"), BEGIN), "a chain begins");
+      assertTrue(PG.summarize("COMMIT AND CHAIN").chain());
+      assertFalse(PG.summarize("COMMIT AND NO CHAIN").chain());
+      assertTrue(PG.summarize("ROLLBACK AND CHAIN").has(BEGIN), "a chain begins");
       // PostgreSQL refuses COMMIT inside a procedure or DO block called in a transaction block
       assertEquals(OTHER, kind(PG, "CALL p()"));
       assertEquals(OTHER, kind(PG, "DO $$ BEGIN COMMIT; END $$"));
@@ -158,7 +158,7 @@ class SqlLexerTest {
       assertEquals(BEGIN, kind(MY, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"));
       assertEquals(ROUTINE, kind(MY, "BEGIN NOT ATOMIC SELECT 1"));
       assertEquals(COMMIT, kind(MY, "COMMIT WORK AND NO CHAIN NO RELEASE"));
-      assertTrue(SqlSummary.chain(MY.summarize("COMMIT AND CHAIN")));
+      assertTrue(MY.summarize("COMMIT AND CHAIN").chain());
       assertEquals(ROLLBACK_TO, kind(MY, "ROLLBACK WORK TO SAVEPOINT s"));
       assertEquals(SET_AUTOCOMMIT, kind(MY, "SET autocommit = 0"));
       assertEquals(SET_AUTOCOMMIT, kind(MY, "set @@session.autocommit=ON"));
@@ -266,8 +266,7 @@ class SqlLexerTest {
       assertTrue(hidesNothing(PG, "SELECT E'\\'; COMMIT; --'", COMMIT));
       // E glued to a word is not a prefix (pgjdbc's charTerminatesIdentifier)
       assertEquals(List.of(OTHER, COMMIT), kinds(PG, "SELECT xE'\\'; COMMIT; --'"));
-      assertEquals(
-          1, SqlSummary.count(PG.summarize("SELECT E'a''b', 'c''d' FROM t")), "doubled quotes");
+      assertEquals(1, PG.summarize("SELECT E'a''b', 'c''d' FROM t").count(), "doubled quotes");
     }
 
     @Test
@@ -275,7 +274,7 @@ class SqlLexerTest {
       assertEquals(List.of(OTHER), kinds(PG, "SELECT $$; COMMIT; $$"));
       assertEquals(List.of(OTHER), kinds(PG, "SELECT $tag$ $$; COMMIT; $$ $tag$"));
       assertEquals(List.of(OTHER), kinds(PG, "DO $body$BEGIN UPDATE t SET a = 1; END$body$"));
-      assertEquals(1, SqlSummary.count(PG.summarize("SELECT $tag$ $$; COMMIT; $$ $tag$")));
+      assertEquals(1, PG.summarize("SELECT $tag$ $$; COMMIT; $$ $tag$").count());
       // not a dollar quote: a parameter, part of an identifier
       assertEquals(List.of(OTHER, COMMIT), kinds(PG, "SELECT $1; COMMIT"));
       assertEquals(
@@ -321,7 +320,7 @@ class SqlLexerTest {
       assertEquals(List.of(OTHER), kinds(MY, sql), "default sql_mode: one string");
       assertTrue(hidesNothing(MY, sql, COMMIT), "NO_BACKSLASH_ESCAPES: COMMIT runs");
       assertTrue(hidesNothing(MY, "SELECT \"\\\"; COMMIT; -- \"", COMMIT), "ANSI_QUOTES too");
-      assertEquals(1, SqlSummary.count(MY.summarize("SELECT 'it''s', \"a\"\"b\" FROM t")));
+      assertEquals(1, MY.summarize("SELECT 'it''s', \"a\"\"b\" FROM t").count());
     }
 
     @Test
@@ -368,10 +367,10 @@ class SqlLexerTest {
 
     @Test
     void versionedCommentsWithDifferentVersionsAreAmbiguous() {
-      long s = MY.summarize("SELECT 1 /*!50700 a */ /*!80000 b */");
-      assertTrue(SqlSummary.ambiguous(s));
-      assertFalse(SqlSummary.ambiguous(MY.summarize("SELECT /*!50700 a */ 1 /*!50700 b */")));
-      assertTrue(SqlSummary.ambiguous(MY.summarize("SELECT 1 /*!99999 /* x */ */")));
+      SqlSummary s = MY.summarize("SELECT 1 /*!50700 a */ /*!80000 b */");
+      assertTrue(s.ambiguous());
+      assertFalse(MY.summarize("SELECT /*!50700 a */ 1 /*!50700 b */").ambiguous());
+      assertTrue(MY.summarize("SELECT 1 /*!99999 /* x */ */").ambiguous());
     }
 
     @Test
@@ -395,9 +394,9 @@ class SqlLexerTest {
     @Test
     void compoundStatementsAreSplitAtEverySemicolonSoTheyAreNeverUnderestimated() {
       String sql = "CREATE PROCEDURE p() BEGIN UPDATE t SET a = 1; COMMIT; END";
-      long s = MY.summarize(sql);
-      assertTrue(SqlSummary.count(s) > 1);
-      assertTrue(SqlSummary.has(s, COMMIT));
+      SqlSummary s = MY.summarize(sql);
+      assertTrue(s.count() > 1);
+      assertTrue(s.has(COMMIT));
     }
   }
 
@@ -430,13 +429,13 @@ class SqlLexerTest {
 
   @Test
   void theSummaryCountsAndUnitesAcrossBatches() {
-    long a = PG.summarize("UPDATE t SET a = 1");
-    long b = PG.summarize("COMMIT");
-    long batch = SqlSummary.union(a, b, true);
-    assertEquals(2, SqlSummary.count(batch));
-    assertTrue(SqlSummary.hasControl(batch));
-    assertFalse(SqlSummary.hasControl(a));
-    assertEquals(OTHER, SqlSummary.single(a));
-    assertEquals("2 statements [OTHER, COMMIT]", SqlSummary.describe(batch));
+    SqlSummary a = PG.summarize("UPDATE t SET a = 1");
+    SqlSummary b = PG.summarize("COMMIT");
+    SqlSummary batch = SqlSummary.union(a, b, true);
+    assertEquals(2, batch.count());
+    assertTrue(batch.hasControl());
+    assertFalse(a.hasControl());
+    assertEquals(OTHER, a.single());
+    assertEquals("2 statements [OTHER, COMMIT]", batch.describe());
   }
 }

@@ -40,9 +40,9 @@ class SqlStandardBodyTest {
     assertEquals(List.of(BODY), texts(PG, BODY));
     assertEquals(List.of(BODY), texts(PG, BODY + ";"));
     assertEquals(List.of(SqlKind.OTHER), kinds(PG, BODY));
-    long s = PG.summarize(BODY);
-    assertEquals(1, SqlSummary.count(s));
-    assertTrue(!SqlSummary.ambiguous(s));
+    SqlSummary s = PG.summarize(BODY);
+    assertEquals(1, s.count());
+    assertTrue(!s.ambiguous());
     String procedure = "create procedure p() language sql begin atomic; update t set a = 1; end";
     assertEquals(List.of(procedure), texts(PG, procedure));
   }
@@ -63,14 +63,14 @@ class SqlStandardBodyTest {
   /** Control: a body that never closes does not swallow what follows; the text is refused. */
   @Test
   void aBodyThatNeverClosesIsAmbiguous() {
-    long s =
+    SqlSummary s =
         PG.summarize("CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; COMMIT");
-    assertTrue(SqlSummary.ambiguous(s));
+    assertTrue(s.ambiguous());
     // a CASE left open keeps the body open: still refused, never a hidden COMMIT let through
-    long c =
+    SqlSummary c =
         PG.summarize(
             "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT CASE; END; COMMIT");
-    assertTrue(SqlSummary.ambiguous(c));
+    assertTrue(c.ambiguous());
   }
 
   static Stream<TestDatabase> postgresql() {

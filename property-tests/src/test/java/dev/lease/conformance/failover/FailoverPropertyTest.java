@@ -11,6 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
+import org.junit.jupiter.api.parallel.ResourceLock;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -25,7 +28,14 @@ import org.junit.jupiter.params.provider.MethodSource;
  * {@code lease.failover.script}), the path of {@code .ci/replicas}. Rounds per mode: system
  * property {@code lease.failover.rounds} (default 3, the CI's time budget).
  */
+@Execution(ExecutionMode.CONCURRENT)
 class FailoverPropertyTest {
+
+  /** The lock of the replicated PostgreSQL pair (5442/5443): one user at a time. */
+  static final String POSTGRESQL_PAIR = "replicated postgresql pair";
+
+  /** The lock of the replicated MariaDB pair (3307/3308): one user at a time. */
+  static final String MARIADB_PAIR = "replicated mariadb pair";
 
   /** One replicated pair in one replication mode. */
   record Mode(String database, String mode, boolean synchronous) {
@@ -110,8 +120,20 @@ class FailoverPropertyTest {
         .filter(m -> m.toString().contains(only));
   }
 
-  static Stream<Mode> asyncModes() {
-    return modes().filter(m -> !m.synchronous());
+  static Stream<Mode> postgresqlModes() {
+    return modes().filter(Mode::postgres);
+  }
+
+  static Stream<Mode> mariadbModes() {
+    return modes().filter(m -> !m.postgres());
+  }
+
+  static Stream<Mode> postgresqlAsync() {
+    return postgresqlModes().filter(m -> !m.synchronous());
+  }
+
+  static Stream<Mode> mariadbAsync() {
+    return mariadbModes().filter(m -> !m.synchronous());
   }
 
   /** {@code .ci/replicas my-status} as key=value pairs. */
@@ -148,9 +170,26 @@ class FailoverPropertyTest {
         : new Target(m.url(), "lease", "lease");
   }
 
+  // The two pairs are independent (their own servers, ports and tables), so the PostgreSQL lane and
+  // the MariaDB lane run side by side (junit-platform.properties; each lane holds its pair's lock,
+  // which also makes its rounds run one after another), and beside the module's other tests: a
+  // failover is mostly waiting (a crash, a promotion, a rebuilt replica), not CPU.
+
   @ParameterizedTest(name = "{0}")
-  @MethodSource("modes")
-  void leasesHoldAcrossFailovers(Mode m) {
+  @MethodSource("postgresqlModes")
+  @ResourceLock(POSTGRESQL_PAIR)
+  void leasesHoldAcrossFailoversOfThePostgresqlPair(Mode m) {
+    leasesHoldAcrossFailovers(m);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mariadbModes")
+  @ResourceLock(MARIADB_PAIR)
+  void leasesHoldAcrossFailoversOfTheMariadbPair(Mode m) {
+    leasesHoldAcrossFailovers(m);
+  }
+
+  private static void leasesHoldAcrossFailovers(Mode m) {
     String script = script();
     int rounds = rounds();
     PropertyResult r =
@@ -170,8 +209,20 @@ class FailoverPropertyTest {
    * it, so this holder never believes in a vanished claim: the control applies to async only.)
    */
   @ParameterizedTest(name = "{0}")
-  @MethodSource("asyncModes")
-  void aHolderThatTrustsItsClockIsCaughtAfterAnAsyncFailover(Mode m) {
+  @MethodSource("postgresqlAsync")
+  @ResourceLock(POSTGRESQL_PAIR)
+  void aHolderThatTrustsItsClockIsCaughtAfterAnAsyncFailoverOfThePostgresqlPair(Mode m) {
+    aHolderThatTrustsItsClockIsCaught(m);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mariadbAsync")
+  @ResourceLock(MARIADB_PAIR)
+  void aHolderThatTrustsItsClockIsCaughtAfterAnAsyncFailoverOfTheMariadbPair(Mode m) {
+    aHolderThatTrustsItsClockIsCaught(m);
+  }
+
+  private static void aHolderThatTrustsItsClockIsCaught(Mode m) {
     String script = script();
     PropertyResult r =
         new FailoverProperty(m.hook(script), 3, 3, false, FailoverProperty.Break.NONE)

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.ResourceLock;
 
 /**
  * The runner's failover property through its hook: skipped without {@code --failover-command}
@@ -35,6 +36,7 @@ class FailoverCommandTest {
   }
 
   @Test
+  @ResourceLock("replicated postgresql pair") // FailoverPropertyTest's lanes run beside this class
   void theHookFailsTheCiPairOverAndThePropertyHolds() {
     String script =
         System.getProperty("lease.failover.script", System.getenv("LEASE_FAILOVER_SCRIPT"));

@@ -152,11 +152,13 @@ public final class XaTracking {
       Instrumenter.TESTING_DISABLED.contains("xa-unlinked");
 
   /**
-   * The last lease a fenced XA handle ran a statement under while the agent saw no branch active on
-   * its resource: a local transaction on the handle, or a branch started on a resource the agent
-   * could not link with it (MariaDB Connector/J 2.x). Kept for {@link #beforePrepare}'s check of
-   * branches it did not see, whose statements may have run under it when no lease is bound at
-   * prepare (a method's lease released before the transaction manager prepares).
+   * The last MySQL/MariaDB lease a fenced XA handle ran a statement under while the agent saw no
+   * branch active on its resource: a local transaction on the handle, or a branch started on a
+   * resource the agent could not link with it (MariaDB Connector/J 2.x). Kept for {@link
+   * #beforePrepare}'s check of branches it did not see, whose statements may have run under it when
+   * no lease is bound at prepare (a method's lease released before the transaction manager
+   * prepares). Only MySQL-family leases: a lease on another database cannot replace it (a
+   * PostgreSQL handle's statement must not clear the mark a MariaDB branch left).
    */
   private static volatile Lease unattributed;
 
@@ -451,8 +453,10 @@ public final class XaTracking {
     if (!strict || TESTING_UNLINKED_UNCHECKED || otherVendor(resource.getClass())) {
       return null;
     }
-    Lease lease = LeaseContext.current().orElse(unattributed);
-    if (lease == null || !mySqlFamily(lease)) {
+    // the thread's lease and the unattributed one, each on its own: a PostgreSQL lease bound at
+    // prepare must not hide a MariaDB lease an unlinked branch's statements ran under
+    Lease lease = LeaseContext.current().filter(XaTracking::mySqlFamily).orElse(unattributed);
+    if (lease == null) {
       return null;
     }
     return "XA branch "
@@ -480,8 +484,9 @@ public final class XaTracking {
   }
 
   /**
-   * Packages of drivers of other databases, whose XA resources the agent may not link either (for
-   * example Oracle's top-level {@code OracleXAResource}) but which are not MySQL/MariaDB branches.
+   * Packages of drivers of other databases and of message brokers, whose XA resources the agent may
+   * not link either (for example Oracle's top-level {@code OracleXAResource}) but which are not
+   * MySQL/MariaDB branches.
    */
   private static final List<String> OTHER_VENDORS =
       List.of(
@@ -496,7 +501,16 @@ public final class XaTracking {
           "org.h2.",
           "org.hsqldb.",
           "org.apache.derby.",
-          "org.sqlite.");
+          "org.sqlite.",
+          // message brokers' XA resources (a JMS branch beside a database branch)
+          "org.apache.activemq.",
+          "org.apache.qpid.",
+          "com.ibm.mq.",
+          "com.ibm.msg.client.",
+          "org.hornetq.",
+          "com.tibco.",
+          "weblogic.jms.",
+          "com.rabbitmq.");
 
   private static boolean otherVendor(Class<?> type) {
     for (Class<?> t = type; t != null; t = t.getSuperclass()) {
@@ -583,7 +597,7 @@ public final class XaTracking {
       }
       Lease lease = LeaseContext.current().orElse(null);
       if (!link.active) {
-        if (lease != null && unattributed != lease) {
+        if (lease != null && unattributed != lease && mySqlFamily(lease)) {
           // no branch seen on this handle's resource: if one runs on a resource the agent cannot
           // link, beforePrepare must still know a lease was in play
           unattributed = lease;

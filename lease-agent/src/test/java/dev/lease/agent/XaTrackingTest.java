@@ -172,6 +172,46 @@ class XaTrackingTest {
     }
   }
 
+  /**
+   * Under STRICT, a fenced XA handle ran a statement under a MariaDB lease outside any branch the
+   * agent saw (as a branch on a resource it cannot link does), then one under a PostgreSQL lease. A
+   * branch on an unlinked resource is refused at a two-phase prepare though the PostgreSQL lease is
+   * the one bound then: neither the later PostgreSQL statement nor the bound PostgreSQL lease hides
+   * the MariaDB lease in play (the first version kept one last lease of any database and checked
+   * only the bound one; this test failed on it). Control: a message broker's resource is exempt.
+   */
+  @Test
+  void anotherDatabasesLeaseDoesNotHideAMariadbLeaseInPlay_mariadb_postgresql() throws Exception {
+    DataSource maria = new UrlDataSource(TestDatabase.MARIADB.url());
+    String mariaTable = TestDatabase.uniqueTable("agent_xa_tracking");
+    XaTracking.fencing(true);
+    try (LeaseManager m =
+        LeaseManager.builder(maria).table(mariaTable).createTableIfMissing().build()) {
+      Lease mariaLease = m.tryClaim("xa-mixed").orElseThrow();
+      Lease pgLease = manager.tryClaim("xa-mixed").orElseThrow();
+      Connection handle = XaTracking.handle(new StubXa(), physical);
+      try (LeaseContext.Scope bound = LeaseContext.bind(mariaLease)) {
+        handle.getAutoCommit(); // no branch seen on this handle's resource
+      }
+      try (LeaseContext.Scope bound = LeaseContext.bind(pgLease)) {
+        handle.getAutoCommit();
+      }
+      UnlinkedResource unlinked = new UnlinkedResource();
+      Xid x = xid("mixed");
+      XaTracking.started(unlinked);
+      XaTracking.ended(unlinked, x);
+      try (LeaseContext.Scope bound = LeaseContext.bind(pgLease)) {
+        XAException refused =
+            assertThrows(XAException.class, () -> XaTracking.beforePrepare(unlinked, x, true));
+        assertTrue(refused.getMessage().contains("xa-mixed"), refused.getMessage());
+        // control: a broker's branch beside it is not a MySQL/MariaDB branch
+        XaTracking.beforePrepare(new org.apache.activemq.FakeBrokerResource(), xid("jms"), true);
+      }
+    } finally {
+      TestDatabase.dropQuietly(maria, mariaTable);
+    }
+  }
+
   /** start, a call on the handle under {@code lease} (none: null), end. */
   private static void segment(StubXa xa, Connection handle, Xid xid, Lease lease) throws Exception {
     XaTracking.started(xa);

@@ -212,7 +212,7 @@ final class GroupKeys {
         } catch (IllegalStateException closedMeanwhile) {
           // the manager closed: it released this key; the rest of the batch expires
           log.warn(
-              "group {}: its LeaseManager closed during a claim: {}",
+              "group {}: its LeaseManager closed while this member took keys: {}",
               group,
               closedMeanwhile.getMessage());
           throw closedMeanwhile;

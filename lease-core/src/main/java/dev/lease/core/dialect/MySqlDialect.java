@@ -34,6 +34,11 @@ final class MySqlDialect extends Dialect {
     return mariadb ? "MariaDB" : "MySQL";
   }
 
+  @Override
+  public String tableByPrimaryKey() {
+    return faults.contains(TestFault.BATCH_SCANS_TABLE) ? table : table + " FORCE INDEX (PRIMARY)";
+  }
+
   /** utf8mb4_bin: lease names compare exactly, as on the other databases. */
   @Override
   public List<String> ddl() {
@@ -388,7 +393,7 @@ final class MySqlDialect extends Dialect {
   private String giveRow(long timeoutMs, String clk) {
     return stepPrefix(timeoutMs)
         + "UPDATE "
-        + table
+        + tableByPrimaryKey()
         + " SET holder = ?, instance = ?, expires_at_ms = "
         + clk
         + " + ?, revision = revision + 1,";
@@ -477,7 +482,7 @@ final class MySqlDialect extends Dialect {
         c.prepareStatement(
             stepPrefix(timeoutMs)
                 + "SELECT name, term FROM "
-                + table
+                + tableByPrimaryKey()
                 + " WHERE name IN ("
                 + "?, ".repeat(leases.size() - 1)
                 + "?) AND instance = ?")) {

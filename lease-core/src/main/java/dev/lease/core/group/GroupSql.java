@@ -29,12 +29,14 @@ final class GroupSql {
   static final int MAX_KEYS_PER_STATEMENT = 1000;
 
   private final String table;
+  private final String keyed;
   private final String members;
   private final String clock;
   private final GroupSqlText text;
 
   GroupSql(Dialect dialect, String members, boolean unlocked) {
     this.table = dialect.table();
+    this.keyed = dialect.tableByPrimaryKey();
     this.members = members;
     this.clock = dialect.clock();
     GroupSqlText t = GroupSqlText.of(dialect);
@@ -49,6 +51,7 @@ final class GroupSql {
 
   private String fill(String sql, boolean unlocked) {
     return sql.replace("{members}", members)
+        .replace("{keyed}", keyed)
         .replace("{table}", table)
         .replace("{clock}", clock)
         .replace("{lock}", unlocked ? "" : " FOR UPDATE SKIP LOCKED");
@@ -185,7 +188,7 @@ final class GroupSql {
         update(
             c,
             "UPDATE "
-                + table
+                + keyed
                 + " SET holder = ?, expires_at_ms = "
                 + clock
                 + " + ?, revision = revision + 1 WHERE name IN ("
@@ -275,7 +278,7 @@ final class GroupSql {
     return update(
         c,
         "UPDATE "
-            + table
+            + keyed
             + " SET expires_at_ms = 0, revision = revision + 1 WHERE holder = ? AND name IN ("
             + marks(keys.size())
             + ")",

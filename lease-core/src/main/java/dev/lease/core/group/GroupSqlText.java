@@ -6,11 +6,12 @@ import dev.lease.core.dialect.Dialect;
 /**
  * The SQL texts of a {@link LeaseGroup} that differ between databases; {@link GroupSql} binds and
  * runs them the same way for all. Placeholders, replaced once when the group is built: {@code
- * {members}} the members table, {@code {table}} the lease table, {@code {clock}} the database clock
- * in UTC epoch ms (the dialect's expression), {@code {lock}} the claim's row lock (left out only by
- * the tests' negative control); and per statement {@code {keys}} (one {@code ?} per key) and {@code
- * {rows}} (one {@code (?, start term)} per key). Every parameter is bound; no user value is
- * concatenated.
+ * {members}} the members table, {@code {table}} the lease table, {@code {keyed}} the lease table
+ * with its primary key forced where the database needs it ({@link Dialect#tableByPrimaryKey}),
+ * {@code {clock}} the database clock in UTC epoch ms (the dialect's expression), {@code {lock}} the
+ * claim's row lock (left out only by the tests' negative control); and per statement {@code {keys}}
+ * (one {@code ?} per key) and {@code {rows}} (one {@code (?, start term)} per key). Every parameter
+ * is bound; no user value is concatenated.
  *
  * @param membersDdl creates the members table if missing
  * @param announce inserts this member's row unless it exists (parameters: group, member, instance,
@@ -85,7 +86,12 @@ record GroupSqlText(
    * with the {@code LOCK IN SHARE MODE} of a strict verify, so such a row is skipped, as are rows a
    * peer's batch is claiming; a locking read sees the newest committed row), then one UPDATE of
    * exactly those rows, still locked, so each new term is the term read + 1; it changes {@code
-   * term}, so its count is the number claimed whatever rows the driver counts.
+   * term}, so its count is the number claimed whatever rows the driver counts. Both force the
+   * primary key ({@code {keyed}}, {@link Dialect#tableByPrimaryKey}): a scan of the table would
+   * lock rows the claim does not take (MariaDB: an UPDATE of a few hundred names scanned all 1,000
+   * rows, and two members' claims deadlocked). At exactly 1,000 names MariaDB turns the read's list
+   * into a subquery ({@code in_predicate_conversion_threshold}) and scans anyway: the read skips
+   * locked rows, so it never waits, and the UPDATE only touches rows it already locked.
    */
   static final GroupSqlText MYSQL =
       new GroupSqlText(
@@ -100,9 +106,9 @@ record GroupSqlText(
               + " ENGINE=InnoDB",
           "INSERT IGNORE INTO {members} " + COLUMNS + " VALUES (?, ?, ?, {clock}, ?)",
           "INSERT IGNORE INTO {table} (name, term) VALUES {rows}",
-          "SELECT name, term FROM {table} WHERE name IN ({keys}) AND expires_at_ms <= {clock}"
+          "SELECT name, term FROM {keyed} WHERE name IN ({keys}) AND expires_at_ms <= {clock}"
               + " ORDER BY name LIMIT ?{lock}",
-          "UPDATE {table} SET holder = ?, instance = ?, term = term + 1,"
+          "UPDATE {keyed} SET holder = ?, instance = ?, term = term + 1,"
               + " expires_at_ms = {clock} + ?, revision = revision + 1"
               + " WHERE name IN ({keys}) AND expires_at_ms <= {clock}");
 

@@ -48,5 +48,11 @@ public enum TestFault {
    * PostgreSQL's transfer is a plain UPDATE without the {@code FOR UPDATE} of the claim: it does
    * not wait for the old holder's strict-verified transactions ({@code FOR KEY SHARE}).
    */
-  TRANSFER_WITHOUT_FOR_UPDATE
+  TRANSFER_WITHOUT_FOR_UPDATE,
+  /**
+   * MySQL/MariaDB statements over a list of names (batched renewal, release and transfer, a group's
+   * claim and adoption) leave the index to the optimizer, which scans and locks the whole table
+   * once the list is long.
+   */
+  BATCH_SCANS_TABLE
 }

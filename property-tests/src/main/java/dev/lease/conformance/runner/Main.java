@@ -313,8 +313,8 @@ public final class Main {
       }
     } finally {
       pool.shutdownNow();
+      flush.run(); // what finished, in order, even when the wait was cut short
     }
-    flush.run();
     List<Row> all = new ArrayList<>();
     rows.forEach(all::addAll);
     return all;
@@ -344,11 +344,14 @@ public final class Main {
       Runnable flush) {
     PrintStream sink = new PrintStream(buffers.get(item.order()), true, StandardCharsets.UTF_8);
     List<Row> mine;
-    Target target = targetOf.apply(item);
+    Target target = null;
     try {
+      // inside the try: an item whose target cannot be set up (its embedded database file) is a
+      // failed row like any other, and the items before and after it still print their output
+      target = targetOf.apply(item);
       mine = launch(item, target, options, seed, sink, false);
     } catch (RuntimeException | Error e) {
-      Row row = new Row(item.id(), target.label());
+      Row row = new Row(item.id(), target != null ? target.label() : "not set up");
       row.error = e.toString();
       mine = List.of(row);
     }

@@ -217,6 +217,21 @@ public final class FailoverProperty implements ConformanceProperty {
         break;
       }
       totals.add(round);
+      if (Boolean.getBoolean("lease.failover.log")) { // the tests' log: where a round's time went
+        System.out.println(
+            "failover round "
+                + r
+                + " "
+                + target.label()
+                + (synchronous ? " sync" : " async")
+                + (broken == Break.NONE ? "" : " " + broken)
+                + " ("
+                + round.moment
+                + ", lag "
+                + round.lagMs
+                + " ms): "
+                + round.timing());
+      }
       progress.update(r + 1, totals.failovers);
       if (!round.violations.isEmpty()) {
         failure =
@@ -317,8 +332,11 @@ public final class FailoverProperty implements ConformanceProperty {
     }
   }
 
-  /** A claim acknowledged to a holder. */
-  record Granted(Lease lease, long claimedNanos) {}
+  /**
+   * A claim acknowledged to a holder: {@code askedNanos} when its holder asked (a claim asked after
+   * the kill cannot have run on the killed primary), {@code claimedNanos} when it was acknowledged.
+   */
+  record Granted(Lease lease, long askedNanos, long claimedNanos) {}
 
   /** A commit acknowledged to a holder. */
   record Committed(String holder, long term, long txn, long nanos) {}
@@ -340,12 +358,23 @@ public final class FailoverProperty implements ConformanceProperty {
     final AtomicLong killNanos = new AtomicLong();
     final AtomicLong doneNanos = new AtomicLong();
     volatile Exception failoverError;
+    final AtomicLong firedNanos = new AtomicLong();
+
+    /** Where the round's time went: phase name and its end, in order (for the round's log line). */
+    final List<Map.Entry<String, Long>> phases = new CopyOnWriteArrayList<>();
 
     final List<Granted> granted = new CopyOnWriteArrayList<>();
     final List<Committed> committed = new CopyOnWriteArrayList<>();
     final Map<Lease, Long> lostAt = new ConcurrentHashMap<>();
     final Map<Lease, LossReason> lossReasons = new ConcurrentHashMap<>();
     final Map<Lease, Long> lastRenewed = new ConcurrentHashMap<>();
+
+    /**
+     * When the last successful renewal of each lease started (its local deadline counts from
+     * there): one that started after the promotion cannot have reached the killed primary.
+     */
+    final Map<Lease, Long> lastRenewalStarted = new ConcurrentHashMap<>();
+
     final Set<Lease> released = ConcurrentHashMap.newKeySet();
     final AtomicLong refused = new AtomicLong();
     final AtomicLong failed = new AtomicLong();
@@ -380,9 +409,32 @@ public final class FailoverProperty implements ConformanceProperty {
       this.tables = new FailoverTables(target);
     }
 
+    private void mark(String phase) {
+      phases.add(Map.entry(phase, System.nanoTime()));
+    }
+
+    /** "prepare 812 ms, start 301 ms, ...": each phase's length, for the round's log line. */
+    String timing() {
+      StringBuilder b = new StringBuilder();
+      long prev = -1;
+      for (Map.Entry<String, Long> p : phases) {
+        if (prev >= 0) {
+          b.append(b.length() == 0 ? "" : ", ")
+              .append(p.getKey())
+              .append(' ')
+              .append((p.getValue() - prev) / 1_000_000)
+              .append(" ms");
+        }
+        prev = p.getValue();
+      }
+      return b.toString();
+    }
+
     void run() throws Exception {
+      mark("begin");
       hook.prepare();
       target = hook.target(target);
+      mark("prepare");
       List<HikariDataSource> pools = new ArrayList<>();
       List<LeaseManager> managers = new ArrayList<>();
       List<Thread> threads = new ArrayList<>();
@@ -423,6 +475,7 @@ public final class FailoverProperty implements ConformanceProperty {
           threads.add(t);
         }
         threads.forEach(Thread::start);
+        mark("start");
 
         // Warm up: hand-overs and commits replicated before the failover may fire.
         if (!awaitFor(
@@ -432,6 +485,7 @@ public final class FailoverProperty implements ConformanceProperty {
                   + " failover; last error: "
                   + lastError.get());
         }
+        mark("warm-up");
         armed.set(true);
         // A holder reaches the moment within a few transactions; if none does, fire anyway.
         if (!awaitFor(fired::get, Duration.ofSeconds(5))) {
@@ -443,35 +497,62 @@ public final class FailoverProperty implements ConformanceProperty {
         if (failoverError != null) {
           throw failoverError;
         }
+        phases.add(Map.entry("to the moment", firedNanos.get()));
+        phases.add(Map.entry("stall and lag", killNanos.get()));
+        phases.add(Map.entry("kill and promote", doneNanos.get()));
         failedOver = true;
         handOversBefore = granted.stream().filter(g -> g.claimedNanos < killNanos.get()).count();
-        // Afterwards: until a holder commits twice on the promoted server, and at least a local
-        // deadline, so every holder whose claim vanished has had to find out.
+        // Afterwards: until a holder commits twice on the promoted server, and until every holder
+        // whose claim may have vanished has had to find out: each lease asked for before the kill
+        // is given up (lost or released) or renewed by a renewal that started after the promotion
+        // (so on the promoted server, which therefore has its claim), or else a local deadline
+        // (+0.5 s) has passed since the promotion, by when every holder of a vanished claim must
+        // have stopped (the wait before: always that long). A vanished claim never settles by a
+        // renewal, so its holder is still checked at the same deadline (stillHeld below).
         long done = doneNanos.get();
+        long kill = killNanos.get();
         awaitFor(
             () -> committed.stream().filter(c -> c.nanos > done).count() >= 2,
             Duration.ofSeconds(30));
         awaitFor(
-            () -> System.nanoTime() - done > TIMINGS.localDeadline().toNanos() + 500_000_000L,
+            () ->
+                settled(kill, done)
+                    || System.nanoTime() - done > TIMINGS.localDeadline().toNanos() + 500_000_000L,
             Duration.ofSeconds(10));
         committed.stream()
             .filter(c -> c.nanos > done)
             .mapToLong(Committed::nanos)
             .min()
             .ifPresent(n -> leadAgainMs = (n - killNanos.get()) / 1_000_000);
+        mark("after");
         // The state of every lease before the holders stop and release.
         List<Granted> snapshotGranted = List.copyOf(granted);
         snapshotGranted.stream().map(Granted::lease).filter(Lease::isHeld).forEach(stillHeld::add);
         Map<Lease, Long> snapshotLost = Map.copyOf(lostAt);
         stop.set(true);
         for (Thread t : threads) {
-          t.join(TimeUnit.SECONDS.toMillis(30));
+          t.join(TimeUnit.SECONDS.toMillis(5));
+          if (t.isAlive() && Boolean.getBoolean("lease.failover.log")) {
+            StringBuilder trace = new StringBuilder();
+            for (StackTraceElement e : t.getStackTrace()) {
+              trace.append("\n    at ").append(e);
+            }
+            System.out.println(
+                "failover round " + index + ": " + t.getName() + " still busy:" + trace);
+          }
+          t.join(TimeUnit.SECONDS.toMillis(25));
         }
         for (LeaseManager m : managers) {
           m.close();
         }
         managers.clear();
+        mark("stop");
+        // The admin pool's connections predate the failover: the check reads on a new one (an old
+        // one to the killed MariaDB primary is reconnected by Connector/J, which then fails the
+        // statement with "Driver has reconnect connection": a round that could not run, measured).
+        admin.getHikariPoolMXBean().softEvictConnections();
         check(admin, snapshotGranted, snapshotLost);
+        mark("check");
       } finally {
         stop.set(true);
         for (LeaseManager m : managers) {
@@ -485,7 +566,25 @@ public final class FailoverProperty implements ConformanceProperty {
         if (violations.isEmpty() || !Boolean.getBoolean("lease.failover.keepTables")) {
           target.dropQuietly(tables.all());
         }
+        mark("clean-up");
       }
+    }
+
+    /**
+     * True when no lease asked for before {@code kill} is still believed in without proof from the
+     * promoted server: each is no longer held (lost, released) or has a renewal that started after
+     * {@code done} (so it ran on the promoted server: the killed primary was dead by then).
+     */
+    private boolean settled(long kill, long done) {
+      for (Granted g : granted) {
+        if (g.askedNanos() < kill && g.lease().isHeld()) {
+          Long started = lastRenewalStarted.get(g.lease());
+          if (started == null || started <= done) {
+            return false;
+          }
+        }
+      }
+      return true;
     }
 
     /**
@@ -516,7 +615,13 @@ public final class FailoverProperty implements ConformanceProperty {
 
         @Override
         public void renewed(Lease lease) {
-          lastRenewed.put(lease, System.nanoTime());
+          long now = System.nanoTime();
+          lastRenewed.put(lease, now);
+          long remaining = lease.remaining().toNanos();
+          if (remaining > 0) {
+            lastRenewalStarted.merge(
+                lease, now + remaining - TIMINGS.localDeadline().toNanos(), Math::max);
+          }
         }
 
         @Override
@@ -540,6 +645,7 @@ public final class FailoverProperty implements ConformanceProperty {
       if (!fired.compareAndSet(false, true)) {
         return;
       }
+      firedNanos.set(System.nanoTime());
       Thread killer =
           new Thread(
               () -> {
@@ -588,6 +694,7 @@ public final class FailoverProperty implements ConformanceProperty {
       public void run() {
         while (!stop.get()) {
           Lease lease;
+          long asked = System.nanoTime();
           try {
             lease = manager.tryClaim(NAME).orElse(null);
           } catch (RuntimeException e) {
@@ -600,7 +707,7 @@ public final class FailoverProperty implements ConformanceProperty {
             continue;
           }
           long claimed = System.nanoTime();
-          granted.add(new Granted(lease, claimed));
+          granted.add(new Granted(lease, asked, claimed));
           try {
             lease.hold();
           } catch (RuntimeException e) {

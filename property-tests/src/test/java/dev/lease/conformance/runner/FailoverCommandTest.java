@@ -43,12 +43,18 @@ class FailoverCommandTest {
     Assumptions.assumeTrue(
         script != null && Files.isExecutable(Path.of(script)),
         "no replicated pairs: set LEASE_FAILOVER_SCRIPT to .ci/replicas (.ci/run does)");
+    String ports = System.getenv("FO_PG_PORTS"); // .ci/replicas reads the same
+    String[] pg = (ports == null || ports.isBlank() ? "5442 5443" : ports).trim().split("\\s+");
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     int status =
         run(
             out,
             "--url",
-            "jdbc:postgresql://127.0.0.1:5442,127.0.0.1:5443/test?targetServerType=primary",
+            "jdbc:postgresql://127.0.0.1:"
+                + pg[0]
+                + ",127.0.0.1:"
+                + pg[1]
+                + "/test?targetServerType=primary",
             "--user",
             "postgres",
             "--only",

@@ -1,10 +1,10 @@
 /**
- * Leases in the application's own database: {@link dev.lease.core.LeaseManager} claims, renews
- * and releases them ({@code dev.lease.core}), a {@link dev.lease.core.group.LeaseGroup} shares
- * keys among replicas, a {@link dev.lease.core.scheduler.LeaseScheduler} runs each instant of a
- * schedule once across them. The SQL of each database ({@code dev.lease.core.dialect}) and the
- * bridge to the other modules of this project ({@code dev.lease.core.internal}) are exported only
- * to those modules.
+ * Leases in the application's own database: {@link dev.lease.core.LeaseManager} claims, renews and
+ * releases them ({@code dev.lease.core}), a {@link dev.lease.core.group.LeaseGroup} shares keys
+ * among replicas, a {@link dev.lease.core.scheduler.LeaseScheduler} runs each instant of a schedule
+ * once across them. The SQL of each database ({@code dev.lease.core.dialect}) and the bridge to the
+ * other modules of this project ({@code dev.lease.core.internal}) are exported only to those
+ * modules.
  */
 module dev.lease.core {
   requires transitive java.sql;

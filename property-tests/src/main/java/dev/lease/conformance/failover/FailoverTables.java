@@ -26,18 +26,32 @@ final class FailoverTables {
   final String lease;
   final String data;
   final String history;
+
+  /**
+   * The steady holder's lease table and data, apart from the hand-over lease's: the checks key the
+   * history by term, and terms are unique per lease row only (two rows created in the same
+   * millisecond start at the same term).
+   */
+  final String steadyLease;
+
+  final String steadyData;
+
   private final boolean versioned;
 
   FailoverTables(Target target) {
     this.lease = target.newTable("fo_lease");
     this.data = target.newTable("fo_data");
     this.history = target.newTable("fo_claims");
+    this.steadyLease = target.newTable("fo_steady");
+    this.steadyData = target.newTable("fo_steady_data");
     this.versioned = target.isMySqlFamily();
   }
 
   /** Tables to drop at the end (a versioned table drops with its history). */
   String[] all() {
-    return versioned ? new String[] {data, lease} : new String[] {data, history, lease};
+    return versioned
+        ? new String[] {data, lease, steadyData, steadyLease}
+        : new String[] {data, history, lease, steadyData, steadyLease};
   }
 
   /** Creates the data and history tables and the trigger; the lease table must exist. */
@@ -47,6 +61,11 @@ final class FailoverTables {
       ddl.add(
           "CREATE TABLE "
               + data
+              + " (id BIGSERIAL PRIMARY KEY, holder VARCHAR(64) NOT NULL, term BIGINT NOT NULL,"
+              + " txn BIGINT NOT NULL)");
+      ddl.add(
+          "CREATE TABLE "
+              + steadyData
               + " (id BIGSERIAL PRIMARY KEY, holder VARCHAR(64) NOT NULL, term BIGINT NOT NULL,"
               + " txn BIGINT NOT NULL)");
       ddl.add(historyDdl());
@@ -83,6 +102,11 @@ final class FailoverTables {
       ddl.add(
           "CREATE TABLE "
               + data
+              + " (id BIGINT AUTO_INCREMENT PRIMARY KEY, holder VARCHAR(64) NOT NULL,"
+              + " term BIGINT NOT NULL, txn BIGINT NOT NULL) ENGINE=InnoDB");
+      ddl.add(
+          "CREATE TABLE "
+              + steadyData
               + " (id BIGINT AUTO_INCREMENT PRIMARY KEY, holder VARCHAR(64) NOT NULL,"
               + " term BIGINT NOT NULL, txn BIGINT NOT NULL) ENGINE=InnoDB");
       ddl.add("ALTER TABLE " + lease + " ADD SYSTEM VERSIONING");
@@ -151,7 +175,11 @@ final class FailoverTables {
    * (Connector/J sends parameters inline) the holder it wrote for. So for each claim, the rows of
    * the previous term logged before it are the rows it saw committed.
    */
+  /** Claims the last {@link #claims} read found in the binary log (MariaDB); -1 on PostgreSQL. */
+  int claimsFromLog = -1;
+
   private Map<Long, Claim> versionedClaims(Connection c) throws SQLException {
+    claimsFromLog = 0;
     Map<String, Long> termOf = new HashMap<>();
     try (Statement s = c.createStatement();
         ResultSet rs =
@@ -173,7 +201,12 @@ final class FailoverTables {
     Map<Long, Claim> out = new HashMap<>();
     Map<Long, Long> rowsLogged = new HashMap<>();
     Long currentTerm = null;
-    String claimMarker = "UPDATE " + lease + " SET holder = ";
+    // a claim: "UPDATE <lease> [FORCE INDEX (PRIMARY)] SET holder = ..." (lease-core forces the
+    // primary key on MySQL/MariaDB; a marker without it found no claim, and invariant 1 was then
+    // checked on none: claimsFromLog counts them so that cannot pass unnoticed)
+    Pattern claimMarker =
+        Pattern.compile(
+            "UPDATE " + Pattern.quote(lease) + "( FORCE INDEX \\(PRIMARY\\))? SET holder = ");
     String insertMarker = "INSERT INTO " + data + " ";
     // the round's events are in the last logs (.ci/replicas rotates them before each round)
     for (String log : logs.subList(Math.max(0, logs.size() - 3), logs.size())) {
@@ -184,13 +217,14 @@ final class FailoverTables {
             continue;
           }
           String info = rs.getString("Info");
-          if (info.contains(claimMarker)) {
+          if (claimMarker.matcher(info).find()) {
             Matcher m = CLAIMED_BY.matcher(info);
             Long term = m.find() ? termOf.get(m.group(1)) : null;
             if (term != null && !out.containsKey(term)) {
               long seen = currentTerm == null ? 0 : rowsLogged.getOrDefault(currentTerm, 0L);
               out.put(term, new Claim(term, m.group(1), currentTerm, seen));
               currentTerm = term;
+              claimsFromLog++;
             }
           } else if (info.contains(insertMarker)) {
             Matcher m = WRITTEN_BY.matcher(info);

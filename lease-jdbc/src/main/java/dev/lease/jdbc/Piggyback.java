@@ -119,6 +119,8 @@ final class Piggyback {
    * <ul>
    *   <li>a fetch size, including Connector/J's streaming {@code Integer.MIN_VALUE}: a streamed or
    *       cursor-fetched result is read differently from a text of several results;
+   *   <li>an updatable result set ({@code CONCUR_UPDATABLE}): not tried with a text of several
+   *       results;
    *   <li>a query timeout or a row limit: MariaDB Connector/J prefixes the text with {@code SET
    *       STATEMENT max_statement_time=..., SQL_SELECT_LIMIT=... FOR} (Statement.escapeTimeout,
    *       3.5.8), which would bound the verify and not the statement;
@@ -158,6 +160,7 @@ final class Piggyback {
     }
     Statement d = st.delegate;
     if (d.getFetchSize() != 0
+        || d.getResultSetConcurrency() != ResultSet.CONCUR_READ_ONLY
         || d.getQueryTimeout() != 0
         || d.getMaxRows() != 0
         || d.getLargeMaxRows() != 0

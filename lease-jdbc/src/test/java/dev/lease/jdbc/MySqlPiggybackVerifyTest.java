@@ -348,6 +348,20 @@ class MySqlPiggybackVerifyTest {
       }
       fallbacks.add(
           (c, x) -> {
+            Statement s =
+                c.createStatement(ResultSet.TYPE_FORWARD_ONLY, ResultSet.CONCUR_UPDATABLE);
+            ResultSet rs = s.executeQuery("SELECT id, note FROM " + x.data + " WHERE id = 2");
+            rs.next();
+            rs.updateString(2, "u");
+            rs.updateRow();
+            return rows(c.createStatement().executeQuery(select))
+                + " "
+                + rows(
+                    c.createStatement()
+                        .executeQuery("SELECT id FROM " + x.data + " WHERE note = 'u'"));
+          });
+      fallbacks.add(
+          (c, x) -> {
             Statement s = c.createStatement();
             s.setMaxRows(2); // MariaDB Connector/J: SET STATEMENT SQL_SELECT_LIMIT=2 FOR <text>
             return rows(s.executeQuery(select));

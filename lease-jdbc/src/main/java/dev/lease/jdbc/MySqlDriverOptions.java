@@ -15,10 +15,11 @@ import org.slf4j.LoggerFactory;
  * through {@code unwrap} (never changed): whether a text of several statements reaches the server
  * as one ({@code allowMultiQueries=true}), and whether prepared statements are prepared on the
  * server ({@code useServerPrepStmts=true}, which cannot prepare such a text). MySQL Connector/J
- * (8.0 to 9.5): {@code JdbcConnection.getPropertySet().getBooleanProperty(name).getValue()};
- * MariaDB Connector/J (3.x): {@code Connection.getContext().getConf().allowMultiQueries()}. Any
- * other driver, or one whose configuration cannot be read, answers no, and the verify stays a
- * statement of its own ({@link Piggyback}).
+ * (8.0 and later, tested with 9.5): {@code
+ * JdbcConnection.getPropertySet().getBooleanProperty(name).getValue()}; MariaDB Connector/J (3.x,
+ * tested with 3.5): {@code Connection.getContext().getConf().allowMultiQueries()}. Any other
+ * driver, or one whose configuration cannot be read, answers no, and the verify stays a statement
+ * of its own ({@link Piggyback}).
  *
  * @param multiQueries the driver sends a text of several statements as one, and the server runs
  *     them one after the other in the open transaction

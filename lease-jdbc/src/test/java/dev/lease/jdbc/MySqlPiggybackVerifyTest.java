@@ -447,6 +447,68 @@ class MySqlPiggybackVerifyTest {
     }
   }
 
+  // ---- round trips, counted on the wire
+  // --------------------------------------------------------------
+
+  /**
+   * A fenced 1-statement transaction takes the round trips of a raw one, counted by a loopback
+   * proxy. Negative control: the separate verify is one round trip more, and the count sees it.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mySqlFamily")
+  void aFencedOneStatementTransactionTakesTheRoundTripsOfARawOne(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 2, true);
+        WireRoundTrips proxy = new WireRoundTrips("127.0.0.1", 3306)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("wire").get();
+      UrlDataSource direct = new UrlDataSource(proxy.through(db.url()) + "&allowMultiQueries=true");
+      long raw = roundTrips(f, proxy, direct, null, 0);
+      long carried =
+          roundTrips(f, proxy, FencedDataSource.wrap(direct, f.options().build()), lease, 3);
+      long separate =
+          roundTrips(
+              f,
+              proxy,
+              FencedDataSource.wrap(direct, f.options().piggybackVerify(false).build()),
+              lease,
+              0);
+      assertEquals(2, raw, "raw: the UPDATE and the COMMIT");
+      assertEquals(raw, carried, "the verify travels with the first statement");
+      assertEquals(raw + 1, separate, "the separate verify costs one more");
+    }
+  }
+
+  /**
+   * Round trips of one 1-statement transaction (a prepared UPDATE, then commit), the same in each
+   * of 3 transactions on one connection after a first one (which gives the session STRICT's bounds
+   * and verifies alone); {@code piggybacked}: the transactions that carried the verify.
+   */
+  private static long roundTrips(
+      Fixture f, WireRoundTrips proxy, javax.sql.DataSource ds, Lease lease, int piggybacked)
+      throws Exception {
+    try (LeaseContext.Scope scope = lease == null ? null : LeaseContext.bind(lease);
+        Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      long[] counts = new long[4];
+      for (int i = 0; i < 4; i++) {
+        long before = proxy.roundTrips();
+        try (PreparedStatement ps =
+            c.prepareStatement("UPDATE " + f.data + " SET note = ? WHERE id = ?")) {
+          ps.setString(1, "w" + i);
+          ps.setInt(2, 1);
+          ps.executeUpdate();
+        }
+        c.commit();
+        counts[i] = proxy.roundTrips() - before;
+      }
+      assertEquals(counts[1], counts[2], java.util.Arrays.toString(counts));
+      assertEquals(counts[1], counts[3], java.util.Arrays.toString(counts));
+      if (lease != null) {
+        assertEquals(piggybacked, c.unwrap(FencingConnection.class).fence.piggybacked());
+      }
+      return counts[1];
+    }
+  }
+
   // ---- a refused verify sent ahead of a write leaves nothing behind
   // ----------------------------------------
 

@@ -109,12 +109,15 @@ final class Piggyback {
    * MySQL/MariaDB: whether this first statement can carry the verify. The driver must send a text
    * of several statements as one ({@code allowMultiQueries=true}, read from the driver's own
    * configuration: {@link MySqlDriverOptions}); the server runs its statements in order in the open
-   * transaction and stops at the first that fails, so a refusing verify leaves the statement unrun
-   * (both drivers then report that error from {@code execute}). The lexer has read the user's text
-   * as one ordinary statement under every reading of the server's settings (a text it cannot split
-   * for certain is refused before this), so the combined text is the verify and that one statement.
-   * Not, besides what PostgreSQL excludes (a batch, a callable statement, generated keys,
-   * parameters that cannot be set twice, a read-only connection, a lease not held):
+   * transaction and stops at the first that fails (sql_parse.cc, dispatch_command, COM_QUERY: the
+   * next statement is parsed only {@code while (... found_semicolon != NULL && !thd->is_error())},
+   * in MySQL and MariaDB alike), so a refusing verify leaves the statement unrun (both drivers then
+   * report that error from {@code execute}; MySqlPiggybackVerifyTest shows a MyISAM write absent).
+   * The lexer has read the user's text as one ordinary statement under every reading of the
+   * server's settings (a text it cannot split for certain is refused before this), so the combined
+   * text is the verify and that one statement. Not, besides what PostgreSQL excludes (a batch, a
+   * callable statement, generated keys, parameters that cannot be set twice, a read-only
+   * connection, a lease not held):
    *
    * <ul>
    *   <li>a fetch size, including Connector/J's streaming {@code Integer.MIN_VALUE}: a streamed or

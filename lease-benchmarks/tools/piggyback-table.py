@@ -17,14 +17,18 @@ for r in csv.DictReader(open(sys.argv[1])):
         continue
     method, counter = name.rsplit(".", 1)[1].split(":")
     threads = 1 if method == "oneThread" else 8
-    key = (r["Param: database"], r["Param: durability"], int(r["Param: statements"]), threads)
+    database = r["Param: database"]
+    if r.get("Param: multiQueries") == "true" and database in ("mysql", "mariadb"):
+        database += ", allowMultiQueries"
+    key = (database, r["Param: durability"], int(r["Param: statements"]), threads)
     trials.setdefault(key, {})[counter] = float(r["Score"])
 
 print("| database | commits | statements | threads | raw tx/s | STRICT, separate verify"
       " | STRICT, verify carried along | VERIFY, carried along"
       " | STRICT carried, previous mechanism (before issue 25) |")
 print("|---|---|---|---|---|---|---|---|---|")
-order = {"postgresql": 0, "mariadb": 1, "sqlite": 2}
+order = {"postgresql": 0, "mariadb": 1, "mariadb, allowMultiQueries": 2, "mysql": 3,
+         "mysql, allowMultiQueries": 4, "sqlite": 5}
 for key in sorted(trials, key=lambda k: (order.get(k[0], 9), k[1] != "relaxed", k[3], k[2])):
     t = trials[key]
     threads = key[3]
@@ -40,7 +44,8 @@ for key in sorted(trials, key=lambda k: (order.get(k[0], 9), k[1] != "relaxed", 
     ]
     cells += ["–"] * (4 - len(cells))
     # MariaDB has no per-session durability setting: both of its runs use the server's
-    commits = key[1] if key[0] != "mariadb" else "server's (run {})".format(
+    # (mysql: MySQL Connector/J against the same MariaDB server)
+    commits = key[1] if key[0] == "postgresql" else "server's (run {})".format(
         1 if key[1] == "relaxed" else 2)
     print("| {} | {} | {} | {} | {:,.0f} | {} | {} | {} | {} |".format(
         key[0], commits, key[2], threads, raw, *cells))

@@ -69,6 +69,15 @@ public class PiggybackBenchmark {
   @Param({"postgresql", "mariadb"})
   public String database;
 
+  /**
+   * MySQL/MariaDB ({@code mysql}: Connector/J, {@code mariadb}: MariaDB Connector/J, both against
+   * the MariaDB server): {@code true} connects with {@code allowMultiQueries=true}, with which
+   * STRICT carries the verify in the first statement's round trip; without it the verify is a
+   * statement of its own. Ignored on the other databases.
+   */
+  @Param({"false"})
+  public boolean multiQueries;
+
   @Param({"relaxed", "durable"})
   public String durability;
 
@@ -92,7 +101,11 @@ public class PiggybackBenchmark {
     try (HikariDataSource template = db.pooled(8)) {
       template.copyStateTo(cfg);
     }
-    cfg.setPoolName("piggy-" + database + "-" + durability + "-" + statements);
+    if (multiQueries && db.isMySqlFamily()) {
+      cfg.setJdbcUrl(cfg.getJdbcUrl() + "&allowMultiQueries=true");
+    }
+    cfg.setPoolName(
+        "piggy-" + database + (multiQueries ? "-multi" : "") + "-" + durability + "-" + statements);
     cfg.setAutoCommit(false);
     cfg.setMaximumPoolSize(8);
     cfg.setMinimumIdle(8);

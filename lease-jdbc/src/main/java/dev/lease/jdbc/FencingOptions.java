@@ -105,7 +105,8 @@ public final class FencingOptions {
 
   /**
    * Whether the verify of a transaction's first statement travels in the same round trip as the
-   * statement where the driver allows it (PostgreSQL; see {@link Builder#piggybackVerify}).
+   * statement where the driver allows it (PostgreSQL; MySQL and MariaDB with {@code
+   * allowMultiQueries=true}; see {@link Builder#piggybackVerify}).
    */
   public boolean piggybackVerify() {
     return piggybackVerify;
@@ -212,14 +213,17 @@ public final class FencingOptions {
 
     /**
      * Sends the verify of a transaction's first statement in the same round trip as the statement
-     * (default true). PostgreSQL only, inside a transaction begun with {@code
-     * setAutoCommit(false)}: pgjdbc sends {@code <verify>; <statement>} as one text with one Sync,
-     * the verify runs first on the server and takes its lock before the statement does, and the
-     * wrapper reads its row before presenting the statement's results; a verify that finds no row
-     * poisons the transaction (the statement's effect is rolled back with it). It saves one round
-     * trip per transaction. Statements it cannot carry (autocommit statements, batches, callable
-     * statements, generated keys, a fetch size, read-only transactions, stream parameters) and
-     * other databases verify as a statement of their own. False: always the separate verify.
+     * (default true), inside a transaction begun with {@code setAutoCommit(false)}, on PostgreSQL
+     * and on MySQL/MariaDB when the user's driver was configured with {@code
+     * allowMultiQueries=true} (MySQL Connector/J, MariaDB Connector/J; read from the driver, never
+     * changed): the driver sends {@code <verify>; <statement>} as one text, the verify runs first
+     * on the server and takes its lock before the statement does, a verify that finds the lease
+     * gone fails there and the server runs nothing after it, and the wrapper reads the verify's row
+     * before presenting the statement's results. It saves one round trip per transaction.
+     * Statements it cannot carry (autocommit statements, batches, callable statements, generated
+     * keys, a fetch size, read-only transactions, stream parameters; on MySQL/MariaDB also a query
+     * timeout, a row limit, server-side prepares and calls of the wrong kind) and other databases
+     * verify as a statement of their own. False: always the separate verify.
      */
     public Builder piggybackVerify(boolean piggyback) {
       this.piggybackVerify = piggyback;

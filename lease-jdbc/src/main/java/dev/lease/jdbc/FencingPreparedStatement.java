@@ -16,7 +16,8 @@ import java.util.Arrays;
  * A fenced prepared statement; its SQL is read once, the first time it runs under a lease.
  *
  * <p>On a connection that can carry the verify in the first statement's round trip ({@link
- * FencingOptions#piggybackVerify()}, PostgreSQL), the parameters set are also remembered, so that
+ * FencingOptions#piggybackVerify()}: PostgreSQL, and MySQL/MariaDB whose driver sends texts of
+ * several statements and prepares on the client), the parameters set are also remembered, so that
  * the first statement of a transaction can run as a second prepared statement of the driver, {@code
  * <verify>; <this SQL>}, with the verify's parameters first and the user's after them (the user's
  * indexes are shifted inside the wrapper; the text is the same for every lease of a manager, so

@@ -34,6 +34,15 @@ final class SessionBounds {
       Collections.synchronizedMap(new WeakHashMap<>());
 
   /**
+   * Physical connection to the bounds ({@code [lock wait, idle]}, seconds) its session was last
+   * seen or made to have by a strict verify, until a borrower without a lease puts the session's
+   * own back: a verify carried along with the first statement ({@link Piggyback}) reads them only
+   * after that statement ran, so it is carried only where they are in place already.
+   */
+  private static final Map<Connection, long[]> IN_PLACE =
+      Collections.synchronizedMap(new WeakHashMap<>());
+
+  /**
    * Set once bounds were ever applied in this class loader: until then new wrappers skip the check
    * entirely (PostgreSQL, SQLite and VERIFY users never pay for it).
    */
@@ -59,10 +68,11 @@ final class SessionBounds {
       Connection delegate, long[] current, long lockWait, long idle, List<String> statements)
       throws SQLException {
     boolean differ = current[0] != lockWait || (current[1] >= 0 && current[1] != idle);
+    Connection physical = physical(delegate);
     if (!differ || statements.isEmpty()) {
+      IN_PLACE.put(physical, new long[] {lockWait, idle});
       return false;
     }
-    Connection physical = physical(delegate);
     ORIGINALS.putIfAbsent(physical, current.clone()); // after a reset: still the session's own
     used = true;
     try (Statement s = delegate.createStatement()) {
@@ -70,6 +80,7 @@ final class SessionBounds {
         s.execute(sql);
       }
     }
+    IN_PLACE.put(physical, new long[] {lockWait, idle});
     return true;
   }
 
@@ -78,10 +89,12 @@ final class SessionBounds {
    * the session's own values back.
    */
   static void restore(Connection delegate) throws SQLException {
-    long[] own = ORIGINALS.remove(physical(delegate));
+    Connection physical = physical(delegate);
+    long[] own = ORIGINALS.remove(physical);
     if (own == null) {
-      return;
+      return; // nothing was set here: what is in place stays
     }
+    IN_PLACE.remove(physical);
     try (Statement s = delegate.createStatement()) {
       // the values are numbers the server itself returned, never user input
       s.execute(
@@ -89,6 +102,16 @@ final class SessionBounds {
               + own[0]
               + (own[1] >= 0 ? ", idle_transaction_timeout = " + own[1] : ""));
     }
+  }
+
+  /**
+   * True if a strict verify on this physical connection last saw or set these bounds ({@code
+   * lockWait}, {@code idle}: seconds) and no borrower without a lease has put the session's own
+   * back since.
+   */
+  static boolean inPlace(Connection delegate, long lockWait, long idle) {
+    long[] b = IN_PLACE.get(physical(delegate));
+    return b != null && b[0] == lockWait && b[1] == idle;
   }
 
   private static Connection physical(Connection c) {

@@ -468,7 +468,7 @@ final class TransactionFence {
     }
     switch (mode()) {
       case JDBC:
-        if (shape != CallShape.NONE && piggyback.piggybackable(lease, st, source)) {
+        if (shape != CallShape.NONE && piggyback.piggybackable(lease, st, source, sql, shape)) {
           return piggyback.piggyback(lease, st, source, sql, shape);
         }
         ensureSqliteTransaction();

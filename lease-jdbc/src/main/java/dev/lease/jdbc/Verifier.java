@@ -34,6 +34,13 @@ final class Verifier {
         : lease.manager().timings().leaseDuration();
   }
 
+  /** STRICT on MySQL/MariaDB: the lock wait the session is given ({@link #applySessionBounds}). */
+  Duration lockWaitBound(Lease lease) {
+    return f.options.lockWaitTimeout() != null
+        ? f.options.lockWaitTimeout()
+        : lease.manager().timings().leaseDuration();
+  }
+
   /** Verifies again in the open transaction (its lock may be gone); stays verified. */
   void verifyAgain(Lease lease) throws SQLException {
     if (!f.delegate.getAutoCommit()) {
@@ -188,10 +195,7 @@ final class Verifier {
    * without a lease ({@link SessionBounds}).
    */
   void applySessionBounds(Lease lease, long[] current, Duration idle) throws SQLException {
-    Duration lockWait =
-        f.options.lockWaitTimeout() != null
-            ? f.options.lockWaitTimeout()
-            : lease.manager().timings().leaseDuration();
+    Duration lockWait = lockWaitBound(lease);
     List<String> statements =
         LeaseInternals.strictSessionStatements(lease.manager(), idle, lockWait);
     if (SessionBounds.afterVerify(

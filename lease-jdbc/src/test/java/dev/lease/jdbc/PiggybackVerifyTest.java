@@ -33,7 +33,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class PiggybackVerifyTest {
 
-  private static final AtomicInteger IDS = new AtomicInteger();
+  static final AtomicInteger IDS = new AtomicInteger();
 
   /** What a sequence of calls on the first statement of a transaction returned, as text. */
   @FunctionalInterface
@@ -46,13 +46,25 @@ class PiggybackVerifyTest {
    * driver's own answer) and once under a held lease; both must answer alike, and the lease-bound
    * run must have carried the verify along ({@code piggybacked}) or not.
    */
-  private static void sameAsRaw(Fixture f, FencedDataSource ds, Shape shape, boolean piggybacked)
+  static void sameAsRaw(Fixture f, FencedDataSource ds, Shape shape, boolean piggybacked)
       throws Exception {
     sameAsRaw(f, ds, shape, piggybacked, 1);
   }
 
-  private static void sameAsRaw(
+  static void sameAsRaw(
       Fixture f, FencedDataSource ds, Shape shape, boolean piggybacked, int verifies)
+      throws Exception {
+    sameAsRaw(f, ds, ds, shape, piggybacked, verifies);
+  }
+
+  /** As above, the raw run through {@code raw} (the pool itself, or the wrapper with no lease). */
+  static void sameAsRaw(
+      Fixture f,
+      javax.sql.DataSource raw,
+      FencedDataSource ds,
+      Shape shape,
+      boolean piggybacked,
+      int verifies)
       throws Exception {
     Lease lease =
         f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("s" + IDS.incrementAndGet()).get();
@@ -66,10 +78,10 @@ class PiggybackVerifyTest {
         c.commit();
       }
     }
-    String raw;
-    try (Connection c = ds.getConnection()) {
+    String rawOutcome;
+    try (Connection c = raw.getConnection()) {
       c.setAutoCommit(false);
-      raw = outcome(shape, c, f);
+      rawOutcome = outcome(shape, c, f);
       c.rollback();
     }
     int verifiedBefore = f.verified.get();
@@ -84,12 +96,12 @@ class PiggybackVerifyTest {
       carried = fc.fence.piggybacked() - before;
       c.rollback();
     }
-    assertEquals(raw, fenced, "the fenced first statement answers as the raw one");
+    assertEquals(rawOutcome, fenced, "the fenced first statement answers as the raw one");
     assertEquals(piggybacked ? 1 : 0, carried, "first statements that carried the verify");
     assertEquals(verifies, f.verified.get() - verifiedBefore, "verifies of the transaction");
   }
 
-  private static String outcome(Shape shape, Connection c, Fixture f) {
+  static String outcome(Shape shape, Connection c, Fixture f) {
     try {
       return shape.run(c, f);
     } catch (SQLException e) {
@@ -97,7 +109,7 @@ class PiggybackVerifyTest {
     }
   }
 
-  private static String rows(ResultSet rs) throws SQLException {
+  static String rows(ResultSet rs) throws SQLException {
     if (rs == null) {
       return "no result set";
     }
@@ -109,7 +121,7 @@ class PiggybackVerifyTest {
   }
 
   /** Every result the statement has, in order, as JDBC's getMoreResults loop reads them. */
-  private static String all(Statement s, boolean first) throws SQLException {
+  static String all(Statement s, boolean first) throws SQLException {
     List<String> out = new ArrayList<>();
     boolean isRs = first;
     for (int i = 0; i < 5; i++) {
@@ -471,7 +483,7 @@ class PiggybackVerifyTest {
    * Claims, lets the database give the lease to a successor (the holder still believes it holds
    * it), then runs a transaction whose first statement is a write and tries every later step.
    */
-  private static Outcome refusedAheadOfWrite(Fixture f, FencedDataSource ds, boolean prepared)
+  static Outcome refusedAheadOfWrite(Fixture f, FencedDataSource ds, boolean prepared)
       throws Exception {
     Lease lease =
         f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("r" + IDS.incrementAndGet()).get();

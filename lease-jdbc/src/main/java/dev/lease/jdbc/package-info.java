@@ -14,7 +14,9 @@
  *   <li>{@code SqlLexer} with {@code SqlDialect}, {@code SqlKind}, {@code SqlSummary} and {@code
  *       SqlStatement}: SQL text read per dialect, every statement with its kind and span, under
  *       every reading the server's settings allow (also the building block of sending the verify
- *       with the first statement);
+ *       with the first statement); the one scanning pass is {@code SqlScan}, each dialect's
+ *       characters and first-keyword tables (where a statement's kind is decided) {@code
+ *       SqlSyntax};
  *   <li>{@code DriverSession}: what the driver knows of the server session (transaction state,
  *       MySQL's autocommit flag), reached by reflection;
  *   <li>{@code SessionBounds}: STRICT's MySQL/MariaDB session bounds, set when the verify finds

@@ -108,21 +108,6 @@ public final class LeaseGroup implements AutoCloseable {
     MOVE_BY_RELEASE
   }
 
-  /**
-   * What one pass did: for tests and for the listener. {@code moved}: the keys this pass
-   * transferred (shed or, draining, released), each to the member it named.
-   */
-  record Pass(
-      int liveMembers,
-      int share,
-      int held,
-      List<String> claimed,
-      List<String> adopted,
-      List<String> shed,
-      List<String> released,
-      Map<String, String> moved,
-      List<String> lost) {}
-
   private final LeaseManager manager;
   private final String group;
   private final String member;
@@ -381,7 +366,7 @@ public final class LeaseGroup implements AutoCloseable {
    * @throws LeaseException if the heartbeat or a claim could not reach the database
    * @throws IllegalStateException if the group or its manager is closed
    */
-  Pass runPass() {
+  GroupPass runPass() {
     passLock.lock();
     try {
       ensureOpen("run a pass");
@@ -449,8 +434,8 @@ public final class LeaseGroup implements AutoCloseable {
               : List.of();
       int n = keys.size();
       events.notify(l -> l.passCompleted(group, n, share, live));
-      Pass pass = new Pass(live, share, n, claimed, adopted, shed, released, moved, lost);
-      logPass(pass);
+      GroupPass pass = new GroupPass(live, share, n, claimed, adopted, shed, released, moved, lost);
+      pass.log(group, member, manager.instance(), keys);
       return pass;
     } finally {
       passLock.unlock();
@@ -472,56 +457,6 @@ public final class LeaseGroup implements AutoCloseable {
       }
     }
     return valid;
-  }
-
-  /** One INFO line for a pass that changed something; per-key lines are at DEBUG. */
-  private void logPass(Pass p) {
-    if (p.claimed().isEmpty()
-        && p.adopted().isEmpty()
-        && p.shed().isEmpty()
-        && p.released().isEmpty()
-        && p.lost().isEmpty()) {
-      log.debug(
-          "group {} member {}: pass: held {} of share {} among {} members",
-          group,
-          member,
-          p.held(),
-          p.share(),
-          p.liveMembers());
-      return;
-    }
-    log.info(
-        "group {} member {} (instance {}): pass: claimed {}{}, adopted {}{}, shed {}, released {},"
-            + " transferred {} to {} members, lost {}; held {} of share {} among {} members",
-        group,
-        member,
-        manager.instance(),
-        p.claimed().size(),
-        termRange(p.claimed()),
-        p.adopted().size(),
-        termRange(p.adopted()),
-        p.shed().size(),
-        p.released().size(),
-        p.moved().size(),
-        new HashSet<>(p.moved().values()).size(),
-        p.lost().size(),
-        p.held(),
-        p.share(),
-        p.liveMembers());
-  }
-
-  /** " (terms a..b)" of the claimed keys' new leases, or nothing. */
-  private String termRange(List<String> claimed) {
-    long min = Long.MAX_VALUE;
-    long max = Long.MIN_VALUE;
-    for (String k : claimed) {
-      Lease l = keys.lease(k);
-      if (l != null) {
-        min = Math.min(min, l.term());
-        max = Math.max(max, l.term());
-      }
-    }
-    return min > max ? "" : " (terms " + min + ".." + max + ")";
   }
 
   // ---- closing --------------------------------------------------------------------------------

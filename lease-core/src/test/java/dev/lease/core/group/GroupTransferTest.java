@@ -49,7 +49,7 @@ class GroupTransferTest {
       // pass 1: each of a, b, c moves its surplus to d
       Map<String, String> moved = new HashMap<>();
       for (GroupWorld.Member m : List.of(a, b, c)) {
-        LeaseGroup.Pass pass = m.group.runPass();
+        GroupPass pass = m.group.runPass();
         assertEquals(
             new HashSet<>(pass.shed()),
             pass.moved().keySet(),
@@ -61,7 +61,7 @@ class GroupTransferTest {
       assertNobodyElseCanClaim(w, third, moved, termsBefore);
 
       // pass 2: d adopts them all, at the term the transfer wrote
-      LeaseGroup.Pass adopting = d.group.runPass();
+      GroupPass adopting = d.group.runPass();
       assertEquals(moved.keySet(), new HashSet<>(adopting.adopted()), db + ": d adopted them");
       assertEquals(List.of(), adopting.claimed(), db + ": nothing left to claim");
       assertTrue(w.fair(), db + ": fair two passes after the join: " + w.counts());
@@ -129,7 +129,7 @@ class GroupTransferTest {
       d.group.runPass();
       List<String> shed = new ArrayList<>();
       for (GroupWorld.Member m : abc) {
-        LeaseGroup.Pass pass = m.group.runPass();
+        GroupPass pass = m.group.runPass();
         assertEquals(Map.of(), pass.moved(), db + ": nothing transferred");
         shed.addAll(pass.shed());
       }

@@ -101,7 +101,7 @@ class LeaseGroupLifecycleTest {
       g.runPass();
       assertEquals(10, g.held().size());
       candidates.removeAll(List.of("k1", "k2", "k3"));
-      LeaseGroup.Pass p = g.runPass();
+      GroupPass p = g.runPass();
       assertEquals(List.of("k1", "k2", "k3"), p.released());
       assertEquals(7, g.held().size());
       assertEquals(0, f.row("k2").expiresAtMs(), "k2's row was released");
@@ -149,11 +149,11 @@ class LeaseGroupLifecycleTest {
       assertEquals(5, ga.held().size());
       gb.drain();
       assertEquals(Set.of(), gb.held());
-      LeaseGroup.Pass pa = ga.runPass();
+      GroupPass pa = ga.runPass();
       assertEquals(1, pa.liveMembers(), "a draining member does not count");
       assertEquals(10, pa.share());
       assertEquals(10, ga.held().size());
-      LeaseGroup.Pass pb = gb.runPass();
+      GroupPass pb = gb.runPass();
       assertEquals(0, pb.share());
       assertEquals(List.of(), pb.claimed());
     }

@@ -215,7 +215,7 @@ class LeaseGroupTest {
       w.converge("three cautious members started", START_PASSES);
       GroupWorld.Member d = w.join("d", null, LeaseGroup.Builder::shedOneKeyPerPass);
       d.group.runPass();
-      LeaseGroup.Pass pass = w.members.get(0).group.runPass();
+      GroupPass pass = w.members.get(0).group.runPass();
       assertEquals(1, pass.shed().size(), "one key shed in a pass above the share: " + pass);
       AssertionError caught =
           assertThrows(

@@ -103,6 +103,10 @@ class PoolLeaderModeIT {
       a.awaitLine(l -> l.startsWith("COMMITTED"), "a commit of the leader A");
       try (AppProcess b = writer(d, "B", pool, List.of())) {
         if (!awaitRefusalsWhileALeads(b, REFUSALS)) {
+          // inconclusive only if A really lost its lease first (it logs the loss, then halts) and
+          // B's pool showed no trouble: a B that claimed while A still held would be the bug
+          a.awaitStderr(0, "lost lease " + LEASE + " ", "A's loss of its lease, before B claimed");
+          assertNull(poolTrouble(b), "B: " + poolTrouble(b) + b.describe());
           assertTrue(
               attempt < 3, "A lost its lease before B's refusals in 3 attempts" + a.describe());
           return false;

@@ -340,13 +340,19 @@ final class MySqlDialect extends Dialect {
     return "SELECT term" + (strict ? sessionBoundColumns() : "") + matching(strict);
   }
 
-  /** The verify's row: this holder at this term, not expired; strict locks it in share mode. */
+  /**
+   * The verify's row: this holder at this term, not expired; strict locks it in share mode. {@code
+   * LIMIT 1} (one row at most anyway) overrides the session's {@code sql_select_limit}: at 0 the
+   * refusing verify returned an empty result instead of raising its error, and a statement carried
+   * after it in one text then ran (found by review).
+   */
   private String matching(boolean strict) {
     return " FROM "
         + table
         + " WHERE name = ? AND holder = ? AND term = ?"
         + " AND expires_at_ms > "
         + clock
+        + " LIMIT 1"
         + (strict ? " LOCK IN SHARE MODE" : "");
   }
 
@@ -491,7 +497,9 @@ final class MySqlDialect extends Dialect {
         ps.setString(i++, h.name());
       }
       ps.setString(i, successor);
-      try (ResultSet rs = ps.executeQuery()) {
+      // execute, not executeQuery: MySQL Connector/J refuses executeQuery on SET STATEMENT ... FOR
+      ps.execute();
+      try (ResultSet rs = ps.getResultSet()) {
         while (rs.next()) {
           String name = rs.getString(1);
           long term = rs.getLong(2);

@@ -89,9 +89,9 @@ record GroupSqlText(
    * term}, so its count is the number claimed whatever rows the driver counts. Both force the
    * primary key ({@code {keyed}}, {@link Dialect#tableByPrimaryKey}): a scan of the table would
    * lock rows the claim does not take (MariaDB: an UPDATE of a few hundred names scanned all 1,000
-   * rows, and two members' claims deadlocked). At exactly 1,000 names MariaDB turns the read's list
-   * into a subquery ({@code in_predicate_conversion_threshold}) and scans anyway: the read skips
-   * locked rows, so it never waits, and the UPDATE only touches rows it already locked.
+   * rows, and two members' claims deadlocked). At 1,000 names MariaDB would turn the read's list
+   * into a subquery ({@code in_predicate_conversion_threshold}) and scan anyway: {@link GroupSql}
+   * sets that threshold off for the statement.
    */
   static final GroupSqlText MYSQL =
       new GroupSqlText(

@@ -20,6 +20,13 @@ public interface FailoverHook {
   default void prepare() throws IOException {}
 
   /**
+   * After the round made its tables, before its holders start: wait until the replica has what the
+   * primary has, so that an asynchronous failover cannot lose the tables themselves (the round
+   * could not run on the promoted server). Nothing by default: a user's HA is checked as it is.
+   */
+  default void settle() throws IOException {}
+
+  /**
    * Right before the moment chosen for the failover: stop shipping changes to the replica, so
    * whatever commits from now on is lost (asynchronous replication) or waits (synchronous). Nothing
    * by default.

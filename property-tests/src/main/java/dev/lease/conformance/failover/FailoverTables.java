@@ -178,6 +178,9 @@ final class FailoverTables {
   /** Claims the last {@link #claims} read found in the binary log (MariaDB); -1 on PostgreSQL. */
   int claimsFromLog = -1;
 
+  /** The claims (terms with a holder) in the lease row's history (MariaDB); -1 on PostgreSQL. */
+  int termsInHistory = -1;
+
   private Map<Long, Claim> versionedClaims(Connection c) throws SQLException {
     claimsFromLog = 0;
     Map<String, Long> termOf = new HashMap<>();
@@ -191,6 +194,7 @@ final class FailoverTables {
         }
       }
     }
+    termsInHistory = termOf.size();
     List<String> logs = new ArrayList<>();
     try (Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SHOW BINARY LOGS")) {

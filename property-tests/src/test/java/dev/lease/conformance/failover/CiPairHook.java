@@ -56,6 +56,11 @@ final class CiPairHook implements FailoverHook, AutoCloseable {
   }
 
   @Override
+  public void settle() throws IOException {
+    run(prefix + "-sync");
+  }
+
+  @Override
   public void stall() throws IOException {
     run(prefix + "-stall");
   }

@@ -1,0 +1,97 @@
+package dev.lease.core.dialect;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The MySQL/MariaDB verify refuses in the server, by an error, also when the session limits the
+ * rows a SELECT returns ({@code sql_select_limit = 0}): without its own {@code LIMIT} the refusing
+ * verify returned an empty result there instead of its error, so a statement carried after it in
+ * one text (allowMultiQueries) ran. The negative control runs the same verify without its {@code
+ * LIMIT 1}: no error.
+ */
+class VerifyUnderSelectLimitTest {
+
+  private HikariDataSource ds;
+  private String table;
+  private LeaseManager manager;
+
+  static Stream<TestDatabase> mySqlFamily() {
+    return TestDatabase.servers().filter(TestDatabase::isMySqlFamily);
+  }
+
+  @AfterEach
+  void close() {
+    if (manager != null) {
+      manager.close();
+      TestDatabase.dropQuietly(ds, table);
+      ds.close();
+    }
+  }
+
+  /** The refusing verify (a holder that does not hold the row) under sql_select_limit = 0. */
+  private void verifyUnderZeroLimit(TestDatabase db, boolean withoutItsLimit) throws SQLException {
+    ds = db.pooled(2);
+    table = TestDatabase.uniqueTable("selectlimit");
+    manager = LeaseManager.builder(ds).table(table).createTableIfMissing().build();
+    Lease lease = manager.tryClaim("limited").orElseThrow();
+    Dialect d = LeaseInternals.dialect(manager);
+    String sql = d.verifySql(true);
+    assertTrue(sql.contains(" LIMIT 1"), sql);
+    if (withoutItsLimit) {
+      sql = sql.replace(" LIMIT 1", "");
+    }
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(false);
+      try (Statement s = c.createStatement()) {
+        s.execute("SET SESSION sql_select_limit = 0");
+      }
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        int i = 1;
+        for (Object v :
+            d.verifyParameters("limited", "not-the-holder", lease.term(), true, 60_000)) {
+          ps.setObject(i++, v);
+        }
+        try (ResultSet rs = ps.executeQuery()) {
+          assertFalse(rs.next(), db + ": the verify returned a row for another holder");
+        }
+      } finally {
+        c.rollback();
+        try (Statement s = c.createStatement()) {
+          s.execute("SET SESSION sql_select_limit = DEFAULT");
+        }
+      }
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mySqlFamily")
+  void theVerifyRefusesByAnErrorUnderSqlSelectLimitZero(TestDatabase db) {
+    SQLException e =
+        assertThrows(SQLException.class, () -> verifyUnderZeroLimit(db, false), db.toString());
+    assertTrue(Dialect.isRefusal(e), db + ": " + e);
+  }
+
+  /** Negative control: without its LIMIT 1 the refusing verify returns nothing and no error. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mySqlFamily")
+  void negativeControlWithoutItsLimitTheVerifyReturnsNothing(TestDatabase db) throws Exception {
+    verifyUnderZeroLimit(db, true);
+  }
+}

@@ -1,6 +1,8 @@
 package dev.lease.benchmarks;
 
-import dev.lease.jdbc.LexerAccess;
+import dev.lease.jdbc.internal.sql.SqlDialect;
+import dev.lease.jdbc.internal.sql.SqlLexer;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -16,12 +18,13 @@ import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.infra.Blackhole;
 
 /**
- * What reading one SQL text costs the fence (lease-jdbc's {@code SqlLexer}, issue 21): {@code
- * summarize}, the kinds and count of a text's statements over every reading of it, which a fenced
- * statement computes once per prepared statement and once per call of {@code execute(String)}; and
- * {@code statements}, the spans. Per dialect, on typical texts of several lengths; {@code readings}
- * holds a backslash in a literal, so it is lexed once per reading the escape settings allow. No
- * database: the lexer alone. Run with {@code -prof gc} for the bytes allocated per call.
+ * What reading one SQL text costs the fence (lease-jdbc's internal {@code SqlLexer}, issue 21):
+ * {@code summarize}, the kinds and count of a text's statements over every reading of it, which a
+ * fenced statement computes once per prepared statement and once per call of {@code
+ * execute(String)}; and {@code statements}, the spans. Per dialect, on typical texts of several
+ * lengths; {@code readings} holds a backslash in a literal, so it is lexed once per reading the
+ * escape settings allow. No database: the lexer alone. Run with {@code -prof gc} for the bytes
+ * allocated per call.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -37,23 +40,23 @@ public class LexerBenchmark {
   @Param({"short", "typical", "long", "multi", "readings"})
   public String text;
 
-  LexerAccess lexer;
+  SqlLexer lexer;
   String sql;
 
   @Setup
   public void setUp() {
-    lexer = LexerAccess.of(dialect);
+    lexer = SqlLexer.of(SqlDialect.valueOf(dialect.toUpperCase(Locale.ROOT)));
     sql = text(text);
   }
 
   @Benchmark
   public void summarize(Blackhole bh) {
-    lexer.summarize(sql, bh);
+    bh.consume(lexer.summarize(sql));
   }
 
   @Benchmark
   public void statements(Blackhole bh) {
-    lexer.statements(sql, bh);
+    bh.consume(lexer.statements(sql));
   }
 
   static String text(String name) {

@@ -1,5 +1,8 @@
 package dev.lease.jdbc;
 
+import dev.lease.jdbc.internal.sql.SqlDialect;
+import dev.lease.jdbc.internal.sql.SqlLexer;
+import dev.lease.jdbc.internal.sql.SqlStatement;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;

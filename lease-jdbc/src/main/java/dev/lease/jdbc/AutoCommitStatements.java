@@ -1,6 +1,8 @@
 package dev.lease.jdbc;
 
 import dev.lease.core.Lease;
+import dev.lease.jdbc.internal.sql.SqlDialect;
+import dev.lease.jdbc.internal.sql.SqlKind;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import org.slf4j.Logger;

@@ -1,5 +1,8 @@
 package dev.lease.jdbc;
 
+import dev.lease.jdbc.internal.sql.SqlKind;
+import dev.lease.jdbc.internal.sql.SqlLexer;
+import dev.lease.jdbc.internal.sql.SqlSummary;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;

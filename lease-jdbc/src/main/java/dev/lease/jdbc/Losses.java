@@ -4,6 +4,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LossReason;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.jdbc.internal.sql.SqlSummary;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.function.Consumer;

@@ -2,6 +2,7 @@ package dev.lease.jdbc;
 
 import dev.lease.core.Lease;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.jdbc.internal.sql.SqlDialect;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;

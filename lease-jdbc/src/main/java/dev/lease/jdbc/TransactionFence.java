@@ -2,6 +2,11 @@ package dev.lease.jdbc;
 
 import dev.lease.core.Lease;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.jdbc.internal.sql.SqlDialect;
+import dev.lease.jdbc.internal.sql.SqlKind;
+import dev.lease.jdbc.internal.sql.SqlLexer;
+import dev.lease.jdbc.internal.sql.SqlStatement;
+import dev.lease.jdbc.internal.sql.SqlSummary;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;

@@ -11,12 +11,9 @@
  * <ul>
  *   <li>{@code TransactionFence}: the rules (where the verify runs, what a text under a lease may
  *       hold, poisoning, resets, the pending transaction of an autocommit query);
- *   <li>{@code SqlLexer} with {@code SqlDialect}, {@code SqlKind}, {@code SqlSummary} and {@code
- *       SqlStatement}: SQL text read per dialect, every statement with its kind and span, under
- *       every reading the server's settings allow (also the building block of sending the verify
- *       with the first statement); the one scanning pass is {@code SqlScan}, each dialect's
- *       characters and first-keyword tables (where a statement's kind is decided) {@code
- *       SqlSyntax};
+ *   <li>the SQL reading is a package of its own, {@code dev.lease.jdbc.internal.sql} (not exported:
+ *       public only so this package can call it): {@code SqlLexer} reads a text as the server will;
+ *       the fence asks it for a text's statements and their kinds;
  *   <li>{@code DriverSession}: what the driver knows of the server session (transaction state,
  *       MySQL's autocommit flag), reached by reflection;
  *   <li>{@code SessionBounds}: STRICT's MySQL/MariaDB session bounds, set when the verify finds

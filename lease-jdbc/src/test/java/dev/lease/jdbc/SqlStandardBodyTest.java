@@ -1,8 +1,8 @@
 package dev.lease.jdbc;
 
-import static dev.lease.jdbc.SqlLexerTest.PG;
-import static dev.lease.jdbc.SqlLexerTest.kinds;
-import static dev.lease.jdbc.SqlLexerTest.texts;
+import static dev.lease.jdbc.internal.sql.SqlLexerTest.PG;
+import static dev.lease.jdbc.internal.sql.SqlLexerTest.kinds;
+import static dev.lease.jdbc.internal.sql.SqlLexerTest.texts;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -10,6 +10,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
+import dev.lease.jdbc.internal.sql.SqlKind;
+import dev.lease.jdbc.internal.sql.SqlSummary;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;

@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 import java.util.Collections;
 import java.util.EnumSet;
@@ -21,10 +21,11 @@ import java.util.Set;
  * @param ambiguous readings of the text disagree in a way no union settles (see {@link SqlLexer})
  * @param chain a COMMIT or ROLLBACK ... AND CHAIN: a new transaction begins as the old one ends
  */
-record SqlSummary(Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguous, boolean chain) {
+public record SqlSummary(
+    Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguous, boolean chain) {
 
   /** A text with no statement (null, blank, or comments and semicolons only). */
-  static final SqlSummary EMPTY =
+  public static final SqlSummary EMPTY =
       new SqlSummary(EnumSet.noneOf(SqlKind.class), 0, null, false, false);
 
   /** One statement of each kind, no flag: the summaries of nearly every text, shared. */
@@ -36,7 +37,7 @@ record SqlSummary(Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguo
     }
   }
 
-  SqlSummary {
+  public SqlSummary {
     kinds = Collections.unmodifiableSet(copy(kinds));
     if (count != 1) {
       single = null;
@@ -44,7 +45,7 @@ record SqlSummary(Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguo
   }
 
   /** The summary of these facts: a shared one where it exists, else a new one. */
-  static SqlSummary of(
+  public static SqlSummary of(
       Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguous, boolean chain) {
     if (!ambiguous && !chain) {
       if (count == 0 && kinds.isEmpty()) {
@@ -58,21 +59,21 @@ record SqlSummary(Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguo
   }
 
   /** One statement of {@code kind}. */
-  static SqlSummary one(SqlKind kind) {
+  public static SqlSummary one(SqlKind kind) {
     return ONE[kind.ordinal()];
   }
 
-  boolean has(SqlKind kind) {
+  public boolean has(SqlKind kind) {
     return kinds.contains(kind);
   }
 
   /** True when any statement of the text is transaction control ({@link SqlKind#isControl}). */
-  boolean hasControl() {
+  public boolean hasControl() {
     return kinds.size() > (kinds.contains(SqlKind.OTHER) ? 1 : 0);
   }
 
   /** This summary, marked ambiguous. */
-  SqlSummary asAmbiguous() {
+  public SqlSummary asAmbiguous() {
     return ambiguous ? this : of(kinds, count, single, true, chain);
   }
 
@@ -81,7 +82,7 @@ record SqlSummary(Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguo
    * one batch ({@code add}: the counts add up). Null is "not lexed yet": the other one is the
    * union.
    */
-  static SqlSummary union(SqlSummary a, SqlSummary b, boolean add) {
+  public static SqlSummary union(SqlSummary a, SqlSummary b, boolean add) {
     if (a == null) {
       return b;
     }
@@ -105,7 +106,7 @@ record SqlSummary(Set<SqlKind> kinds, int count, SqlKind single, boolean ambiguo
   }
 
   /** For messages and tests: {@code 2 statements [OTHER, COMMIT]}. */
-  String describe() {
+  public String describe() {
     StringBuilder b = new StringBuilder();
     b.append(count).append(count == 1 ? " statement [" : " statements [");
     String sep = "";

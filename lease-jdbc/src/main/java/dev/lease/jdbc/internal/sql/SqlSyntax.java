@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 /**
  * The lexical syntax of one {@link SqlDialect} for {@link SqlLexer}: where a dialect's lexical

@@ -1,20 +1,20 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
-import static dev.lease.jdbc.SqlKind.BEGIN;
-import static dev.lease.jdbc.SqlKind.COMMIT;
-import static dev.lease.jdbc.SqlKind.COMMIT_PREPARED;
-import static dev.lease.jdbc.SqlKind.IMPLICIT_COMMIT;
-import static dev.lease.jdbc.SqlKind.NON_TRANSACTIONAL;
-import static dev.lease.jdbc.SqlKind.OTHER;
-import static dev.lease.jdbc.SqlKind.PREPARE_TRANSACTION;
-import static dev.lease.jdbc.SqlKind.RELEASE;
-import static dev.lease.jdbc.SqlKind.ROLLBACK;
-import static dev.lease.jdbc.SqlKind.ROLLBACK_PREPARED;
-import static dev.lease.jdbc.SqlKind.ROLLBACK_TO;
-import static dev.lease.jdbc.SqlKind.ROUTINE;
-import static dev.lease.jdbc.SqlKind.SAVEPOINT;
-import static dev.lease.jdbc.SqlKind.SET_AUTOCOMMIT;
-import static dev.lease.jdbc.SqlKind.SET_TRANSACTION;
+import static dev.lease.jdbc.internal.sql.SqlKind.BEGIN;
+import static dev.lease.jdbc.internal.sql.SqlKind.COMMIT;
+import static dev.lease.jdbc.internal.sql.SqlKind.COMMIT_PREPARED;
+import static dev.lease.jdbc.internal.sql.SqlKind.IMPLICIT_COMMIT;
+import static dev.lease.jdbc.internal.sql.SqlKind.NON_TRANSACTIONAL;
+import static dev.lease.jdbc.internal.sql.SqlKind.OTHER;
+import static dev.lease.jdbc.internal.sql.SqlKind.PREPARE_TRANSACTION;
+import static dev.lease.jdbc.internal.sql.SqlKind.RELEASE;
+import static dev.lease.jdbc.internal.sql.SqlKind.ROLLBACK;
+import static dev.lease.jdbc.internal.sql.SqlKind.ROLLBACK_PREPARED;
+import static dev.lease.jdbc.internal.sql.SqlKind.ROLLBACK_TO;
+import static dev.lease.jdbc.internal.sql.SqlKind.ROUTINE;
+import static dev.lease.jdbc.internal.sql.SqlKind.SAVEPOINT;
+import static dev.lease.jdbc.internal.sql.SqlKind.SET_AUTOCOMMIT;
+import static dev.lease.jdbc.internal.sql.SqlKind.SET_TRANSACTION;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,19 +30,19 @@ import org.junit.jupiter.api.Test;
  * and what they do, per dialect. The tests name the server behaviour they pin down; the attacks (a
  * COMMIT hidden from a naive reading) sit beside the healthy texts that must not be misread.
  */
-class SqlLexerTest {
+public class SqlLexerTest {
 
-  static final SqlLexer PG = SqlLexer.of(SqlDialect.POSTGRESQL);
+  public static final SqlLexer PG = SqlLexer.of(SqlDialect.POSTGRESQL);
   static final SqlLexer MY = SqlLexer.of(SqlDialect.MYSQL);
   static final SqlLexer LITE = SqlLexer.of(SqlDialect.SQLITE);
   static final SqlLexer GEN = SqlLexer.of(SqlDialect.GENERIC);
 
   /** The kinds of the statements in the first reading, in order. */
-  static List<SqlKind> kinds(SqlLexer lexer, String sql) {
+  public static List<SqlKind> kinds(SqlLexer lexer, String sql) {
     return lexer.statements(sql).stream().map(SqlStatement::kind).collect(Collectors.toList());
   }
 
-  static List<String> texts(SqlLexer lexer, String sql) {
+  public static List<String> texts(SqlLexer lexer, String sql) {
     List<String> out = new ArrayList<>();
     for (SqlStatement s : lexer.statements(sql)) {
       out.add(s.text(sql));

@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -51,7 +51,7 @@ import java.util.List;
  * (or refuses, with the extended protocol, if more statements follow). A body still open at the end
  * of the text with a semicolon in it makes the text {@link SqlSummary#ambiguous}.
  */
-final class SqlLexer {
+public final class SqlLexer {
 
   // Readings of the text other than the first, one bit each. The first reading is: PostgreSQL as
   // pgjdbc splits it with standard_conforming_strings on; MySQL with default sql_mode, a server
@@ -84,7 +84,7 @@ final class SqlLexer {
   /** PostgreSQL: a block comment opened by {@code /*}{@code /} as the server reads it. */
   static final int ALT_SERVER_COMMENT = 1 << 6;
 
-  final SqlDialect dialect;
+  public final SqlDialect dialect;
   final SqlSyntax syntax;
 
   private SqlLexer(SqlDialect dialect, SqlSyntax syntax) {
@@ -92,7 +92,7 @@ final class SqlLexer {
     this.syntax = syntax;
   }
 
-  static SqlLexer of(SqlDialect dialect) {
+  public static SqlLexer of(SqlDialect dialect) {
     return Lexers.ALL[dialect.ordinal()];
   }
 
@@ -111,7 +111,7 @@ final class SqlLexer {
    * The union over every reading of {@code sql} (see the class comment) of its statements' kinds
    * and count, as a {@link SqlSummary}. A null or blank text has no statement.
    */
-  SqlSummary summarize(String sql) {
+  public SqlSummary summarize(String sql) {
     if (sql == null) {
       return SqlSummary.EMPTY;
     }
@@ -142,7 +142,7 @@ final class SqlLexer {
    * Every statement of {@code sql} with its kind and span, in the first reading (see the class
    * comment; {@link #summarize} says whether other readings exist and what they add).
    */
-  List<SqlStatement> statements(String sql) {
+  public List<SqlStatement> statements(String sql) {
     List<SqlStatement> out = new ArrayList<>();
     if (sql != null) {
       new SqlScan(this, sql, out).run(0);

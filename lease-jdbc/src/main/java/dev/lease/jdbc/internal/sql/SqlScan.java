@@ -1,22 +1,22 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
-import static dev.lease.jdbc.SqlLexer.ALT_DOLLAR;
-import static dev.lease.jdbc.SqlLexer.ALT_DOUBLE_QUOTE_ESCAPES;
-import static dev.lease.jdbc.SqlLexer.ALT_EXEC_SKIPPED;
-import static dev.lease.jdbc.SqlLexer.ALT_E_STRING_PLAIN;
-import static dev.lease.jdbc.SqlLexer.ALT_HINT_QUOTES;
-import static dev.lease.jdbc.SqlLexer.ALT_SERVER_COMMENT;
-import static dev.lease.jdbc.SqlLexer.ALT_SINGLE_QUOTE_ESCAPES;
-import static dev.lease.jdbc.SqlSyntax.isAsciiLetter;
-import static dev.lease.jdbc.SqlSyntax.isDigit;
-import static dev.lease.jdbc.SqlSyntax.isPostgresIdentChar;
-import static dev.lease.jdbc.SqlSyntax.isSpace;
-import static dev.lease.jdbc.SqlSyntax.isWordChar;
-import static dev.lease.jdbc.SqlSyntax.mysqlDashDashEnd;
-import static dev.lease.jdbc.SqlSyntax.pgjdbcTerminates;
+import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_DOLLAR;
+import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_DOUBLE_QUOTE_ESCAPES;
+import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_EXEC_SKIPPED;
+import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_E_STRING_PLAIN;
+import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_HINT_QUOTES;
+import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_SERVER_COMMENT;
+import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_SINGLE_QUOTE_ESCAPES;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.isAsciiLetter;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.isDigit;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.isPostgresIdentChar;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.isSpace;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.isWordChar;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.mysqlDashDashEnd;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.pgjdbcTerminates;
 
-import dev.lease.jdbc.SqlSyntax.Dollars;
-import dev.lease.jdbc.SqlSyntax.Quotes;
+import dev.lease.jdbc.internal.sql.SqlSyntax.Dollars;
+import dev.lease.jdbc.internal.sql.SqlSyntax.Quotes;
 import java.util.EnumSet;
 import java.util.List;
 

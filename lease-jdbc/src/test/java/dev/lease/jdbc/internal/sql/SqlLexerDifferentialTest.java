@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

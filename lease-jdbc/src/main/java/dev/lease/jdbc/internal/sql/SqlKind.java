@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 /**
  * What one SQL statement does to the transaction it runs in, as {@link SqlLexer} classifies it from
@@ -9,7 +9,7 @@ package dev.lease.jdbc;
  * uses: under a bound lease it must be the only statement of its text (checklist 11 of
  * shared/research/anchors-jdbc-agent.md, issue 9).
  */
-enum SqlKind {
+public enum SqlKind {
 
   /** An ordinary statement (query, DML, transactional DDL): runs in the transaction, verified. */
   OTHER,
@@ -89,12 +89,12 @@ enum SqlKind {
   ROLLBACK_PREPARED;
 
   /** True for transaction control in the fence's sense: every kind but {@link #OTHER}. */
-  boolean isControl() {
+  public boolean isControl() {
     return this != OTHER;
   }
 
   /** A ROLLBACK of any kind: of the transaction, to a savepoint, or of a prepared transaction. */
-  boolean isRollback() {
+  public boolean isRollback() {
     return this == ROLLBACK || this == ROLLBACK_TO || this == ROLLBACK_PREPARED;
   }
 }

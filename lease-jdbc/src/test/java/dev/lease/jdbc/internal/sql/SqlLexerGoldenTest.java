@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -41,7 +41,8 @@ import org.junit.jupiter.api.Test;
 class SqlLexerGoldenTest {
 
   static final String UPDATE_PROPERTY = "lease.golden.update";
-  static final Path GOLDEN = Path.of("src/test/resources/dev/lease/jdbc/lexer-golden.txt");
+  static final Path GOLDEN =
+      Path.of("src/test/resources/dev/lease/jdbc/internal/sql/lexer-golden.txt");
   static final List<String> CORPORA =
       List.of("lexer-corpus-scripts.txt", "lexer-corpus-literals.txt");
 

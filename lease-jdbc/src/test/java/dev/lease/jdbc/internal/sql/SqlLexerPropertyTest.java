@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 import static org.quicktheories.QuickTheory.qt;
 import static org.quicktheories.generators.SourceDSL.integers;

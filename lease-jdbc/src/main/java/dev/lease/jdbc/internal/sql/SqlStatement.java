@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 /**
  * One statement of a SQL text, as {@link SqlLexer#statements} found it: its {@link SqlKind kind}
@@ -10,10 +10,10 @@ package dev.lease.jdbc;
  * @param end offset just past its last token
  * @param chain true for COMMIT/ROLLBACK ... AND CHAIN (a new transaction begins as this one ends)
  */
-record SqlStatement(SqlKind kind, int start, int end, boolean chain) {
+public record SqlStatement(SqlKind kind, int start, int end, boolean chain) {
 
   /** The statement's text in {@code sql}, the text it was found in. */
-  String text(String sql) {
+  public String text(String sql) {
     return sql.substring(start, end);
   }
 

@@ -1,4 +1,4 @@
-package dev.lease.jdbc;
+package dev.lease.jdbc.internal.sql;
 
 import java.util.Locale;
 
@@ -8,7 +8,7 @@ import java.util.Locale;
  * when one is bound (the lease table lives in the same database), otherwise from the connection's
  * metadata.
  */
-enum SqlDialect {
+public enum SqlDialect {
   /**
    * PostgreSQL as pgjdbc splits it: standard and {@code E''} strings, dollar quotes, nested block
    * comments, {@code --} comments, double-quoted identifiers.
@@ -30,7 +30,7 @@ enum SqlDialect {
   GENERIC;
 
   /** The dialect of a database product name ({@code DatabaseMetaData.getDatabaseProductName}). */
-  static SqlDialect ofProduct(String product) {
+  public static SqlDialect ofProduct(String product) {
     SqlDialect known = product == null ? null : KNOWN.get(product);
     if (known != null) {
       return known;

@@ -13,7 +13,7 @@ import net.bytebuddy.asm.Advice;
  * PooledConnection.getConnection}. Bodies only call {@link ConnectionFencing}; exceptions are
  * suppressed so that the advice can never break the method it is woven into. Failing closed is the
  * helper's job: {@link ConnectionFencing#exit} never throws, it turns any failure (its own, or a
- * failed {@code enter}, whose suppressed token says so) into a connection that refuses every
+ * failed {@code enter}, whose suppressed entry is null) into a connection that refuses every
  * statement, never the original.
  */
 final class ConnectionAdvice {
@@ -31,16 +31,16 @@ final class ConnectionAdvice {
   @interface Key {}
 
   @Advice.OnMethodEnter(suppress = Throwable.class)
-  static long enter(@Key long key) {
+  static ConnectionFencing.Entry enter(@Key long key) {
     return ConnectionFencing.enter(key);
   }
 
   @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
   static void exit(
       @Kind int kind,
-      @Advice.Enter long token,
+      @Advice.Enter ConnectionFencing.Entry entry,
       @Advice.This(optional = true) Object self,
       @Advice.Return(readOnly = false) Connection connection) {
-    connection = ConnectionFencing.exit(kind, token, self, connection);
+    connection = ConnectionFencing.exit(kind, entry, self, connection);
   }
 }

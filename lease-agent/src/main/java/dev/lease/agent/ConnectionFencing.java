@@ -125,32 +125,36 @@ public final class ConnectionFencing {
     return KEY;
   }
 
-  /** Set in every token {@link #enter} returns: a token without it is the advice's default. */
-  private static final long ENTERED = 1L << 62;
+  /**
+   * What {@link #enter} decided about one advised call, for its {@link #exit}; null when {@code
+   * enter} threw (the advice suppressed it), or was called without the key.
+   *
+   * @param fence the call is the outermost of a nested chain outside every physical scope: what it
+   *     returns is the application's connection, and comes back fenced. Every other call returns a
+   *     pool's or driver's physical connection, never fenced. <b>This is where the agent decides
+   *     between the application's connection and the pool's.</b>
+   * @param firstInScope the outermost advised call inside a physical scope: if a {@code DataSource}
+   *     returns there a connection no driver made, the scope encloses a pool's hand-out to the
+   *     application ({@link #handOutInsideScope})
+   * @param physicalMadeBefore the thread's count of physical connections made before the call
+   */
+  public record Entry(boolean fence, boolean firstInScope, int physicalMadeBefore) {}
 
   /**
-   * Enter advice of an advised connection method.
+   * Enter advice of an advised connection method: the decision ({@link Entry#fence}) is taken here,
+   * from the thread's depth of advised calls and of physical scopes.
    *
-   * @return a token for {@link #exit}: bit 0 outermost (to be fenced), bit 1 the first advised call
-   *     inside a physical scope, bits 2+ the thread's count of physical connections made so far,
-   *     bit 62 set (a token without it means this method threw: the advice suppressed it)
+   * @return the entry for {@link #exit}, or null for a caller without this JVM's key
    */
-  public static long enter(long key) {
+  public static Entry enter(long key) {
     if (key != KEY) {
       forged("enter");
-      return 0; // not ENTERED, depth not counted
+      return null; // depth not counted
     }
     Frame f = FRAME.get();
     int depth = f.depth++;
-    long token = ENTERED | (((long) f.physicalMade & 0xffff_ffffL) << 2);
-    if (f.scopes == 0) {
-      if (depth == 0 || WRAP_EVERY_CALL) {
-        token |= 1;
-      }
-    } else if (depth == 0) {
-      token |= 2;
-    }
-    return token;
+    boolean outermost = depth == 0 || WRAP_EVERY_CALL;
+    return new Entry(f.scopes == 0 && outermost, f.scopes > 0 && depth == 0, f.physicalMade);
   }
 
   /**
@@ -162,17 +166,17 @@ public final class ConnectionFencing {
    * @param kind {@link #DATA_SOURCE}, {@link #DRIVER} or {@link #POOLED}
    * @param self the instrumented object (for messages)
    */
-  public static Connection exit(int kind, long token, Object self, Connection c) {
+  public static Connection exit(int kind, Entry entry, Object self, Connection c) {
     try {
-      return exitUnguarded(kind, token, self, c);
+      return exitUnguarded(kind, entry, self, c);
     } catch (Throwable t) {
       return refuse(c, "its hand-out failed in the agent", t);
     }
   }
 
   /** {@link #exit} without its guard (the negative control of the fail-closed test calls it). */
-  static Connection exitUnguarded(int kind, long token, Object self, Connection c) {
-    if ((token & ENTERED) == 0) {
+  static Connection exitUnguarded(int kind, Entry entry, Object self, Connection c) {
+    if (entry == null) {
       // enter threw (so the depth was not counted): nothing says whether c is the application's
       return refuse(c, "the agent's enter advice failed", null);
     }
@@ -192,20 +196,20 @@ public final class ConnectionFencing {
             "physical connection {} opened on thread {}{}",
             c.getClass().getName(),
             Thread.currentThread().getName(),
-            (token & 1) != 0 ? " (outermost: fenced)" : f.scopes > 0 ? " in " + f.scope : "");
+            entry.fence() ? " (outermost: fenced)" : f.scopes > 0 ? " in " + f.scope : "");
       }
     }
-    if ((token & 2) != 0
+    if (entry.firstInScope()
         && kind == DATA_SOURCE
-        && f.physicalMade == (int) (token >>> 2)
+        && f.physicalMade == entry.physicalMadeBefore()
         && !PHYSICAL_CLASSES.contains(c.getClass())) {
       return handOutInsideScope(f, self, c);
     }
-    if ((token & 2) != 0 && f.configuredScopes > 0 && !TESTING_NO_MARKS) {
+    if (entry.firstInScope() && f.configuredScopes > 0 && !TESTING_NO_MARKS) {
       MARKS.put(c, f.configuredScope);
     }
-    if ((token & 1) == 0) {
-      return c;
+    if (!entry.fence()) {
+      return c; // a physical connection: the pool's own
     }
     if (kind == POOLED && self instanceof javax.sql.XAConnection) {
       Connection handle = XaTracking.handle((javax.sql.XAConnection) self, c);

@@ -82,17 +82,17 @@ class AdviceFailsClosedTest {
   /** The advice as the agent had it before: its exit body's throwable suppressed, fail open. */
   static final class FailOpenAdvice {
     @Advice.OnMethodEnter(suppress = Throwable.class)
-    static long enter(@ConnectionAdvice.Key long key) {
+    static ConnectionFencing.Entry enter(@ConnectionAdvice.Key long key) {
       return ConnectionFencing.enter(key);
     }
 
     @Advice.OnMethodExit(onThrowable = Throwable.class, suppress = Throwable.class)
     static void exit(
         @ConnectionAdvice.Kind int kind,
-        @Advice.Enter long token,
+        @Advice.Enter ConnectionFencing.Entry entry,
         @Advice.This(optional = true) Object self,
         @Advice.Return(readOnly = false) Connection connection) {
-      connection = ConnectionFencing.exitUnguarded(kind, token, self, connection);
+      connection = ConnectionFencing.exitUnguarded(kind, entry, self, connection);
     }
   }
 

@@ -147,11 +147,11 @@ class ScopeKeyTest {
   @Test
   void anAdvisedCallEnteredWithoutTheKeyDoesNotUnfenceTheThread() throws Exception {
     DataSource ds = woven(ConnectionFencing.DATA_SOURCE);
-    long token = ConnectionFencing.enter(ConnectionFencing.key() + 1);
+    ConnectionFencing.Entry entry = ConnectionFencing.enter(ConnectionFencing.key() + 1);
     try {
       assertEquals(FENCED, ds.getConnection().toString());
     } finally {
-      ConnectionFencing.exit(ConnectionFencing.DATA_SOURCE, token, null, null);
+      ConnectionFencing.exit(ConnectionFencing.DATA_SOURCE, entry, null, null);
     }
   }
 
@@ -159,11 +159,11 @@ class ScopeKeyTest {
   @Test
   void withTheKeyAnAdvisedCallEnteredByHandUnfencesTheThread() throws Exception {
     DataSource ds = woven(ConnectionFencing.DATA_SOURCE);
-    long token = ConnectionFencing.enter(ConnectionFencing.key());
+    ConnectionFencing.Entry entry = ConnectionFencing.enter(ConnectionFencing.key());
     try {
       assertSame(raw(ds), ds.getConnection());
     } finally {
-      ConnectionFencing.exit(ConnectionFencing.DATA_SOURCE, token, null, null);
+      ConnectionFencing.exit(ConnectionFencing.DATA_SOURCE, entry, null, null);
     }
   }
 }

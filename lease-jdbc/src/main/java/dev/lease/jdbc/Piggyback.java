@@ -88,10 +88,10 @@ final class Piggyback {
         || (source != StatementSource.TEXT && source != StatementSource.PREPARED)) {
       return false;
     }
-    if (f.lexer.dialect == SqlDialect.MYSQL) {
-      return mySqlPiggybackable(lease, st, source, TransactionFence.text(st, source, sql), shape);
+    if (f.reader.lexer.dialect == SqlDialect.MYSQL) {
+      return mySqlPiggybackable(lease, st, source, StatementReader.text(st, source, sql), shape);
     }
-    if (f.lexer.dialect != SqlDialect.POSTGRESQL) {
+    if (f.reader.lexer.dialect != SqlDialect.POSTGRESQL) {
       return false;
     }
     if (source == StatementSource.PREPARED
@@ -171,7 +171,7 @@ final class Piggyback {
       return false;
     }
     Duration idle = f.verifier.idleBound(lease);
-    if (f.strict
+    if (f.strategy.locks()
         && !SessionBounds.inPlace(
             f.delegate,
             SessionBounds.seconds(f.verifier.lockWaitBound(lease).toMillis()),
@@ -179,7 +179,7 @@ final class Piggyback {
       return false;
     }
     if (source == StatementSource.TEXT) {
-      for (Object v : LeaseInternals.verifyParameters(lease, f.strict, idle)) {
+      for (Object v : LeaseInternals.verifyParameters(lease, f.strategy.locks(), idle)) {
         if (v instanceof String && !plainLiteral((String) v)) {
           return false;
         }
@@ -247,13 +247,13 @@ final class Piggyback {
       Lease lease, FencingStatement st, StatementSource source, String sql, CallShape shape)
       throws SQLException {
     Duration idle = f.verifier.idleBound(lease);
-    String verifySql = f.options.refusal().verifySql(lease, f.strict);
-    List<Object> values = LeaseInternals.verifyParameters(lease, f.strict, idle);
-    boolean mySql = f.lexer.dialect == SqlDialect.MYSQL;
+    String verifySql = f.options.refusal().verifySql(lease, f.strategy.locks());
+    List<Object> values = LeaseInternals.verifyParameters(lease, f.strategy.locks(), idle);
+    boolean mySql = f.reader.lexer.dialect == SqlDialect.MYSQL;
     // MySQL/MariaDB STRICT: the verify reads the session's bounds along, as the separate one does
     // (carried only where they are known to be in place: mySqlPiggybackable)
-    long[] session = mySql && f.strict ? new long[] {-1, -1} : null;
-    FencedTransaction t = f.transaction(lease);
+    long[] session = mySql && f.strategy.locks() ? new long[] {-1, -1} : null;
+    FencedTransaction t = f.state.transaction(lease);
     Statement s;
     boolean held = false;
     boolean rows;
@@ -267,7 +267,7 @@ final class Piggyback {
       } else {
         FencingPreparedStatement fps = (FencingPreparedStatement) st;
         PreparedStatement ps = fps.combined(verifySql, values.size());
-        LeaseInternals.bindVerify(lease, ps, 1, f.strict, idle);
+        LeaseInternals.bindVerify(lease, ps, 1, f.strategy.locks(), idle);
         s = ps;
         st.results = ps;
         t.running = ps;
@@ -286,12 +286,12 @@ final class Piggyback {
     } catch (SQLException e) {
       // the verify or the statement failed (PostgreSQL aborts the transaction either way, and
       // skips what was sent after the failure): the transaction stays unverified
-      f.afterError();
+      f.view.afterError();
       if (f.losses.refusedInServer(e)) {
         piggybacked++; // carried along: the server refused it and ran nothing after it
         throw f.losses.refusedByDatabase(lease, e);
       }
-      if (f.poisoned()) {
+      if (f.state.poisoned()) {
         throw f.losses.poisonedException(
             "its statement failed after the loss: " + e.getMessage(), e);
       }
@@ -334,7 +334,7 @@ final class Piggyback {
           return (T) Boolean.valueOf(rows);
       }
     } catch (SQLException e) {
-      f.afterError();
+      f.view.afterError();
       throw e;
     }
   }

@@ -8,6 +8,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -357,29 +358,14 @@ final class Piggyback {
    * sql_mode} is).
    */
   static String withMySqlLiterals(String verifySql, List<Object> values) {
-    StringBuilder b = new StringBuilder(verifySql.length() + 64);
-    int next = 0;
-    for (int i = 0; i < verifySql.length(); i++) {
-      char c = verifySql.charAt(i);
-      if (c != '?') {
-        b.append(c);
-        continue;
-      }
-      Object v = values.get(next++);
-      if (v instanceof Number) {
-        b.append(((Number) v).longValue());
-      } else {
-        String text = String.valueOf(v);
-        if (!plainLiteral(text)) {
-          throw new IllegalStateException("a verify value needs escaping: " + text);
-        }
-        b.append('\'').append(text).append('\'');
-      }
+    return withLiterals(verifySql, values, Piggyback::mySqlLiteral);
+  }
+
+  private static String mySqlLiteral(String text) {
+    if (!plainLiteral(text)) {
+      throw new IllegalStateException("a verify value needs escaping: " + text);
     }
-    if (next != values.size()) {
-      throw new IllegalStateException("verify text and parameters differ: " + verifySql);
-    }
-    return b.toString();
+    return "'" + text + "'";
   }
 
   /** A string that reads the same as a MySQL {@code '...'} literal under every sql_mode. */
@@ -395,6 +381,27 @@ final class Piggyback {
    * text has no {@code ?} but its placeholders.
    */
   static String withLiterals(String verifySql, List<Object> values) {
+    return withLiterals(verifySql, values, Piggyback::escapedLiteral);
+  }
+
+  private static String escapedLiteral(String text) {
+    StringBuilder b = new StringBuilder(text.length() + 3).append("E'");
+    for (int j = 0; j < text.length(); j++) {
+      char x = text.charAt(j);
+      if (x == '\\' || x == '\'') {
+        b.append(x);
+      }
+      b.append(x);
+    }
+    return b.append('\'').toString();
+  }
+
+  /**
+   * {@code verifySql} with each {@code ?} replaced by its value: numbers as digits, strings as
+   * {@code literal} writes them.
+   */
+  private static String withLiterals(
+      String verifySql, List<Object> values, UnaryOperator<String> literal) {
     StringBuilder b = new StringBuilder(verifySql.length() + 64);
     int next = 0;
     for (int i = 0; i < verifySql.length(); i++) {
@@ -407,16 +414,7 @@ final class Piggyback {
       if (v instanceof Number) {
         b.append(((Number) v).longValue());
       } else {
-        String text = String.valueOf(v);
-        b.append("E'");
-        for (int j = 0; j < text.length(); j++) {
-          char x = text.charAt(j);
-          if (x == '\\' || x == '\'') {
-            b.append(x);
-          }
-          b.append(x);
-        }
-        b.append('\'');
+        b.append(literal.apply(String.valueOf(v)));
       }
     }
     if (next != values.size()) {

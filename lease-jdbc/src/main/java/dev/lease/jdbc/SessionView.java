@@ -2,7 +2,6 @@ package dev.lease.jdbc;
 
 import dev.lease.jdbc.TransactionFence.Mode;
 import java.sql.SQLException;
-import java.sql.Statement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -69,26 +68,15 @@ final class SessionView {
    * statements would then commit one by one. A BEGIN puts one back (or fails: one is open).
    */
   void ensureSqliteTransaction() throws SQLException {
-    if (f.reader.lexer.dialect != SqlDialect.SQLITE
-        || f.options.weakened(Weakening.NO_DRIVER_SESSION)) {
-      return;
-    }
-    try (Statement s = f.delegate.createStatement()) {
-      s.execute("BEGIN");
-    } catch (SQLException e) {
-      if (!String.valueOf(e.getMessage()).contains("within a transaction")) {
-        throw e;
-      }
+    if (f.reader.lexer.dialect == SqlDialect.SQLITE) {
+      f.options.sessions().restoreSqliteTransaction(f.delegate);
     }
   }
 
   DriverSession driverSession() {
     DriverSession s = session;
     if (s == null) {
-      s =
-          f.options.weakened(Weakening.NO_DRIVER_SESSION)
-              ? DriverSession.UNKNOWN
-              : DriverSession.of(f.delegate);
+      s = f.options.sessions().lookUp(f.delegate);
       if (failedBeforeSession) {
         s.failed();
       }

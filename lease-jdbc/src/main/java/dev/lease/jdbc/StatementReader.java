@@ -2,13 +2,13 @@ package dev.lease.jdbc;
 
 import dev.lease.core.Lease;
 import java.sql.SQLException;
-import java.util.EnumSet;
 import java.util.List;
 
 /**
  * How a {@link TransactionFence} reads a statement under a lease: every statement of its text, by
  * the dialect's {@link SqlLexer} ({@link SqlSummary}), whatever call sends it (a text, a prepared
- * statement, a batch).
+ * statement, a batch). What the fence takes the summary to say is its {@link Reading}: {@link
+ * Reading#EVERY_STATEMENT}, or a weaker one plugged in by a negative control.
  */
 final class StatementReader {
 
@@ -55,25 +55,7 @@ final class StatementReader {
       default:
         s = st.summary(source, lexer);
     }
-    if (f.options.weakened(Weakening.LEADING_KEYWORD)) {
-      return leadingKeywordOnly(st, source, sql, lexer);
-    }
-    if (f.options.weakened(Weakening.UNKNOWN_IMPLICIT_COMMITS) && s.has(SqlKind.IMPLICIT_COMMIT)) {
-      EnumSet<SqlKind> kinds = EnumSet.copyOf(s.kinds());
-      kinds.remove(SqlKind.IMPLICIT_COMMIT);
-      kinds.add(SqlKind.OTHER);
-      SqlKind single = s.single() == SqlKind.IMPLICIT_COMMIT ? SqlKind.OTHER : s.single();
-      return SqlSummary.of(kinds, s.count(), single, s.ambiguous(), s.chain());
-    }
-    return s;
-  }
-
-  /** The first release's reading, for negative controls: the first statement's kind only. */
-  static SqlSummary leadingKeywordOnly(
-      FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
-    String text = text(st, source, sql);
-    List<SqlStatement> all = text == null ? List.of() : lexer.statements(text);
-    return SqlSummary.one(all.isEmpty() ? SqlKind.OTHER : all.get(0).kind());
+    return f.options.reading().read(s, text(st, source, sql), lexer);
   }
 
   /** The text a call sends: {@code sql} of {@code execute(String)}, else the statement's own. */

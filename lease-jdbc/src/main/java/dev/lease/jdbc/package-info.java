@@ -9,8 +9,13 @@
  * {@link dev.lease.jdbc.FencedConnection} marker. Package-private:
  *
  * <ul>
- *   <li>{@code TransactionFence}: the rules (where the verify runs, what a text under a lease may
- *       hold, poisoning, resets, the pending transaction of an autocommit query);
+ *   <li>{@code TransactionFence}: the rules (execute, commit, rollback, setAutoCommit: where the
+ *       verify runs, what a text under a lease may hold, poisoning, resets), read top to bottom;
+ *       its state is {@code TransactionState}, its mechanisms are its collaborators: {@code
+ *       Verifier} with {@code VerifyStrategy} (STRICT and VERIFY), {@code Piggyback}, {@code
+ *       AutoCommitStatements} (the pending transaction of an autocommit query), {@code
+ *       SessionView}, {@code StatementReader}, {@code SqlControl}, {@code Bypass}, {@code
+ *       AbandonedTransactions}, {@code Losses};
  *   <li>{@code SqlLexer} with {@code SqlDialect}, {@code SqlKind}, {@code SqlSummary} and {@code
  *       SqlStatement}: SQL text read per dialect, every statement with its kind and span, under
  *       every reading the server's settings allow (also the building block of sending the verify
@@ -24,7 +29,9 @@
  *   <li>{@code Refusal}: how a lease no longer held stops a transaction (the server refuses the
  *       verify; every commit carries its proof; DESIGN-NOTE.md in this module), with the previous
  *       mechanism kept as a seam for negative controls;
- *   <li>{@code Weakening}: deliberately broken variants for negative controls only;
+ *   <li>{@code Weakening}: deliberately broken variants for negative controls only; where a
+ *       mechanism is a strategy ({@code Refusal}, {@code Reading}, {@code DriverSessions}), the
+ *       weakening plugs a weaker one in ({@code FencingOptions} chooses it);
  *   <li>the {@code Fencing*} wrappers and the {@code *Delegate} base classes they extend, generated
  *       by the build ({@code tools/GenerateDelegates.java}, into {@code
  *       target/generated-sources/delegates}; not checked in).

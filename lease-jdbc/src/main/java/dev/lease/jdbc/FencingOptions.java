@@ -37,6 +37,7 @@ public final class FencingOptions {
   private final Refusal refusal;
   private final Reading reading;
   private final DriverSessions sessions;
+  private final LockDoubt lockDoubt;
 
   private FencingOptions(Builder b) {
     this.mode = b.mode;
@@ -61,6 +62,7 @@ public final class FencingOptions {
                 ? Reading.UNKNOWN_IMPLICIT_COMMITS
                 : b.reading;
     this.sessions = w.contains(Weakening.NO_DRIVER_SESSION) ? DriverSessions.IGNORED : b.sessions;
+    this.lockDoubt = w.contains(Weakening.NO_REVERIFY) ? LockDoubt.TRUST_THE_LOCK : b.lockDoubt;
   }
 
   public static FencingOptions defaults() {
@@ -86,6 +88,7 @@ public final class FencingOptions {
     b.refusal = refusal;
     b.reading = reading;
     b.sessions = sessions;
+    b.lockDoubt = lockDoubt;
     return b;
   }
 
@@ -149,6 +152,11 @@ public final class FencingOptions {
     return sessions;
   }
 
+  /** What a doubt about the verify's lock does ({@link LockDoubt#VERIFY_AGAIN} but in tests). */
+  LockDoubt lockDoubt() {
+    return lockDoubt;
+  }
+
   /** Where a lost lease's running statement is cancelled: off the thread that reported the loss. */
   Executor cancelExecutor() {
     return cancelExecutor;
@@ -172,6 +180,7 @@ public final class FencingOptions {
         + (refusal == Refusal.SERVER ? "" : ", REFUSAL=" + refusal)
         + (reading == Reading.EVERY_STATEMENT ? "" : ", READING=" + reading)
         + (sessions == DriverSessions.ASKED ? "" : ", DRIVER_SESSIONS=" + sessions)
+        + (lockDoubt == LockDoubt.VERIFY_AGAIN ? "" : ", LOCK_DOUBT=" + lockDoubt)
         + "]";
   }
 
@@ -189,6 +198,7 @@ public final class FencingOptions {
     private Refusal refusal = Refusal.SERVER;
     private Reading reading = Reading.EVERY_STATEMENT;
     private DriverSessions sessions = DriverSessions.ASKED;
+    private LockDoubt lockDoubt = LockDoubt.VERIFY_AGAIN;
 
     private Builder() {}
 
@@ -280,6 +290,12 @@ public final class FencingOptions {
     /** Negative controls only: plugs in another view of the driver's session. */
     Builder sessions(DriverSessions sessions) {
       this.sessions = Objects.requireNonNull(sessions, "sessions");
+      return this;
+    }
+
+    /** Negative controls only: plugs in another answer to a doubt about the verify's lock. */
+    Builder lockDoubt(LockDoubt lockDoubt) {
+      this.lockDoubt = Objects.requireNonNull(lockDoubt, "lockDoubt");
       return this;
     }
 

@@ -100,11 +100,9 @@ final class TransactionState {
   /**
    * The verify's lock may be gone although the transaction goes on (a driver error, a savepoint
    * rollback, a MySQL batch or driver object that may have committed behind the fence): the next
-   * statement and the commit verify again.
+   * statement and the commit verify again ({@link LockDoubt#VERIFY_AGAIN}).
    */
   void lockMayBeGone() {
-    if (verified() != null && !options.weakened(Weakening.NO_REVERIFY)) {
-      reverify = true;
-    }
+    options.lockDoubt().lockMayBeGone(this);
   }
 }

@@ -30,8 +30,8 @@
  *       verify; every commit carries its proof; DESIGN-NOTE.md in this module), with the previous
  *       mechanism kept as a seam for negative controls;
  *   <li>{@code Weakening}: deliberately broken variants for negative controls only; where a
- *       mechanism is a strategy ({@code Refusal}, {@code Reading}, {@code DriverSessions}), the
- *       weakening plugs a weaker one in ({@code FencingOptions} chooses it);
+ *       mechanism is a strategy ({@code Refusal}, {@code Reading}, {@code DriverSessions}, {@code
+ *       LockDoubt}), the weakening plugs a weaker one in ({@code FencingOptions} chooses it);
  *   <li>the {@code Fencing*} wrappers and the {@code *Delegate} base classes they extend, generated
  *       by the build ({@code tools/GenerateDelegates.java}, into {@code
  *       target/generated-sources/delegates}; not checked in).

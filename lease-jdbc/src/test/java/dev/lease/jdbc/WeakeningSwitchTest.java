@@ -68,12 +68,14 @@ class WeakeningSwitchTest {
     FencingOptions plain = FencingOptions.builder().build();
     assertEquals(Reading.EVERY_STATEMENT, plain.reading());
     assertEquals(DriverSessions.ASKED, plain.sessions());
+    assertEquals(LockDoubt.VERIFY_AGAIN, plain.lockDoubt());
     String was = System.getProperty(Weakening.PROPERTY);
-    System.setProperty(Weakening.PROPERTY, "LEADING_KEYWORD,NO_DRIVER_SESSION");
+    System.setProperty(Weakening.PROPERTY, "LEADING_KEYWORD,NO_DRIVER_SESSION,NO_REVERIFY");
     try {
       FencingOptions weak = FencingOptions.builder().build();
       assertEquals(Reading.LEADING_KEYWORD, weak.reading());
       assertEquals(DriverSessions.IGNORED, weak.sessions());
+      assertEquals(LockDoubt.TRUST_THE_LOCK, weak.lockDoubt());
     } finally {
       restore(was);
     }

@@ -47,14 +47,14 @@ final class AutoCommitStatements {
     }
     SQLException failure = null;
     boolean ended = false;
-    boolean wasPoisoned = f.poisoned();
+    boolean wasPoisoned = f.state.poisoned();
     try {
       if (wasPoisoned) {
         failure = f.losses.poisonedException("its autocommit query's transaction was rolled back");
         f.delegate.rollback();
       } else {
-        if (f.reverify && f.verified() != null) {
-          f.verifier.verifyAgain(f.verified());
+        if (f.state.reverify && f.state.verified() != null) {
+          f.verifier.verifyAgain(f.state.verified());
         }
         f.checkStillHeld();
         f.delegate.commit();
@@ -77,8 +77,8 @@ final class AutoCommitStatements {
     }
     if (ended) {
       pending = null;
-      f.flags &= ~TransactionFence.PENDING;
-      f.endTransaction();
+      f.state.flags &= ~TransactionState.PENDING;
+      f.state.endTransaction();
       try {
         f.delegate.setAutoCommit(true);
       } catch (SQLException e) {
@@ -104,14 +104,14 @@ final class AutoCommitStatements {
     } catch (SQLException e) {
       log.debug("could not end an autocommit query's transaction", e);
       pending = null;
-      f.flags &= ~TransactionFence.PENDING;
+      f.state.flags &= ~TransactionState.PENDING;
       try {
         f.delegate.rollback();
         f.delegate.setAutoCommit(true);
       } catch (SQLException r) {
         log.debug("could not roll it back", r);
       }
-      f.endTransaction();
+      f.state.endTransaction();
     }
   }
 
@@ -128,7 +128,7 @@ final class AutoCommitStatements {
           f.verifier.verify(lease);
           return f.run(st, call);
         } finally {
-          f.endTransaction(); // the verify's autocommit transaction has ended; so has the
+          f.state.endTransaction(); // the verify's autocommit transaction has ended; so has the
           // statement's
         }
       case VERIFIED_TRANSACTION:
@@ -148,7 +148,7 @@ final class AutoCommitStatements {
       throws SQLException {
     if (!beginWrapped()) {
       // SQLite: BEGIN failed, a transaction begun as SQL is open: the statement runs in it
-      f.markSqlTransaction(true);
+      f.state.markSqlTransaction(true);
       f.verifier.verify(lease);
       return f.run(st, call);
     }
@@ -157,7 +157,7 @@ final class AutoCommitStatements {
     boolean cursorFix = !f.options.weakened(Weakening.NO_CURSOR_FIX) && st != null;
     T result;
     try {
-      if (cursorFix && f.lexer.dialect == SqlDialect.POSTGRESQL) {
+      if (cursorFix && f.reader.lexer.dialect == SqlDialect.POSTGRESQL) {
         fetchSize = st.delegate.getFetchSize();
         if (fetchSize > 0) {
           st.delegate.setFetchSize(0); // pgjdbc opens a portal only with autocommit off
@@ -166,12 +166,12 @@ final class AutoCommitStatements {
       f.verifier.verify(lease);
       result = f.run(st, call);
       if (cursorFix
-          && f.lexer.dialect == SqlDialect.MYSQL
+          && f.reader.lexer.dialect == SqlDialect.MYSQL
           && returnsRows(result)
           && st.delegate.getFetchSize() != 0) {
         keepOpen = true; // streaming: the rows are read later, inside the transaction
         pending = st;
-        f.flags |= TransactionFence.PENDING;
+        f.state.flags |= TransactionState.PENDING;
         return result;
       }
       if (kind == SqlKind.ROUTINE) {
@@ -197,7 +197,7 @@ final class AutoCommitStatements {
         st.delegate.setFetchSize(fetchSize);
       }
       if (!keepOpen) {
-        f.endTransaction();
+        f.state.endTransaction();
       }
     }
     f.delegate.setAutoCommit(true);
@@ -214,9 +214,9 @@ final class AutoCommitStatements {
       f.delegate.setAutoCommit(false);
       return true;
     } catch (SQLException e) {
-      if (f.lexer.dialect == SqlDialect.SQLITE
+      if (f.reader.lexer.dialect == SqlDialect.SQLITE
           && String.valueOf(e.getMessage()).contains("within a transaction")
-          && f.driverSession().repairSqliteAutoCommit(true)) {
+          && f.view.driverSession().repairSqliteAutoCommit(true)) {
         return false;
       }
       throw e;

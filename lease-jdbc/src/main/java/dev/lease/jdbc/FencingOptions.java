@@ -35,6 +35,9 @@ public final class FencingOptions {
   private final Executor cancelExecutor;
   private final boolean piggybackVerify;
   private final Refusal refusal;
+  private final Reading reading;
+  private final DriverSessions sessions;
+  private final LockDoubt lockDoubt;
 
   private FencingOptions(Builder b) {
     this.mode = b.mode;
@@ -49,7 +52,17 @@ public final class FencingOptions {
     this.weakenings = w;
     this.cancelExecutor = b.cancelExecutor;
     this.piggybackVerify = b.piggybackVerify;
+    // negative controls: the weakenings (the builder's or the system property's) choose the weaker
+    // strategies here, and nowhere else
     this.refusal = w.contains(Weakening.PREVIOUS_REFUSAL) ? Refusal.CLIENT : b.refusal;
+    this.reading =
+        w.contains(Weakening.LEADING_KEYWORD)
+            ? Reading.LEADING_KEYWORD
+            : w.contains(Weakening.UNKNOWN_IMPLICIT_COMMITS)
+                ? Reading.UNKNOWN_IMPLICIT_COMMITS
+                : b.reading;
+    this.sessions = w.contains(Weakening.NO_DRIVER_SESSION) ? DriverSessions.IGNORED : b.sessions;
+    this.lockDoubt = w.contains(Weakening.NO_REVERIFY) ? LockDoubt.TRUST_THE_LOCK : b.lockDoubt;
   }
 
   public static FencingOptions defaults() {
@@ -73,6 +86,9 @@ public final class FencingOptions {
     b.cancelExecutor = cancelExecutor;
     b.piggybackVerify = piggybackVerify;
     b.refusal = refusal;
+    b.reading = reading;
+    b.sessions = sessions;
+    b.lockDoubt = lockDoubt;
     return b;
   }
 
@@ -126,6 +142,21 @@ public final class FencingOptions {
     return refusal;
   }
 
+  /** How a statement's text is read ({@link Reading#EVERY_STATEMENT} but in tests). */
+  Reading reading() {
+    return reading;
+  }
+
+  /** How the driver's view of the session is found ({@link DriverSessions#ASKED} but in tests). */
+  DriverSessions sessions() {
+    return sessions;
+  }
+
+  /** What a doubt about the verify's lock does ({@link LockDoubt#VERIFY_AGAIN} but in tests). */
+  LockDoubt lockDoubt() {
+    return lockDoubt;
+  }
+
   /** Where a lost lease's running statement is cancelled: off the thread that reported the loss. */
   Executor cancelExecutor() {
     return cancelExecutor;
@@ -147,6 +178,9 @@ public final class FencingOptions {
         + piggybackVerify
         + (weakenings.isEmpty() ? "" : ", WEAKENED=" + weakenings)
         + (refusal == Refusal.SERVER ? "" : ", REFUSAL=" + refusal)
+        + (reading == Reading.EVERY_STATEMENT ? "" : ", READING=" + reading)
+        + (sessions == DriverSessions.ASKED ? "" : ", DRIVER_SESSIONS=" + sessions)
+        + (lockDoubt == LockDoubt.VERIFY_AGAIN ? "" : ", LOCK_DOUBT=" + lockDoubt)
         + "]";
   }
 
@@ -162,6 +196,9 @@ public final class FencingOptions {
     private Executor cancelExecutor = CancelThreads.SHARED;
     private boolean piggybackVerify = true;
     private Refusal refusal = Refusal.SERVER;
+    private Reading reading = Reading.EVERY_STATEMENT;
+    private DriverSessions sessions = DriverSessions.ASKED;
+    private LockDoubt lockDoubt = LockDoubt.VERIFY_AGAIN;
 
     private Builder() {}
 
@@ -241,6 +278,24 @@ public final class FencingOptions {
     /** Negative controls only: plugs in another refusal mechanism (see {@link Refusal}). */
     Builder refusal(Refusal refusal) {
       this.refusal = Objects.requireNonNull(refusal, "refusal");
+      return this;
+    }
+
+    /** Negative controls only: plugs in another reading of the text (see {@link Reading}). */
+    Builder reading(Reading reading) {
+      this.reading = Objects.requireNonNull(reading, "reading");
+      return this;
+    }
+
+    /** Negative controls only: plugs in another view of the driver's session. */
+    Builder sessions(DriverSessions sessions) {
+      this.sessions = Objects.requireNonNull(sessions, "sessions");
+      return this;
+    }
+
+    /** Negative controls only: plugs in another answer to a doubt about the verify's lock. */
+    Builder lockDoubt(LockDoubt lockDoubt) {
+      this.lockDoubt = Objects.requireNonNull(lockDoubt, "lockDoubt");
       return this;
     }
 

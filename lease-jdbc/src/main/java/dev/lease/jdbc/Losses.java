@@ -7,6 +7,7 @@ import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.internal.sql.SqlSummary;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Set;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,8 +41,8 @@ final class Losses {
    * error as its cause; null if the lease is still held.
    */
   LeaseLostSQLException lostDuring(SQLException e) {
-    FencedTransaction t = f.txn;
-    if (!TransactionFence.notHeld(t) || f.options.weakened(Weakening.LOSS_AS_DATABASE_ERROR)) {
+    FencedTransaction t = f.state.txn;
+    if (!notHeld(t) || f.options.weakened(Weakening.LOSS_AS_DATABASE_ERROR)) {
       return null;
     }
     Lease lease = t.lease;
@@ -54,14 +55,92 @@ final class Losses {
   }
 
   /**
+   * The error to throw for a statement of transaction {@code t} (null when none is open) that
+   * failed ({@link TransactionFence#run}): a verify the driver sent again on its own and the server
+   * refused, a statement a loss cancelled, a failure while the lease is no longer held, else the
+   * database's own error.
+   */
+  SQLException ofFailedStatement(FencedTransaction t, SQLException e) {
+    if (t != null && refusedInServer(e)) {
+      // a verify the driver sent again on its own (MariaDB transactionReplay) was refused
+      return refusedByDatabase(t.lease, e);
+    }
+    if (f.state.poisoned()) {
+      // the lease was lost while the statement ran and the loss cancelled it
+      return poisonedException("its statement failed after the loss: " + e.getMessage(), e);
+    }
+    LeaseLostSQLException lost = lostDuring(e);
+    return lost != null ? lost : e;
+  }
+
+  /**
+   * The error to throw for a failed {@code commit()}: lease-lost only for errors that say the
+   * session was gone before the commit arrived ({@link #SESSION_GONE}); any other failure of a
+   * commit leaves its outcome unknown, and the driver's error says so better.
+   */
+  SQLException ofFailedCommit(SQLException e) {
+    // a driver's error may carry no SQLState (Set.of(..).contains(null) throws, and an exception
+    // escaping here would skip the fence's bookkeeping of the failed commit)
+    String state = e.getSQLState();
+    if (state != null && SESSION_GONE.contains(state)) {
+      LeaseLostSQLException lost = lostDuring(e);
+      if (lost != null) {
+        return lost;
+      }
+    }
+    return e;
+  }
+
+  /**
+   * SQLStates that say the session was gone before the call reached the server: connection does not
+   * exist (pgjdbc, HikariCP's closed proxy), PostgreSQL's idle-in-transaction termination.
+   */
+  static final Set<String> SESSION_GONE = Set.of("08003", "25P03");
+
+  /** True if {@code t} is under a lease that was lost or whose local deadline passed. */
+  static boolean notHeld(FencedTransaction t) {
+    Lease lease = t == null ? null : t.lease;
+    return lease != null && !lease.isReleased() && !lease.isHeld();
+  }
+
+  /**
+   * {@code rollback()}: the open transaction's lease is lost (or it is poisoned), so a rollback
+   * that fails because the server already ended the session is no error ({@link #closedQuietly}).
+   */
+  boolean rollbackOfLoss() {
+    return !f.options.weakened(Weakening.LOSS_AS_DATABASE_ERROR)
+        && (f.state.poisoned() || notHeld(f.state.txn));
+  }
+
+  boolean closedQuietly() {
+    try {
+      return f.delegate.isClosed();
+    } catch (SQLException e) {
+      return false;
+    }
+  }
+
+  /**
+   * Before a commit: the lease the transaction was verified under is lost. The loss listener that
+   * poisons this transaction runs later, on the loss executor: the lease's own state decides a
+   * commit that comes first.
+   */
+  void refuseIfLost(Lease verified) throws LeaseLostSQLException {
+    if (verified.isLost() && !f.options.weakened(Weakening.COMMIT_TRUSTS_LOSS_LISTENER)) {
+      poison(verified, "its lease was lost while it was open");
+      throw poisonedException(null);
+    }
+  }
+
+  /**
    * The verified lease was lost (on a lease thread): poison the transaction and cancel its
    * statement, if the transaction it was registered for is still the open one.
    */
   void leaseLost(Lease lease, FencedTransaction mine) {
     Statement s;
     FencedTransaction t;
-    synchronized (f) {
-      t = f.txn;
+    synchronized (f.state) {
+      t = f.state.txn;
       if (t == null || t.lease != lease || (mine != null && t != mine)) {
         return; // that transaction has ended; the open one is another's
       }
@@ -82,8 +161,8 @@ final class Losses {
           .execute(
               () -> {
                 if (mine != null) {
-                  synchronized (f) {
-                    if (f.txn != mine || mine.running != s) {
+                  synchronized (f.state) {
+                    if (f.state.txn != mine || mine.running != s) {
                       return;
                     }
                     cancelling = s;
@@ -91,9 +170,9 @@ final class Losses {
                   try {
                     cancel(s, lease);
                   } finally {
-                    synchronized (f) {
+                    synchronized (f.state) {
                       cancelling = null;
-                      f.notifyAll();
+                      f.state.notifyAll();
                     }
                   }
                 } else {
@@ -109,10 +188,10 @@ final class Losses {
    */
   void awaitCancel() {
     boolean interrupted = false;
-    synchronized (f) {
+    synchronized (f.state) {
       while (cancelling != null) {
         try {
-          f.wait();
+          f.state.wait();
         } catch (InterruptedException e) {
           interrupted = true; // the loss interrupts the worker: wait on, bounded by the cancel
         }
@@ -174,8 +253,8 @@ final class Losses {
 
   /** Poisons the transaction under {@code lease} as refused; false if it already was poisoned. */
   boolean markRefused(Lease lease, String why) {
-    FencedTransaction t = f.transaction(lease);
-    synchronized (f) {
+    FencedTransaction t = f.state.transaction(lease);
+    synchronized (f.state) {
       boolean first = !t.poisoned;
       t.poisoned = true;
       t.poisonReason = "it was refused under " + lease + ": " + why;
@@ -223,9 +302,9 @@ final class Losses {
 
   /** Poisons the open transaction under {@code lease} (owner thread). */
   void poison(Lease lease, String why) {
-    FencedTransaction t = f.transaction(lease);
+    FencedTransaction t = f.state.transaction(lease);
     boolean now;
-    synchronized (f) {
+    synchronized (f.state) {
       now = poisonLocked(t, why);
     }
     if (now) {
@@ -254,7 +333,7 @@ final class Losses {
   }
 
   LeaseLostSQLException leaseChanged(Lease lease) {
-    Lease was = f.verified();
+    Lease was = f.state.verified();
     poison(was, "the thread's lease changed to " + lease + " inside the transaction");
     return new LeaseLostSQLException(
         "the transaction was verified under "
@@ -306,7 +385,7 @@ final class Losses {
   }
 
   LeaseLostSQLException poisonedException(String more, Throwable cause) {
-    FencedTransaction t = f.txn;
+    FencedTransaction t = f.state.txn;
     return new LeaseLostSQLException(
         "transaction poisoned ("
             + (t == null ? "its lease was lost" : t.poisonReason)

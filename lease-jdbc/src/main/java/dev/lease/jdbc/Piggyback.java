@@ -9,6 +9,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -89,10 +90,10 @@ final class Piggyback {
         || (source != StatementSource.TEXT && source != StatementSource.PREPARED)) {
       return false;
     }
-    if (f.lexer.dialect == SqlDialect.MYSQL) {
-      return mySqlPiggybackable(lease, st, source, TransactionFence.text(st, source, sql), shape);
+    if (f.reader.lexer.dialect == SqlDialect.MYSQL) {
+      return mySqlPiggybackable(lease, st, source, StatementReader.text(st, source, sql), shape);
     }
-    if (f.lexer.dialect != SqlDialect.POSTGRESQL) {
+    if (f.reader.lexer.dialect != SqlDialect.POSTGRESQL) {
       return false;
     }
     if (source == StatementSource.PREPARED
@@ -172,7 +173,7 @@ final class Piggyback {
       return false;
     }
     Duration idle = f.verifier.idleBound(lease);
-    if (f.strict
+    if (f.strategy.locks()
         && !SessionBounds.inPlace(
             f.delegate,
             SessionBounds.seconds(f.verifier.lockWaitBound(lease).toMillis()),
@@ -180,7 +181,7 @@ final class Piggyback {
       return false;
     }
     if (source == StatementSource.TEXT) {
-      for (Object v : LeaseInternals.verifyParameters(lease, f.strict, idle)) {
+      for (Object v : LeaseInternals.verifyParameters(lease, f.strategy.locks(), idle)) {
         if (v instanceof String && !plainLiteral((String) v)) {
           return false;
         }
@@ -248,13 +249,13 @@ final class Piggyback {
       Lease lease, FencingStatement st, StatementSource source, String sql, CallShape shape)
       throws SQLException {
     Duration idle = f.verifier.idleBound(lease);
-    String verifySql = f.options.refusal().verifySql(lease, f.strict);
-    List<Object> values = LeaseInternals.verifyParameters(lease, f.strict, idle);
-    boolean mySql = f.lexer.dialect == SqlDialect.MYSQL;
+    String verifySql = f.options.refusal().verifySql(lease, f.strategy.locks());
+    List<Object> values = LeaseInternals.verifyParameters(lease, f.strategy.locks(), idle);
+    boolean mySql = f.reader.lexer.dialect == SqlDialect.MYSQL;
     // MySQL/MariaDB STRICT: the verify reads the session's bounds along, as the separate one does
     // (carried only where they are known to be in place: mySqlPiggybackable)
-    long[] session = mySql && f.strict ? new long[] {-1, -1} : null;
-    FencedTransaction t = f.transaction(lease);
+    long[] session = mySql && f.strategy.locks() ? new long[] {-1, -1} : null;
+    FencedTransaction t = f.state.transaction(lease);
     Statement s;
     boolean held = false;
     boolean rows;
@@ -268,7 +269,7 @@ final class Piggyback {
       } else {
         FencingPreparedStatement fps = (FencingPreparedStatement) st;
         PreparedStatement ps = fps.combined(verifySql, values.size());
-        LeaseInternals.bindVerify(lease, ps, 1, f.strict, idle);
+        LeaseInternals.bindVerify(lease, ps, 1, f.strategy.locks(), idle);
         s = ps;
         st.results = ps;
         t.running = ps;
@@ -287,12 +288,12 @@ final class Piggyback {
     } catch (SQLException e) {
       // the verify or the statement failed (PostgreSQL aborts the transaction either way, and
       // skips what was sent after the failure): the transaction stays unverified
-      f.afterError();
+      f.view.afterError();
       if (f.losses.refusedInServer(e)) {
         piggybacked++; // carried along: the server refused it and ran nothing after it
         throw f.losses.refusedByDatabase(lease, e);
       }
-      if (f.poisoned()) {
+      if (f.state.poisoned()) {
         throw f.losses.poisonedException(
             "its statement failed after the loss: " + e.getMessage(), e);
       }
@@ -335,7 +336,7 @@ final class Piggyback {
           return (T) Boolean.valueOf(rows);
       }
     } catch (SQLException e) {
-      f.afterError();
+      f.view.afterError();
       throw e;
     }
   }
@@ -358,29 +359,14 @@ final class Piggyback {
    * sql_mode} is).
    */
   static String withMySqlLiterals(String verifySql, List<Object> values) {
-    StringBuilder b = new StringBuilder(verifySql.length() + 64);
-    int next = 0;
-    for (int i = 0; i < verifySql.length(); i++) {
-      char c = verifySql.charAt(i);
-      if (c != '?') {
-        b.append(c);
-        continue;
-      }
-      Object v = values.get(next++);
-      if (v instanceof Number) {
-        b.append(((Number) v).longValue());
-      } else {
-        String text = String.valueOf(v);
-        if (!plainLiteral(text)) {
-          throw new IllegalStateException("a verify value needs escaping: " + text);
-        }
-        b.append('\'').append(text).append('\'');
-      }
+    return withLiterals(verifySql, values, Piggyback::mySqlLiteral);
+  }
+
+  private static String mySqlLiteral(String text) {
+    if (!plainLiteral(text)) {
+      throw new IllegalStateException("a verify value needs escaping: " + text);
     }
-    if (next != values.size()) {
-      throw new IllegalStateException("verify text and parameters differ: " + verifySql);
-    }
-    return b.toString();
+    return "'" + text + "'";
   }
 
   /** A string that reads the same as a MySQL {@code '...'} literal under every sql_mode. */
@@ -396,6 +382,27 @@ final class Piggyback {
    * text has no {@code ?} but its placeholders.
    */
   static String withLiterals(String verifySql, List<Object> values) {
+    return withLiterals(verifySql, values, Piggyback::escapedLiteral);
+  }
+
+  private static String escapedLiteral(String text) {
+    StringBuilder b = new StringBuilder(text.length() + 3).append("E'");
+    for (int j = 0; j < text.length(); j++) {
+      char x = text.charAt(j);
+      if (x == '\\' || x == '\'') {
+        b.append(x);
+      }
+      b.append(x);
+    }
+    return b.append('\'').toString();
+  }
+
+  /**
+   * {@code verifySql} with each {@code ?} replaced by its value: numbers as digits, strings as
+   * {@code literal} writes them.
+   */
+  private static String withLiterals(
+      String verifySql, List<Object> values, UnaryOperator<String> literal) {
     StringBuilder b = new StringBuilder(verifySql.length() + 64);
     int next = 0;
     for (int i = 0; i < verifySql.length(); i++) {
@@ -408,16 +415,7 @@ final class Piggyback {
       if (v instanceof Number) {
         b.append(((Number) v).longValue());
       } else {
-        String text = String.valueOf(v);
-        b.append("E'");
-        for (int j = 0; j < text.length(); j++) {
-          char x = text.charAt(j);
-          if (x == '\\' || x == '\'') {
-            b.append(x);
-          }
-          b.append(x);
-        }
-        b.append('\'');
+        b.append(literal.apply(String.valueOf(v)));
       }
     }
     if (next != values.size()) {

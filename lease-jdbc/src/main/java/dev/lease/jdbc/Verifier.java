@@ -14,10 +14,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * How a {@link TransactionFence} proves its lease to the database: the verify at the start of a
- * transaction (STRICT: with the lease row's share lock, held to the commit; VERIFY: a plain read),
- * again after anything that may have taken its lock away, and the proof every commit carries
- * ({@link #proveCommit}; DESIGN-NOTE.md section 3). Session bounds a STRICT verify sets on
- * MySQL/MariaDB, and read-only transactions (which cannot take the lock) are handled here too.
+ * transaction, by its {@link VerifyStrategy} ({@link VerifyStrategy#STRICT}: with the lease row's
+ * share lock, held to the commit; {@link VerifyStrategy#VERIFY}: a plain read), again after
+ * anything that may have taken its lock away, and the proof every commit carries ({@link
+ * #proveCommit}; DESIGN-NOTE.md section 3). Session bounds a STRICT verify sets on MySQL/MariaDB,
+ * and read-only transactions (which cannot take the lock) are handled here too.
  */
 final class Verifier {
 
@@ -45,10 +46,10 @@ final class Verifier {
   /** Verifies again in the open transaction (its lock may be gone); stays verified. */
   void verifyAgain(Lease lease) throws SQLException {
     if (!f.delegate.getAutoCommit()) {
-      f.ensureSqliteTransaction(); // an error may have rolled SQLite's transaction back
+      f.view.ensureSqliteTransaction(); // an error may have rolled SQLite's transaction back
     }
-    f.reverify = false;
-    FencedTransaction t = f.txn;
+    f.state.reverify = false;
+    FencedTransaction t = f.state.txn;
     if (t != null) {
       t.confirmed = false; // until the database confirms it again
     }
@@ -82,10 +83,12 @@ final class Verifier {
     if ("SQLite".equals(lease.manager().databaseProduct())) {
       awaitRenewal(lease);
     }
-    boolean lock = f.strict && !readOnlyWithoutLocks(lease);
+    boolean lock = f.strategy.locks() && !readOnlyWithoutLocks(lease);
     // MySQL/MariaDB STRICT: the verify reads the session's bounds along (other databases: none)
     long[] session =
-        lock && f.lexer != null && f.lexer.dialect == SqlDialect.MYSQL ? new long[] {-1, -1} : null;
+        lock && f.reader.lexer != null && f.reader.lexer.dialect == SqlDialect.MYSQL
+            ? new long[] {-1, -1}
+            : null;
     boolean held;
     try {
       held =
@@ -97,7 +100,7 @@ final class Verifier {
     } catch (SQLException e) {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
-      f.driverSession().failed();
+      f.view.driverSession().failed();
       if (f.losses.refusedInServer(e)) {
         throw f.losses.refusedByDatabase(lease, e);
       }
@@ -127,7 +130,7 @@ final class Verifier {
   }
 
   void markVerified(Lease lease) {
-    FencedTransaction t = f.transaction(lease);
+    FencedTransaction t = f.state.transaction(lease);
     t.confirmed = true;
     if (t.registration == null) {
       // the listener knows its transaction: a loss never reaches the next one
@@ -206,7 +209,7 @@ final class Verifier {
             SessionBounds.seconds(idle.toMillis()),
             statements)
         && !f.options.weakened(Weakening.NO_SESSION_RESTORE)) {
-      f.flags |= TransactionFence.SESSION_CHECK;
+      f.state.flags |= TransactionState.SESSION_CHECK;
     }
   }
 
@@ -217,20 +220,20 @@ final class Verifier {
    * asked; a driver that cannot tell (sqlite-jdbc) leaves only the verified transaction to prove.
    */
   Lease proofLease(Lease bound) {
-    Lease v = f.verified();
+    Lease v = f.state.verified();
     if (v != null) {
       return v;
     }
-    if (bound == null || !f.options.refusal().commitCarriesProof() || f.poisoned()) {
+    if (bound == null || !f.options.refusal().commitCarriesProof() || f.state.poisoned()) {
       return null;
     }
-    return Boolean.TRUE.equals(f.driverSession().inTransaction()) ? bound : null;
+    return Boolean.TRUE.equals(f.view.driverSession().inTransaction()) ? bound : null;
   }
 
   /** The server has a transaction open under the bound lease that the fence never verified. */
   boolean unprovenUnderLease() {
     Lease bound = LeaseInternals.currentOrNull();
-    return f.verified() == null && bound != null && proofLease(bound) != null;
+    return f.state.verified() == null && bound != null && proofLease(bound) != null;
   }
 
   /**
@@ -240,10 +243,10 @@ final class Verifier {
    * verify covers. Free: the drivers keep the flag of the last OK packet or ReadyForQuery.
    */
   boolean endedBehindTheFence() {
-    if (!f.options.refusal().readsServerState() || f.verified() == null) {
+    if (!f.options.refusal().readsServerState() || f.state.verified() == null) {
       return false;
     }
-    return Boolean.FALSE.equals(f.driverSession().inTransaction());
+    return Boolean.FALSE.equals(f.view.driverSession().inTransaction());
   }
 
   /**
@@ -257,7 +260,7 @@ final class Verifier {
   boolean ridesInCommit(Lease proof) throws SQLException {
     return proof != null
         && f.options.refusal().commitCarriesProof()
-        && f.lexer(proof).dialect == SqlDialect.POSTGRESQL
+        && f.reader.lexer(proof).dialect == SqlDialect.POSTGRESQL
         && !((f.options.readOnly() == ReadOnlyPolicy.SKIP
                 || f.options.weakened(Weakening.NO_READ_ONLY_PROOF))
             && readOnlyWithoutLocks(proof));
@@ -281,7 +284,7 @@ final class Verifier {
   void proveCommit(Lease lease, boolean commit) throws SQLException {
     Duration idle = idleBound(lease);
     // a read-only transaction (PostgreSQL refuses FOR KEY SHARE there) carries the plain verify
-    boolean lock = f.strict && !readOnlyWithoutLocks(lease);
+    boolean lock = f.strategy.locks() && !readOnlyWithoutLocks(lease);
     // prepared, so that pgjdbc server-prepares the text after its threshold like any statement
     try (PreparedStatement ps =
         f.delegate.prepareStatement(
@@ -289,7 +292,7 @@ final class Verifier {
       LeaseInternals.bindVerify(lease, ps, 1, lock, idle);
       ps.execute();
     } catch (SQLException e) {
-      f.driverSession().failed();
+      f.view.driverSession().failed();
       try {
         f.delegate.rollback();
       } catch (SQLException r) {

@@ -9,11 +9,16 @@
  * {@link dev.lease.jdbc.FencedConnection} marker. Package-private:
  *
  * <ul>
- *   <li>{@code TransactionFence}: the rules (where the verify runs, what a text under a lease may
- *       hold, poisoning, resets, the pending transaction of an autocommit query);
+ *   <li>{@code TransactionFence}: the rules (execute, commit, rollback, setAutoCommit: where the
+ *       verify runs, what a text under a lease may hold, poisoning, resets), read top to bottom;
+ *       its state is {@code TransactionState}, its mechanisms are its collaborators: {@code
+ *       Verifier} with {@code VerifyStrategy} (STRICT and VERIFY), {@code Piggyback}, {@code
+ *       AutoCommitStatements} (the pending transaction of an autocommit query), {@code
+ *       SessionView}, {@code StatementReader}, {@code SqlControl}, {@code Bypass}, {@code
+ *       AbandonedTransactions}, {@code Losses};
  *   <li>the SQL reading is a package of its own, {@code dev.lease.jdbc.internal.sql} (not exported:
  *       public only so this package can call it): {@code SqlLexer} reads a text as the server will;
- *       the fence asks it for a text's statements and their kinds;
+ *       the fence asks it, through {@code StatementReader}, for a text's statements and kinds;
  *   <li>{@code DriverSession}: what the driver knows of the server session (transaction state,
  *       MySQL's autocommit flag), reached by reflection;
  *   <li>{@code SessionBounds}: STRICT's MySQL/MariaDB session bounds, set when the verify finds
@@ -21,7 +26,9 @@
  *   <li>{@code Refusal}: how a lease no longer held stops a transaction (the server refuses the
  *       verify; every commit carries its proof; DESIGN-NOTE.md in this module), with the previous
  *       mechanism kept as a seam for negative controls;
- *   <li>{@code Weakening}: deliberately broken variants for negative controls only;
+ *   <li>{@code Weakening}: deliberately broken variants for negative controls only; where a
+ *       mechanism is a strategy ({@code Refusal}, {@code Reading}, {@code DriverSessions}, {@code
+ *       LockDoubt}), the weakening plugs a weaker one in ({@code FencingOptions} chooses it);
  *   <li>the {@code Fencing*} wrappers and the {@code *Delegate} base classes they extend, generated
  *       by the build ({@code tools/GenerateDelegates.java}, into {@code
  *       target/generated-sources/delegates}; not checked in).

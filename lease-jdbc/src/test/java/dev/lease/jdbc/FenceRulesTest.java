@@ -46,7 +46,7 @@ import org.sqlite.SQLiteDataSource;
  * would, as far as these rules go. That is why every verify in a transaction begun with {@code
  * setAutoCommit(false)} follows a {@code BEGIN} that fails ({@link #BEGIN_REFUSED}): the fence's
  * check that SQLite still has the transaction sqlite-jdbc believes in ({@link
- * TransactionFence#ensureSqliteTransaction}). The stub is no driver the fence knows ({@link
+ * SessionView#ensureSqliteTransaction}). The stub is no driver the fence knows ({@link
  * DriverSession#UNKNOWN}): it cannot say whether a transaction is open, and the fence assumes only
  * what is safe. The manager's loss handling runs when a test says so ({@link #deliverLosses}).
  *

@@ -58,6 +58,34 @@ class WeakeningSwitchTest {
     }
   }
 
+  /**
+   * A weakening that has a strategy seam plugs the weaker strategy in, whether it comes from the
+   * switch (the property tests' route) or from the builder; without one the production strategies
+   * stay.
+   */
+  @Test
+  void theSwitchPlugsInTheWeakerStrategies() {
+    FencingOptions plain = FencingOptions.builder().build();
+    assertEquals(Reading.EVERY_STATEMENT, plain.reading());
+    assertEquals(DriverSessions.ASKED, plain.sessions());
+    assertEquals(LockDoubt.VERIFY_AGAIN, plain.lockDoubt());
+    String was = System.getProperty(Weakening.PROPERTY);
+    System.setProperty(Weakening.PROPERTY, "LEADING_KEYWORD,NO_DRIVER_SESSION,NO_REVERIFY");
+    try {
+      FencingOptions weak = FencingOptions.builder().build();
+      assertEquals(Reading.LEADING_KEYWORD, weak.reading());
+      assertEquals(DriverSessions.IGNORED, weak.sessions());
+      assertEquals(LockDoubt.TRUST_THE_LOCK, weak.lockDoubt());
+    } finally {
+      restore(was);
+    }
+    assertEquals(
+        Reading.UNKNOWN_IMPLICIT_COMMITS,
+        FencingOptions.builder().weaken(Weakening.UNKNOWN_IMPLICIT_COMMITS).build().toBuilder()
+            .build()
+            .reading());
+  }
+
   private static void restore(String was) {
     if (was == null) {
       System.clearProperty(Weakening.PROPERTY);

@@ -89,19 +89,16 @@ public final class ConnectionFencing {
    */
   private static final IdentityMarks MARKS = new IdentityMarks();
 
-  /** Deliberately broken for the negative control: connections of configured scopes unmarked. */
-  private static final boolean TESTING_NO_MARKS =
-      Instrumenter.TESTING_DISABLED.contains("scope-marks");
+  /** The rules of the hand-outs: the scope marks, one fence per nested call. */
+  private static final AgentRules RULES = AgentRules.current();
 
   private static volatile UnaryOperator<Connection> fencer;
   private static volatile boolean haltOnUnfenced = true;
 
-  /**
-   * Deliberately broken: every nested call wraps, as if there were no depth counter. Only for the
-   * negative control of the wrap-once test (WrapOnceIT), which must see the difference.
-   */
-  private static final boolean WRAP_EVERY_CALL =
-      Boolean.parseBoolean(TestingSwitches.get("wrapEveryCall"));
+  /** False only in the negative control of WrapOnceIT: every nested call wraps. */
+  private static final boolean OUTERMOST_ONLY = RULES.fencesOutermostCallOnly();
+
+  private static final boolean MARKS_SCOPE_CONNECTIONS = RULES.marksScopeConnections();
 
   private ConnectionFencing() {}
 
@@ -144,7 +141,7 @@ public final class ConnectionFencing {
     int depth = f.depth++;
     long token = ENTERED | (((long) f.physicalMade & 0xffff_ffffL) << 2);
     if (f.scopes == 0) {
-      if (depth == 0 || WRAP_EVERY_CALL) {
+      if (depth == 0 || !OUTERMOST_ONLY) {
         token |= 1;
       }
     } else if (depth == 0) {
@@ -201,7 +198,7 @@ public final class ConnectionFencing {
         && !PHYSICAL_CLASSES.contains(c.getClass())) {
       return handOutInsideScope(f, self, c);
     }
-    if ((token & 2) != 0 && f.configuredScopes > 0 && !TESTING_NO_MARKS) {
+    if ((token & 2) != 0 && f.configuredScopes > 0 && MARKS_SCOPE_CONNECTIONS) {
       MARKS.put(c, f.configuredScope);
     }
     if ((token & 1) == 0) {

@@ -89,19 +89,16 @@ public final class ConnectionFencing {
    */
   private static final IdentityMarks MARKS = new IdentityMarks();
 
-  /** Deliberately broken for the negative control: connections of configured scopes unmarked. */
-  private static final boolean TESTING_NO_MARKS =
-      Instrumenter.TESTING_DISABLED.contains("scope-marks");
+  /** The rules of the hand-outs: the scope marks, one fence per nested call. */
+  private static final AgentRules RULES = AgentRules.current();
 
   private static volatile UnaryOperator<Connection> fencer;
   private static volatile boolean haltOnUnfenced = true;
 
-  /**
-   * Deliberately broken: every nested call wraps, as if there were no depth counter. Only for the
-   * negative control of the wrap-once test (WrapOnceIT), which must see the difference.
-   */
-  private static final boolean WRAP_EVERY_CALL =
-      Boolean.parseBoolean(TestingSwitches.get("wrapEveryCall"));
+  /** False only in the negative control of WrapOnceIT: every nested call wraps. */
+  private static final boolean OUTERMOST_ONLY = RULES.fencesOutermostCallOnly();
+
+  private static final boolean MARKS_SCOPE_CONNECTIONS = RULES.marksScopeConnections();
 
   private ConnectionFencing() {}
 
@@ -153,7 +150,7 @@ public final class ConnectionFencing {
     }
     Frame f = FRAME.get();
     int depth = f.depth++;
-    boolean outermost = depth == 0 || WRAP_EVERY_CALL;
+    boolean outermost = depth == 0 || !OUTERMOST_ONLY;
     return new Entry(f.scopes == 0 && outermost, f.scopes > 0 && depth == 0, f.physicalMade);
   }
 
@@ -205,7 +202,7 @@ public final class ConnectionFencing {
         && !PHYSICAL_CLASSES.contains(c.getClass())) {
       return handOutInsideScope(f, self, c);
     }
-    if (entry.firstInScope() && f.configuredScopes > 0 && !TESTING_NO_MARKS) {
+    if (entry.firstInScope() && f.configuredScopes > 0 && MARKS_SCOPE_CONNECTIONS) {
       MARKS.put(c, f.configuredScope);
     }
     if (!entry.fence()) {

@@ -14,14 +14,12 @@ import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
 
 import java.lang.instrument.Instrumentation;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.stream.Collectors;
 import net.bytebuddy.ByteBuddy;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
@@ -164,22 +162,9 @@ final class Instrumenter {
           .and(nameStartsWith("getXAConnection"))
           .and(returns(hasSuperType(named(XA_CONNECTION))));
 
-  /**
-   * Broken on purpose, one mechanism at a time, for the negative controls of the child-JVM tests (a
-   * comma list of builtin-pools, inherited-getconnection, pooled-scopes, vendor-faces, ...); only
-   * in a test JVM ({@link TestingSwitches}).
-   */
-  static final Set<String> TESTING_DISABLED =
-      Arrays.stream(TestingSwitches.get("disable").split(","))
-          .map(String::trim)
-          .filter(s -> !s.isEmpty())
-          .collect(Collectors.toUnmodifiableSet());
-
-  /** Broken on purpose: instrumenting this class throws (the fail-closed test). */
-  private static final String TESTING_FAIL_CLASS = TestingSwitches.get("failInstrumentationOf");
-
   private final AgentConfig config;
   private final boolean haltOnUnfenced;
+  private final AgentRules rules = AgentRules.current();
 
   /** Superclasses of DataSources that declare getConnection (found as the subclass loads). */
   private final Set<String> ancestors = ConcurrentHashMap.newKeySet();
@@ -195,13 +180,8 @@ final class Instrumenter {
   private Instrumenter(AgentConfig config) {
     this.config = config;
     this.haltOnUnfenced = config.onUnfenced == AgentConfig.OnUnfenced.HALT;
-    if (!TESTING_DISABLED.contains("inherited-getconnection")) {
-      ancestors.addAll(BUILT_IN_DATA_SOURCE_ANCESTORS);
-    }
-    List<MethodSpec> internals = new ArrayList<>();
-    if (!TESTING_DISABLED.contains("builtin-pools")) {
-      internals.addAll(BUILT_IN_POOL_INTERNALS);
-    }
+    ancestors.addAll(rules.dataSourceAncestors());
+    List<MethodSpec> internals = new ArrayList<>(rules.builtInPoolInternals());
     internals.addAll(config.poolInternals);
     for (MethodSpec m : config.poolInternals) {
       configuredKeys.add(m.key());
@@ -323,14 +303,12 @@ final class Instrumenter {
       java.security.ProtectionDomain domain) {
     String name = type.getName();
     weaving.add(name);
-    if (name.equals(TESTING_FAIL_CLASS)) {
-      throw new IllegalStateException("lease.agent.testing.failInstrumentationOf=" + name);
-    }
+    rules.beforeWeaving(name);
     boolean dataSource = !type.isInterface() && type.isAssignableTo(javax.sql.DataSource.class);
     boolean ancestor = ancestors.contains(name);
     if (dataSource || ancestor) {
       b = b.visit(new EveryDeclaredMethod(GET_CONNECTION, advice(ConnectionFencing.DATA_SOURCE)));
-      if (dataSource && !TESTING_DISABLED.contains("inherited-getconnection")) {
+      if (dataSource && rules.weavesInheritedGetConnection()) {
         recordAncestors(type);
       }
     }
@@ -371,7 +349,7 @@ final class Instrumenter {
                   xidMethod.and(named("rollback").or(named("forget"))).and(takesArguments(1)),
                   Advice.to(XaAdvice.Finish.class)));
     }
-    if (!TESTING_DISABLED.contains("pooled-scopes")) {
+    if (rules.scopesPooledAndXaConnections()) {
       if (type.isAssignableTo(javax.sql.ConnectionPoolDataSource.class)) {
         b = scope(b, type, GET_POOLED_CONNECTION, name + "#getPooledConnection", false);
       }

@@ -42,11 +42,10 @@ final class LeaderElection {
   private static final Logger log = LoggerFactory.getLogger(LeaderElection.class);
 
   /**
-   * Broken on purpose for the negative control of the shutdown test: the manager closes while the
-   * election still runs, and what the election then meets (a closed manager) is logged as an error.
+   * The shutdown order (false only in the negative control of the shutdown test: the manager closes
+   * while the election still runs, and what the election then meets is logged as an error).
    */
-  static final boolean TESTING_UNORDERED_SHUTDOWN =
-      Instrumenter.TESTING_DISABLED.contains("ordered-shutdown");
+  private static final boolean ORDERED_SHUTDOWN = AgentRules.current().stopsElectionBeforeManager();
 
   private final LeaseManager manager;
   private final String name;
@@ -113,7 +112,7 @@ final class LeaderElection {
       return;
     }
     t.interrupt();
-    if (TESTING_UNORDERED_SHUTDOWN) {
+    if (!ORDERED_SHUTDOWN) {
       return;
     }
     try {
@@ -180,7 +179,7 @@ final class LeaderElection {
           log.warn(
               "could not claim lease {}; retrying in {} ms: {}", name, pollMillis, e.getMessage());
         } catch (IllegalStateException e) {
-          if ((stopped || LeaseInternals.isClosed(manager)) && !TESTING_UNORDERED_SHUTDOWN) {
+          if ((stopped || LeaseInternals.isClosed(manager)) && ORDERED_SHUTDOWN) {
             // the manager closed (shutdown): what was claimed meanwhile it gave back itself
             log.debug("the election of lease {} ends: the agent shuts down ({})", name, e);
             return;

@@ -2,8 +2,6 @@ package dev.lease.agent;
 
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
-import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
 import java.lang.instrument.Instrumentation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,18 +26,6 @@ public final class LeaseAgent {
   /** Exit status for a lease database that is unreachable or unusable (sysexits EX_UNAVAILABLE). */
   static final int EXIT_UNAVAILABLE = 69;
 
-  /**
-   * Broken on purpose, for the negative controls of the child-JVM tests: lease-core faults (a comma
-   * list of {@link TestFault} names) built into the agent's lease manager. Only in a test JVM
-   * ({@link TestingSwitches}).
-   */
-  private static final java.util.List<TestFault> TESTING_FAULTS =
-      java.util.Arrays.stream(TestingSwitches.get("faults").split(","))
-          .map(String::trim)
-          .filter(s -> !s.isEmpty())
-          .map(TestFault::valueOf)
-          .toList();
-
   private LeaseAgent() {}
 
   public static void premain(String agentArgs, Instrumentation inst) {
@@ -56,7 +42,14 @@ public final class LeaseAgent {
               + "): they weaken the fence on purpose and are honoured only in this project's test"
               + " JVMs (-D"
               + TestingSwitches.TEST_JVM
-              + "=true); remove them");
+              + "=true with lease's test support on the class path); remove them");
+      return;
+    }
+    AgentRules rules;
+    try {
+      rules = AgentRules.current(); // loaded here: a weakened one that cannot load stops the JVM
+    } catch (ExceptionInInitializerError e) {
+      stop(EXIT_CONFIGURATION, "configuration error: " + e.getCause().getMessage());
       return;
     }
     AgentConfig config;
@@ -94,10 +87,7 @@ public final class LeaseAgent {
       if (config.createTable) {
         leases.createTableIfMissing();
       }
-      for (TestFault fault : TESTING_FAULTS) {
-        LeaseInternals.faultForTesting(leases, fault);
-      }
-      LeaseManager manager = leases.build();
+      LeaseManager manager = rules.leaseManager(leases).build();
       long t2 = System.nanoTime();
       LeaderElection election =
           config.mode == AgentConfig.Mode.LEADER

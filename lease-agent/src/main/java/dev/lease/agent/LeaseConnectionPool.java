@@ -120,11 +120,11 @@ final class LeaseConnectionPool implements AutoCloseable {
   LeaseConnectionPool(Opener opener) {
     this(
         opener,
-        Instrumenter.TESTING_DISABLED.contains("lease-pool") ? 0 : KEEP_IDLE,
+        AgentRules.current().leaseConnectionsKeptIdle(KEEP_IDLE),
         VALIDATE_AFTER_IDLE,
         MAX_IDLE,
         MAX_LIFETIME,
-        !Instrumenter.TESTING_DISABLED.contains("lease-pool-reset"));
+        AgentRules.current().checksLeaseConnectionSessions());
   }
 
   /**

@@ -34,12 +34,8 @@ public final class MethodLeases {
    */
   private static final Object NESTED = new Object();
 
-  /**
-   * Broken on purpose, for the negative control of the lifecycle test: the method's thread is not
-   * bound to its lease as its work, so nothing stops it when the lease is lost or released.
-   */
-  private static final boolean TESTING_UNBOUND =
-      Instrumenter.TESTING_DISABLED.contains("bind-method-thread");
+  /** Binds a method's thread to its lease as the work under it. */
+  private static final AgentRules RULES = AgentRules.current();
 
   private static volatile LeaseManager manager;
 
@@ -140,7 +136,7 @@ public final class MethodLeases {
       this.method = method;
       RUNNING.put(lease, method);
       try {
-        this.work = TESTING_UNBOUND ? () -> false : LeaseInternals.bindCurrentThread(lease);
+        this.work = RULES.bindMethodThread(lease);
       } catch (RuntimeException e) {
         RUNNING.remove(lease);
         throw e;

@@ -1,27 +1,44 @@
 package dev.lease.agent;
 
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * The switches that break one mechanism on purpose for the negative controls of this project's
- * tests ({@code -Dlease.agent.testing.*}, and lease-jdbc's {@code -Dlease.jdbc.testing.*}, which
- * the agent jar carries). They ship in the jar, so a leftover one must never weaken a production
- * JVM silently: they are honoured only in a JVM that also says it is one of this project's test
- * JVMs ({@code -Dlease.agent.testJvm=true}, set by the child-JVM tests), which logs an ERROR at
- * start naming them; anywhere else the agent refuses to start ({@link LeaseAgent#premain}).
+ * The guard of the switches that break one mechanism on purpose for the negative controls of this
+ * project's tests: {@value #RULES} (the class of weakened {@link AgentRules}, which the agent's
+ * test sources hold, never the jar), the {@code lease.agent.testing.*} switches that class reads,
+ * and lease-jdbc's {@code -Dlease.jdbc.testing.*}, which the agent jar carries. A leftover one must
+ * never weaken a production JVM silently: they are honoured only in a JVM that says it is one of
+ * this project's test JVMs ({@code -Dlease.agent.testJvm=true}, set by the child-JVM tests) and has
+ * lease's test support or conformance runner on its class path ({@link #MARKERS}, as lease-jdbc's
+ * weakenings); such a JVM logs an ERROR at start naming them, anywhere else the agent refuses to
+ * start ({@link LeaseAgent#premain}).
  */
 final class TestingSwitches {
 
   /** The marker of this project's test JVMs. */
   static final String TEST_JVM = "lease.agent.testJvm";
 
+  /** The class of the weakened rules to load in place of {@link AgentRules#PRODUCTION}. */
+  static final String RULES = "lease.agent.testing.rules";
+
+  /** Classes only lease's test support and conformance runner contain (lease-jdbc's too). */
+  static final List<String> MARKERS =
+      List.of(
+          "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
+
   private static final String[] PREFIXES = {"lease.agent.testing.", "lease.jdbc.testing."};
 
   private TestingSwitches() {}
 
   static boolean isTestJvm() {
-    return Boolean.parseBoolean(System.getProperty(TEST_JVM));
+    return isTestJvm(TestingSwitches.class.getClassLoader());
+  }
+
+  static boolean isTestJvm(ClassLoader loader) {
+    return Boolean.parseBoolean(System.getProperty(TEST_JVM))
+        && MARKERS.stream().anyMatch(m -> present(m, loader));
   }
 
   /** Every switch that is set, by property name. */
@@ -37,9 +54,47 @@ final class TestingSwitches {
     return set;
   }
 
-  /** The agent's switch {@code lease.agent.testing.NAME}; "" when unset or outside a test JVM. */
-  static String get(String name) {
-    return isTestJvm() ? System.getProperty("lease.agent.testing." + name, "") : "";
+  /** The rules of this JVM: {@link AgentRules#PRODUCTION} unless a test JVM names others. */
+  static AgentRules rules() {
+    return rules(System.getProperty(RULES), TestingSwitches.class.getClassLoader());
+  }
+
+  /**
+   * @throws IllegalStateException if {@code className} is set outside a test JVM, or cannot be
+   *     loaded as rules
+   */
+  static AgentRules rules(String className, ClassLoader loader) {
+    if (className == null || className.isBlank()) {
+      return AgentRules.PRODUCTION;
+    }
+    if (!isTestJvm(loader)) {
+      throw new IllegalStateException(
+          RULES
+              + "="
+              + className
+              + " deliberately weakens the agent (negative controls of lease's own tests); it is"
+              + " honoured only in this project's test JVMs (-D"
+              + TEST_JVM
+              + "=true with lease's test support on the class path), and refused here: remove it");
+    }
+    try {
+      return (AgentRules)
+          Class.forName(className.trim(), true, loader).getDeclaredConstructor().newInstance();
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw new IllegalStateException(RULES + "=" + className + ": " + e.getCause(), e.getCause());
+    } catch (ReflectiveOperationException | ClassCastException | LinkageError e) {
+      throw new IllegalStateException(
+          RULES + "=" + className + " cannot be loaded as the agent's rules: " + e, e);
+    }
+  }
+
+  private static boolean present(String name, ClassLoader loader) {
+    try {
+      Class.forName(name, false, loader);
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   /** "a=1, b=2". */

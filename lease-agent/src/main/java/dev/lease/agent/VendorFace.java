@@ -54,14 +54,10 @@ final class VendorFace implements InvocationHandler {
   /** Vendor methods by the Connection method with the same signature, or themselves. */
   private static final Map<Method, Method> ROUTES = new ConcurrentHashMap<>();
 
-  private static final boolean DISABLED = Instrumenter.TESTING_DISABLED.contains("vendor-faces");
+  /** Whether faces are made, and which vendor calls they refuse. */
+  private static final AgentRules RULES = AgentRules.current();
 
-  /** Deliberately broken for the negative control: vendor calls not checked against the lease. */
-  private static final boolean NO_RAW_CHECK =
-      Instrumenter.TESTING_DISABLED.contains("vendor-raw-check");
-
-  private static final boolean NO_HELD_CHECK =
-      Instrumenter.TESTING_DISABLED.contains("vendor-held-check");
+  private static final boolean FACES = RULES.facesVendorInterfaces();
 
   private final Connection fenced;
 
@@ -74,7 +70,7 @@ final class VendorFace implements InvocationHandler {
    * vendor interfaces of {@code original}.
    */
   static Connection of(Connection original, Connection fenced) {
-    if (DISABLED || original == fenced) {
+    if (!FACES || original == fenced) {
       return fenced;
     }
     Class<?>[] vendor = INTERFACES.get(original.getClass());
@@ -213,10 +209,7 @@ final class VendorFace implements InvocationHandler {
    */
   private static void refuseRawJdbc(Class<?> type, Class<?> vendor, String method)
       throws SQLException {
-    if (NO_RAW_CHECK
-        || !(Connection.class.isAssignableFrom(type)
-            || java.sql.Statement.class.isAssignableFrom(type)
-            || java.sql.ResultSet.class.isAssignableFrom(type))) {
+    if (!RULES.refusesVendorResult(type)) {
       return;
     }
     throw new SQLException(
@@ -234,7 +227,7 @@ final class VendorFace implements InvocationHandler {
   /** The lease bound to this thread (or the process's) is not held: the vendor call is refused. */
   private static void refuseIfNotHeld(Class<?> vendor, String method) throws SQLException {
     Lease lease = LeaseContext.current().orElse(null);
-    if (lease == null || lease.isHeld() || NO_HELD_CHECK) {
+    if (!RULES.refusesVendorCallUnder(lease)) {
       return;
     }
     throw new LeaseLostSQLException(

@@ -133,23 +133,8 @@ public final class XaTracking {
    */
   private static final Map<Lease, Boolean> DROPPED = new IdentityHashMap<>();
 
-  /** Deliberately broken for the negative control: poisoned branches prepare and commit. */
-  private static final boolean TESTING_NO_POISON =
-      Instrumenter.TESTING_DISABLED.contains("xa-poison");
-
-  /**
-   * Deliberately broken for the negative control: MySQL/MariaDB branches under STRICT prepare,
-   * releasing the verify's lock.
-   */
-  private static final boolean TESTING_PREPARE_UNCHECKED =
-      Instrumenter.TESTING_DISABLED.contains("xa-strict-prepare");
-
-  /**
-   * Deliberately broken for the negative control: a branch the agent could not link prepares under
-   * STRICT on MySQL/MariaDB, as before the fail-closed check.
-   */
-  private static final boolean TESTING_UNLINKED_UNCHECKED =
-      Instrumenter.TESTING_DISABLED.contains("xa-unlinked");
+  /** Which branches are poisoned, and which prepares under STRICT are refused. */
+  private static final AgentRules RULES = AgentRules.current();
 
   /**
    * The last MySQL/MariaDB lease a fenced XA handle ran a statement under while the agent saw no
@@ -412,7 +397,7 @@ public final class XaTracking {
                 : "")
             + " ran under lease "
             + lease.name();
-    if (!lease.isHeld() && !TESTING_NO_POISON) {
+    if (RULES.poisonsBranchOf(lease)) {
       return branch
           + (lease.term() == 0 ? "" : " term " + lease.term())
           + " (instance "
@@ -423,7 +408,7 @@ public final class XaTracking {
               : "no longer holds (" + lease.lossReason().map(Enum::name).orElse("released") + ")")
           + ": rolled back instead of prepared or committed";
     }
-    if (twoPhase && strict && mySqlFamily(lease) && !TESTING_PREPARE_UNCHECKED) {
+    if (twoPhase && strict && mySqlFamily(lease) && RULES.refusesStrictMySqlPrepare()) {
       return branch
           + " term "
           + lease.term()
@@ -450,7 +435,7 @@ public final class XaTracking {
    * resource is not another vendor's driver's. No signal says more: every such prepare is refused.
    */
   private static String unlinkedRefusal(Object resource, Object xid) {
-    if (!strict || TESTING_UNLINKED_UNCHECKED || otherVendor(resource.getClass())) {
+    if (!strict || !RULES.refusesUnlinkedStrictPrepare() || otherVendor(resource.getClass())) {
       return null;
     }
     // the thread's lease and the unattributed one, each on its own: a PostgreSQL lease bound at

@@ -1,5 +1,6 @@
 package dev.lease.agent;
 
+import dev.lease.testing.WeakenedFencesAllowed;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
@@ -42,6 +43,8 @@ final class AppProcess implements AutoCloseable {
               + "mysql-connector-j|protobuf-java)-[0-9][^"
               + Pattern.quote(File.separator)
               + "]*\\.jar");
+
+  private static final String TESTING = "lease.agent.testing.";
 
   /** lease-jdbc and lease-core as the reactor hands them to the tests: jars or classes folders. */
   private static final Pattern LEASE_JARS = Pattern.compile(".*lease-(jdbc|core)([-/\\\\].*)?");
@@ -131,6 +134,13 @@ final class AppProcess implements AutoCloseable {
     // with this marker (a later -Dlease.agent.testJvm=false in jvmOptions wins)
     cmd.add("-Dlease.agent.testJvm=true");
     cmd.addAll(jvmOptions);
+    // the agent's switches are read by the weakened rules of the tests, which the agent loads in
+    // place of its own only when named (the class is in this module's test classes, on the class
+    // path below, never in the agent jar)
+    if (jvmOptions.stream().anyMatch(o -> o.startsWith("-D" + TESTING))
+        && jvmOptions.stream().noneMatch(o -> o.startsWith("-D" + TestingSwitches.RULES + "="))) {
+      cmd.add("-D" + TestingSwitches.RULES + "=" + WeakenedRules.class.getName());
+    }
     cmd.add("-cp");
     cmd.add(classPath(withLeaseJdbc));
     cmd.add(mainClass);
@@ -149,13 +159,10 @@ final class AppProcess implements AutoCloseable {
     String testPath =
         System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
     List<String> cp = new ArrayList<>();
-    try {
-      cp.add(
-          Path.of(LegacyApp.class.getProtectionDomain().getCodeSource().getLocation().toURI())
-              .toString());
-    } catch (URISyntaxException e) {
-      throw new IllegalStateException(e);
-    }
+    cp.add(location(LegacyApp.class));
+    // lease's test support: its marker class lets the agent honour the negative controls' switches
+    // (with -Dlease.agent.testJvm=true; TestingSwitches), as it lets lease-jdbc's weakenings
+    cp.add(location(WeakenedFencesAllowed.class));
     for (String entry : testPath.split(File.pathSeparator)) {
       if (APP_JARS.matcher(entry).matches()
           || (withLeaseJdbc && LEASE_JARS.matcher(entry).matches())) {
@@ -163,6 +170,14 @@ final class AppProcess implements AutoCloseable {
       }
     }
     return String.join(File.pathSeparator, cp);
+  }
+
+  private static String location(Class<?> c) {
+    try {
+      return Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+    } catch (URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   private static Thread pump(

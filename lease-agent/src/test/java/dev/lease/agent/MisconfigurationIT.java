@@ -333,7 +333,8 @@ class MisconfigurationIT {
               app,
               78,
               "configuration error: test-only switches are set (lease.agent.testing.disable="
-                  + "vendor-faces, lease.jdbc.testing.weaken=x): they weaken the fence on"
+                  + "vendor-faces, lease.agent.testing.rules=dev.lease.agent.WeakenedRules,"
+                  + " lease.jdbc.testing.weaken=x): they weaken the fence on"
                   + " purpose and are honoured only in this project's test JVMs");
         });
   }

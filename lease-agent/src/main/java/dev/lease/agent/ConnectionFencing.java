@@ -149,9 +149,14 @@ public final class ConnectionFencing {
       return null; // depth not counted
     }
     Frame f = FRAME.get();
-    int depth = f.depth++;
+    int depth = f.depth;
     boolean outermost = depth == 0 || !OUTERMOST_ONLY;
-    return new Entry(f.scopes == 0 && outermost, f.scopes > 0 && depth == 0, f.physicalMade);
+    Entry entry = new Entry(f.scopes == 0 && outermost, f.scopes > 0 && depth == 0, f.physicalMade);
+    // counted only once nothing can throw any more (the allocation can): a suppressed throw here
+    // must leave the depth as it was, or every later hand-out on this thread would be taken for a
+    // nested one and come out unfenced
+    f.depth++;
+    return entry;
   }
 
   /**

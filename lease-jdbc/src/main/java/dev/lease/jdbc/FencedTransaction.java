@@ -6,7 +6,7 @@ import java.sql.Statement;
 /**
  * One fenced transaction: the lease it was verified (or refused) under, the thread that did it,
  * whether the database confirmed it, its poison, the statement running in it. Written by the owner
- * thread; the loss listener reads and poisons it under the fence's monitor.
+ * thread; the loss listener reads and poisons it under the monitor of the fence's TransactionState.
  */
 final class FencedTransaction {
   final Lease lease;

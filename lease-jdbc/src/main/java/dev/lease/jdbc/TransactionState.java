@@ -9,7 +9,7 @@ import dev.lease.core.Lease;
  * tell the hot path whether a statement with no lease bound needs any work at all.
  *
  * <p>Written by the owner thread; the loss listener reads the open transaction and poisons it under
- * this object's monitor, which is the fence's monitor ({@link Losses#leaseLost}).
+ * this object's monitor ({@link Losses#leaseLost}; the fence object's own monitor is not used).
  */
 final class TransactionState {
 

@@ -368,15 +368,8 @@ final class GroupSql {
     List<T> rows = new ArrayList<>();
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       bind(ps, params);
-      ResultSet results;
-      if (sql.startsWith("SET STATEMENT")) {
-        // MySQL Connector/J refuses executeQuery on SET STATEMENT ... FOR (MariaDB's claim read)
-        ps.execute();
-        results = ps.getResultSet();
-      } else {
-        results = ps.executeQuery(); // sqlite-jdbc answers UPDATE ... RETURNING only to this
-      }
-      try (ResultSet rs = results) {
+      // MariaDB's claim read is a SET STATEMENT ... FOR SELECT
+      try (ResultSet rs = Dialect.executeRead(ps, sql)) {
         while (rs.next()) {
           rows.add(row.read(rs));
         }

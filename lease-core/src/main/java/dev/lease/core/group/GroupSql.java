@@ -45,13 +45,7 @@ final class GroupSql {
             fill(t.membersDdl(), unlocked),
             fill(t.announce(), unlocked),
             fill(t.createRows(), unlocked),
-            // MariaDB turns an IN list of 1,000 names (a full chunk) into a subquery and scans the
-            // whole primary key, locking rows the claim does not name (other holders' verifies
-            // and renewals then wait for it); the statement's own setting keeps the list a range
-            ("MariaDB".equals(dialect.product())
-                    ? "SET STATEMENT in_predicate_conversion_threshold = 0 FOR "
-                    : "")
-                + fill(t.claim(), unlocked),
+            fill(t.claim(), unlocked),
             t.claimUpdate() == null ? null : fill(t.claimUpdate(), unlocked));
   }
 

@@ -19,11 +19,12 @@ import java.util.Set;
  * inside the statement ({@link #clock()}); no user value is ever concatenated into SQL (the table
  * name is a validated identifier, checked before a dialect is made).
  *
- * <p>Texts only: each method writes its statement and names the values that go into it, in order;
- * {@link LeaseSql} binds and runs them the same way for every database. What every database writes
- * the same way is here; what differs is in {@code PostgresDialect}, {@code MySqlDialect} and {@code
- * SqliteDialect}, each database's verify in its {@code verifySql}. Choosing the dialect for a
- * connection is {@link DialectDetection}'s.
+ * <p>This class is the contract: one method per statement, with what it must do. The texts are in
+ * the subclasses: {@link StandardDialect} writes what every database writes the same way, and
+ * {@code PostgresDialect}, {@code MySqlDialect} and {@code SqliteDialect} what differs (each
+ * database's verify is its {@code verifySql}). They name the values that go into each text, in
+ * order; {@link LeaseSql} binds and runs them the same way for every database. Choosing the dialect
+ * for a connection is {@link DialectDetection}'s.
  *
  * <p>Internal: lease-core's manager and scheduler, and lease-jdbc through {@code LeaseInternals},
  * use it; it may change in any release.

@@ -200,21 +200,13 @@ final class PostgresDialect extends StandardDialect {
             + table
             + " WHERE name = ?)";
     String ms = bound(timeoutMs);
+    Object[] params = {name, ms, ms, holder, instance, leaseMs, name};
     return lostRaceAs(
         c,
         new ClaimResult(null, true),
         () ->
             LeaseSql.first(
-                c,
-                sql,
-                rs -> new ClaimResult(nullableLong(rs, 1), rs.getBoolean(2)),
-                name,
-                ms,
-                ms,
-                holder,
-                instance,
-                leaseMs,
-                name));
+                c, sql, rs -> new ClaimResult(nullableLong(rs, 1), rs.getBoolean(2)), params));
   }
 
   @Override
@@ -444,22 +436,8 @@ final class PostgresDialect extends StandardDialect {
             + " + ?, revision = t.revision + 1"
             + " FROM held WHERE t.name = held.name RETURNING t.term";
     String ms = bound(timeoutMs);
-    return lostRaceAs(
-        c,
-        null,
-        () ->
-            LeaseSql.first(
-                c,
-                sql,
-                rs -> rs.getLong(1),
-                name,
-                holder,
-                term,
-                ms,
-                ms,
-                TRANSFER_PENDING,
-                successor,
-                adoptWithinMs));
+    Object[] params = {name, holder, term, ms, ms, TRANSFER_PENDING, successor, adoptWithinMs};
+    return lostRaceAs(c, null, () -> LeaseSql.first(c, sql, rs -> rs.getLong(1), params));
   }
 
   /**
@@ -491,21 +469,13 @@ final class PostgresDialect extends StandardDialect {
             + " + ?, revision = t.revision + 1"
             + " FROM held WHERE t.name = held.name RETURNING t.name, t.term";
     String ms = bound(timeoutMs);
+    Object[] params = {new HeldArrays(leases), ms, ms, TRANSFER_PENDING, successor, adoptWithinMs};
     return lostRaceAs(
         c,
         new HashMap<>(),
         () ->
             termsByName(
-                LeaseSql.query(
-                    c,
-                    sql,
-                    rs -> Map.entry(rs.getString(1), rs.getLong(2)),
-                    new HeldArrays(leases),
-                    ms,
-                    ms,
-                    TRANSFER_PENDING,
-                    successor,
-                    adoptWithinMs)));
+                LeaseSql.query(c, sql, rs -> Map.entry(rs.getString(1), rs.getLong(2)), params)));
   }
 
   @Override
@@ -524,21 +494,8 @@ final class PostgresDialect extends StandardDialect {
             + clock
             + " RETURNING term";
     String ms = bound(timeoutMs);
-    return lostRaceAs(
-        c,
-        null,
-        () ->
-            LeaseSql.first(
-                c,
-                sql,
-                rs -> rs.getLong(1),
-                holder,
-                leaseMs,
-                name,
-                TRANSFER_PENDING,
-                instance,
-                ms,
-                ms));
+    Object[] params = {holder, leaseMs, name, TRANSFER_PENDING, instance, ms, ms};
+    return lostRaceAs(c, null, () -> LeaseSql.first(c, sql, rs -> rs.getLong(1), params));
   }
 
   // ---- scheduler slots ------------------------------------------------------------------------

@@ -117,7 +117,15 @@ public final class LeaseManager implements AutoCloseable {
    * ({@code CREATE TABLE IF NOT EXISTS}), for migration tools such as Flyway or Liquibase.
    */
   public static List<String> ddl(Database database, String table) {
-    return Dialect.of(database, LeaseNames.table(table)).ddl();
+    String t = LeaseNames.table(table);
+    Dialect dialect =
+        switch (database) {
+          case POSTGRESQL -> Dialect.postgresql(t);
+          case MYSQL -> Dialect.mysql(t);
+          case MARIADB -> Dialect.mariadb(t);
+          case SQLITE -> Dialect.sqlite(t);
+        };
+    return dialect.ddl();
   }
 
   /** The DDL of this manager's table on its database. */

@@ -1,16 +1,18 @@
 package dev.lease.core.dialect;
 
+import dev.lease.core.dialect.LeaseSql.HeldRows;
 import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 
 /** MySQL 8 and MariaDB 10.6 or later (InnoDB), through MySQL Connector/J or MariaDB Connector/J. */
-final class MySqlDialect extends Dialect {
+final class MySqlDialect extends StandardDialect {
 
   /**
    * {@code UTC_TIMESTAMP(6)} through {@code TIMESTAMPDIFF} is free of the session time zone, unlike
@@ -87,31 +89,31 @@ final class MySqlDialect extends Dialect {
     String savedZone = null;
     long savedLockWait = 0;
     long savedIdle = 0;
-    try (Statement s = c.createStatement()) {
-      if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
-        s.execute(
-            "SET @lease_saved_tz = @@session.time_zone,"
-                + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
-                + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
-                + lockWaitSeconds);
-      } else {
-        try (ResultSet rs =
-            s.executeQuery(
-                "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout"
-                    + (mariadb ? ", @@session.idle_transaction_timeout" : ""))) {
-          rs.next();
-          savedZone = rs.getString(1);
-          savedLockWait = rs.getLong(2);
-          savedIdle = mariadb ? rs.getLong(3) : 0;
-        }
-        s.execute(
-            "SET time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
-                + lockWaitSeconds
-                // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
-                // locked (no successor could claim) until it resumes; the server ends such a
-                // session (PausedLeaseSessionTest). MySQL 8 has no such bound.
-                + (mariadb ? ", idle_transaction_timeout = " + lockWaitSeconds : ""));
-      }
+    if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
+      LeaseSql.executePlain(
+          c,
+          "SET @lease_saved_tz = @@session.time_zone,"
+              + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
+              + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
+              + lockWaitSeconds);
+    } else {
+      Object[] saved =
+          LeaseSql.firstPlain(
+              c,
+              "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout"
+                  + (mariadb ? ", @@session.idle_transaction_timeout" : ""),
+              rs -> new Object[] {rs.getString(1), rs.getLong(2), mariadb ? rs.getLong(3) : 0L});
+      savedZone = (String) saved[0];
+      savedLockWait = (Long) saved[1];
+      savedIdle = (Long) saved[2];
+      LeaseSql.executePlain(
+          c,
+          "SET time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
+              + lockWaitSeconds
+              // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
+              // locked (no successor could claim) until it resumes; the server ends such a
+              // session (PausedLeaseSessionTest). MySQL 8 has no such bound.
+              + (mariadb ? ", idle_transaction_timeout = " + lockWaitSeconds : ""));
     }
     String zone = savedZone;
     long lockWait = savedLockWait;
@@ -129,10 +131,11 @@ final class MySqlDialect extends Dialect {
       return result;
     } catch (SQLException | RuntimeException | Error e) {
       failure = e;
-      rollbackQuietly(c, e);
+      LeaseSql.rollbackQuietly(c, e);
       throw e;
     } finally {
-      restore(
+      LeaseSql.restore(
+          faults,
           failure,
           () -> {
             if (autoCommit) {
@@ -151,22 +154,20 @@ final class MySqlDialect extends Dialect {
   private void restoreSettings(Connection c, String zone, long lockWait, long idle)
       throws SQLException {
     if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
-      try (Statement s = c.createStatement()) {
-        s.execute("SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw");
-      }
+      LeaseSql.executePlain(
+          c, "SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw");
       return;
     }
     // bound, not concatenated: a named time zone is the server's text
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SET time_zone = ?, innodb_lock_wait_timeout = ?"
-                + (mariadb ? ", idle_transaction_timeout = ?" : ""))) {
-      ps.setString(1, zone);
-      ps.setLong(2, lockWait);
-      if (mariadb) {
-        ps.setLong(3, idle);
-      }
-      ps.execute();
+    if (mariadb) {
+      LeaseSql.execute(
+          c,
+          "SET time_zone = ?, innodb_lock_wait_timeout = ?, idle_transaction_timeout = ?",
+          zone,
+          lockWait,
+          idle);
+    } else {
+      LeaseSql.execute(c, "SET time_zone = ?, innodb_lock_wait_timeout = ?", zone, lockWait);
     }
   }
 
@@ -198,7 +199,7 @@ final class MySqlDialect extends Dialect {
         + ", max_statement_time = "
         + (ms / 1000)
         + "."
-        + String.format(java.util.Locale.ROOT, "%03d", ms % 1000)
+        + String.format(Locale.ROOT, "%03d", ms % 1000)
         + " FOR ";
   }
 
@@ -250,22 +251,8 @@ final class MySqlDialect extends Dialect {
             + " term = LAST_INSERT_ID(term + 1)"
             + " WHERE name = ? AND expires_at_ms <= "
             + clk;
-    try (PreparedStatement ps = c.prepareStatement(update, Statement.RETURN_GENERATED_KEYS)) {
-      ps.setString(1, holder);
-      ps.setString(2, instance);
-      ps.setLong(3, leaseMs);
-      ps.setString(4, name);
-      if (ps.executeUpdate() != 1) {
-        return new ClaimResult(null, null);
-      }
-      try (ResultSet keys = ps.getGeneratedKeys()) {
-        if (!keys.next()) {
-          throw new SQLException(
-              "the claim of lease row '" + name + "' returned no term (LAST_INSERT_ID)");
-        }
-        return new ClaimResult(keys.getLong(1), true);
-      }
-    }
+    Long term = LeaseSql.generatedTerm(c, update, name, holder, instance, leaseMs, name);
+    return term == null ? new ClaimResult(null, null) : new ClaimResult(term, true);
   }
 
   /**
@@ -286,28 +273,20 @@ final class MySqlDialect extends Dialect {
             + " + ?, revision = revision + 1"
             + " WHERE name = ? AND expires_at_ms <= "
             + clock;
-    try (PreparedStatement ps = c.prepareStatement(update)) {
-      ps.setString(1, holder);
-      ps.setString(2, instance);
-      ps.setLong(3, leaseMs);
-      ps.setString(4, name);
-      if (ps.executeUpdate() != 1) {
-        return null;
-      }
+    if (!LeaseSql.updateOne(c, update, holder, instance, leaseMs, name)) {
+      return null;
     }
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT term, expires_at_ms FROM " + table + " WHERE name = ? AND holder = ?")) {
-      ps.setString(1, name);
-      ps.setString(2, holder);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          throw new SQLException("claimed lease row '" + name + "' vanished inside the claim");
-        }
-        long expires = rs.getLong(2);
-        return new Claimed(rs.getLong(1), expires, expires - leaseMs);
-      }
+    Claimed claimed =
+        LeaseSql.first(
+            c,
+            "SELECT term, expires_at_ms FROM " + table + " WHERE name = ? AND holder = ?",
+            rs -> new Claimed(rs.getLong(1), rs.getLong(2), rs.getLong(2) - leaseMs),
+            name,
+            holder);
+    if (claimed == null) {
+      throw new SQLException("claimed lease row '" + name + "' vanished inside the claim");
     }
+    return claimed;
   }
 
   /**
@@ -429,18 +408,8 @@ final class MySqlDialect extends Dialect {
             + " term = LAST_INSERT_ID(term + 1)"
             + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
             + clk;
-    try (PreparedStatement ps = c.prepareStatement(update, Statement.RETURN_GENERATED_KEYS)) {
-      ps.setString(1, TRANSFER_PENDING);
-      ps.setString(2, successor);
-      ps.setLong(3, adoptWithinMs);
-      ps.setString(4, name);
-      ps.setString(5, holder);
-      ps.setLong(6, term);
-      if (ps.executeUpdate() != 1) {
-        return null;
-      }
-      return generatedTerm(ps, name);
-    }
+    return LeaseSql.generatedTerm(
+        c, update, name, TRANSFER_PENDING, successor, adoptWithinMs, name, holder, term);
   }
 
   /**
@@ -451,7 +420,7 @@ final class MySqlDialect extends Dialect {
    * repeat, and a later claim or transfer would have a higher term).
    */
   @Override
-  public java.util.Map<String, Long> transferAll(
+  public Map<String, Long> transferAll(
       Connection c, List<Held> leases, String successor, long adoptWithinMs, long timeoutMs)
       throws SQLException {
     checkBatch(leases);
@@ -462,15 +431,10 @@ final class MySqlDialect extends Dialect {
             + heldMatch(leases.size())
             + " AND expires_at_ms > "
             + clk;
-    int n;
-    try (PreparedStatement ps = c.prepareStatement(update)) {
-      ps.setString(1, TRANSFER_PENDING);
-      ps.setString(2, successor);
-      ps.setLong(3, adoptWithinMs);
-      bindHeld(ps, 4, leases);
-      n = ps.executeUpdate();
-    }
-    java.util.Map<String, Long> terms = new java.util.HashMap<>();
+    int n =
+        LeaseSql.update(
+            c, update, TRANSFER_PENDING, successor, adoptWithinMs, new HeldRows(leases));
+    Map<String, Long> terms = new HashMap<>();
     if (n == leases.size()) {
       for (Held h : leases) {
         terms.put(h.name(), h.term() + 1);
@@ -480,33 +444,26 @@ final class MySqlDialect extends Dialect {
     if (n == 0) {
       return terms;
     }
-    java.util.Map<String, Long> wanted = new java.util.HashMap<>();
+    Map<String, Long> wanted = new HashMap<>();
     for (Held h : leases) {
       wanted.put(h.name(), h.term() + 1);
     }
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            stepPrefix(timeoutMs)
-                + "SELECT name, term FROM "
-                + tableByPrimaryKey()
-                + " WHERE name IN ("
-                + "?, ".repeat(leases.size() - 1)
-                + "?) AND instance = ?")) {
-      int i = 1;
-      for (Held h : leases) {
-        ps.setString(i++, h.name());
-      }
-      ps.setString(i, successor);
-      // execute, not executeQuery: MySQL Connector/J refuses executeQuery on SET STATEMENT ... FOR
-      ps.execute();
-      try (ResultSet rs = ps.getResultSet()) {
-        while (rs.next()) {
-          String name = rs.getString(1);
-          long term = rs.getLong(2);
-          if (wanted.get(name) != null && wanted.get(name) == term) {
-            terms.put(name, term);
-          }
-        }
+    String read =
+        stepPrefix(timeoutMs)
+            + "SELECT name, term FROM "
+            + tableByPrimaryKey()
+            + " WHERE name IN ("
+            + "?, ".repeat(leases.size() - 1)
+            + "?) AND instance = ?";
+    for (Map.Entry<String, Long> row :
+        LeaseSql.query(
+            c,
+            read,
+            rs -> Map.entry(rs.getString(1), rs.getLong(2)),
+            LeaseSql.names(leases),
+            successor)) {
+      if (wanted.get(row.getKey()) != null && wanted.get(row.getKey()) == (long) row.getValue()) {
+        terms.put(row.getKey(), row.getValue());
       }
     }
     return terms;
@@ -530,26 +487,8 @@ final class MySqlDialect extends Dialect {
             + " + ?, revision = revision + 1, term = LAST_INSERT_ID(term)"
             + " WHERE name = ? AND holder = ? AND instance = ? AND expires_at_ms > "
             + clk;
-    try (PreparedStatement ps = c.prepareStatement(update, Statement.RETURN_GENERATED_KEYS)) {
-      ps.setString(1, holder);
-      ps.setLong(2, leaseMs);
-      ps.setString(3, name);
-      ps.setString(4, TRANSFER_PENDING);
-      ps.setString(5, instance);
-      if (ps.executeUpdate() != 1) {
-        return null;
-      }
-      return generatedTerm(ps, name);
-    }
-  }
-
-  private static long generatedTerm(PreparedStatement ps, String name) throws SQLException {
-    try (ResultSet keys = ps.getGeneratedKeys()) {
-      if (!keys.next()) {
-        throw new SQLException("the lease row '" + name + "' returned no term (LAST_INSERT_ID)");
-      }
-      return keys.getLong(1);
-    }
+    return LeaseSql.generatedTerm(
+        c, update, name, holder, leaseMs, name, TRANSFER_PENDING, instance);
   }
 
   // ---- scheduler slots ------------------------------------------------------------------------
@@ -586,26 +525,19 @@ final class MySqlDialect extends Dialect {
             + clock
             + " AND unfinished_slot_ms = ?"
             + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "");
-    try (PreparedStatement ps = c.prepareStatement(update)) {
-      ps.setString(1, holder);
-      ps.setString(2, instance);
-      ps.setLong(3, leaseMs);
-      ps.setString(4, name);
-      ps.setLong(5, instantMs);
-      if (ps.executeUpdate() != 1) {
-        return null;
-      }
+    if (!LeaseSql.updateOne(c, update, holder, instance, leaseMs, name, instantMs)) {
+      return null;
     }
-    try (PreparedStatement ps =
-        c.prepareStatement("SELECT term FROM " + table + " WHERE name = ? AND holder = ?")) {
-      ps.setString(1, name);
-      ps.setString(2, holder);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          throw new SQLException("claimed lease row '" + name + "' vanished inside the claim");
-        }
-        return rs.getLong(1);
-      }
+    Long term =
+        LeaseSql.first(
+            c,
+            "SELECT term FROM " + table + " WHERE name = ? AND holder = ?",
+            rs -> rs.getLong(1),
+            name,
+            holder);
+    if (term == null) {
+      throw new SQLException("claimed lease row '" + name + "' vanished inside the claim");
     }
+    return term;
   }
 }

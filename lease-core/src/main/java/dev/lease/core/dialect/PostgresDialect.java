@@ -1,18 +1,18 @@
 package dev.lease.core.dialect;
 
+import dev.lease.core.dialect.LeaseSql.HeldArrays;
 import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /** PostgreSQL 12 or later. */
-final class PostgresDialect extends Dialect {
+final class PostgresDialect extends StandardDialect {
 
   /**
    * {@code clock_timestamp()}, never {@code now()}: {@code now()} is the start of the transaction,
@@ -76,29 +76,28 @@ final class PostgresDialect extends Dialect {
       // of finding the lease held (ClaimRaceTest). First statement of the transaction, so it
       // applies
       // to this transaction only and never leaks into the pooled connection.
-      try (Statement s = c.createStatement()) {
-        s.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
-      }
-      try (PreparedStatement ps =
-          c.prepareStatement(
-              "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true),"
-                  // a holder paused between its UPDATE and COMMIT would keep the lease row locked
-                  // (no successor could claim) until it resumes: the server ends such a session
-                  + " set_config('idle_in_transaction_session_timeout', ?, true)")) {
-        ps.setString(1, Long.toString(timeoutMs));
-        ps.setString(2, Long.toString(timeoutMs));
-        ps.setString(3, Long.toString(timeoutMs));
-        ps.executeQuery().close();
-      }
+      LeaseSql.executePlain(c, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+      String ms = Long.toString(timeoutMs);
+      LeaseSql.first(
+          c,
+          "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true),"
+              // a holder paused between its UPDATE and COMMIT would keep the lease row locked
+              // (no successor could claim) until it resumes: the server ends such a session
+              + " set_config('idle_in_transaction_session_timeout', ?, true)",
+          rs -> null,
+          ms,
+          ms,
+          ms);
       T result = call.call(c);
       c.commit();
       return result;
     } catch (SQLException | RuntimeException | Error e) {
       failure = e;
-      rollbackQuietly(c, e);
+      LeaseSql.rollbackQuietly(c, e);
       throw e;
     } finally {
-      restore(
+      LeaseSql.restore(
+          faults,
           failure,
           () -> {
             if (autoCommit) {
@@ -123,17 +122,7 @@ final class PostgresDialect extends Dialect {
    */
   @Override
   public boolean createRowStep(Connection c, String name, long timeoutMs) throws SQLException {
-    try {
-      return super.createRowStep(c, name, timeoutMs);
-    } catch (SQLException e) {
-      if (!serializationFailure(e)) {
-        throw e;
-      }
-      if (!c.getAutoCommit()) {
-        c.rollback();
-      }
-      return false;
-    }
+    return lostRaceAs(c, false, () -> super.createRowStep(c, name, timeoutMs));
   }
 
   /**
@@ -143,45 +132,40 @@ final class PostgresDialect extends Dialect {
    * lock_timeout} when a lock wait begins, and a row reaches the lock (the {@code FOR UPDATE}, the
    * UPDATE's row lock) only after its filter, this condition included, passed. The statement's time
    * is bounded by the network timeout the attempt sets (client side, no round trip). Two
-   * parameters, both the timeout in ms as text ({@link #bindBound}).
+   * parameters, both the timeout in ms as text ({@link #bound}).
    */
   private static final String BOUND =
       "(set_config('lock_timeout', ?, true)"
           + " || set_config('idle_in_transaction_session_timeout', ?, true)) IS NOT NULL";
 
-  private static int bindBound(PreparedStatement ps, int i, long timeoutMs) throws SQLException {
-    String ms = Long.toString(Math.max(1, timeoutMs));
-    ps.setString(i, ms);
-    ps.setString(i + 1, ms);
-    return i + 2;
+  private static String bound(long timeoutMs) {
+    return Long.toString(Math.max(1, timeoutMs));
+  }
+
+  /** A statement whose race lost under REPEATABLE READ or SERIALIZABLE reports {@code lost}. */
+  @FunctionalInterface
+  private interface Race<T> {
+    T run() throws SQLException;
   }
 
   /**
-   * The three array parameters of a batch statement, {@code unnest(?::varchar[], ?::varchar[],
-   * ?::bigint[]) AS k(name, holder, term)}: the names, holders and terms of {@code leases}, bound
-   * from index {@code i}. Arrays, so the statement's text and its prepared plan never change with
-   * the batch's size. Returns the index of the next parameter.
+   * Runs {@code race}; a serialization failure (SQLSTATE 40001: a pool that defaults to REPEATABLE
+   * READ or SERIALIZABLE, where another process changed the row since the statement began) is a
+   * lost race: rolled back (a connection handed out with autocommit off) and reported as {@code
+   * lost}.
    */
-  private static int bindHeld(Connection c, PreparedStatement ps, int i, List<Held> leases)
-      throws SQLException {
-    String[] names = new String[leases.size()];
-    String[] holders = new String[leases.size()];
-    Long[] terms = new Long[leases.size()];
-    for (int k = 0; k < leases.size(); k++) {
-      Held h = leases.get(k);
-      names[k] = h.name();
-      holders[k] = h.holder();
-      terms[k] = h.term();
+  private static <T> T lostRaceAs(Connection c, T lost, Race<T> race) throws SQLException {
+    try {
+      return race.run();
+    } catch (SQLException e) {
+      if (!"40001".equals(e.getSQLState())) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      return lost;
     }
-    ps.setArray(i, c.createArrayOf("varchar", names));
-    ps.setArray(i + 1, c.createArrayOf("varchar", holders));
-    ps.setArray(i + 2, c.createArrayOf("bigint", terms));
-    return i + 3;
-  }
-
-  /** SQLSTATE serialization_failure: a pool that defaults to REPEATABLE READ or SERIALIZABLE. */
-  private static boolean serializationFailure(SQLException e) {
-    return "40001".equals(e.getSQLState());
   }
 
   /**
@@ -215,28 +199,14 @@ final class PostgresDialect extends Dialect {
             + " SELECT (SELECT term FROM claimed), EXISTS (SELECT 1 FROM "
             + table
             + " WHERE name = ?)";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      int i = 1;
-      ps.setString(i++, name);
-      i = bindBound(ps, i, timeoutMs);
-      ps.setString(i++, holder);
-      ps.setString(i++, instance);
-      ps.setLong(i++, leaseMs);
-      ps.setString(i, name);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        long term = rs.getLong(1);
-        return new ClaimResult(rs.wasNull() ? null : term, rs.getBoolean(2));
-      }
-    } catch (SQLException e) {
-      if (!serializationFailure(e)) {
-        throw e;
-      }
-      if (!c.getAutoCommit()) {
-        c.rollback();
-      }
-      return new ClaimResult(null, true);
-    }
+    String ms = bound(timeoutMs);
+    Object[] params = {name, ms, ms, holder, instance, leaseMs, name};
+    return lostRaceAs(
+        c,
+        new ClaimResult(null, true),
+        () ->
+            LeaseSql.first(
+                c, sql, rs -> new ClaimResult(nullableLong(rs, 1), rs.getBoolean(2)), params));
   }
 
   @Override
@@ -253,14 +223,8 @@ final class PostgresDialect extends Dialect {
             + BOUND
             + " AND expires_at_ms > "
             + clock;
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setLong(1, leaseMs);
-      ps.setString(2, name);
-      ps.setString(3, holder);
-      ps.setLong(4, term);
-      bindBound(ps, 5, timeoutMs);
-      return ps.executeUpdate() == 1;
-    }
+    String ms = bound(timeoutMs);
+    return LeaseSql.updateOne(c, sql, leaseMs, name, holder, term, ms, ms);
   }
 
   @Override
@@ -272,13 +236,8 @@ final class PostgresDialect extends Dialect {
             + " SET expires_at_ms = 0, revision = revision + 1"
             + " WHERE name = ? AND holder = ? AND term = ? AND "
             + BOUND;
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setString(1, name);
-      ps.setString(2, holder);
-      ps.setLong(3, term);
-      bindBound(ps, 4, timeoutMs);
-      return ps.executeUpdate() == 1;
-    }
+    String ms = bound(timeoutMs);
+    return LeaseSql.updateOne(c, sql, name, holder, term, ms, ms);
   }
 
   /**
@@ -301,17 +260,9 @@ final class PostgresDialect extends Dialect {
             + " AND t.expires_at_ms > "
             + clock
             + " RETURNING t.name, t.holder, t.term";
-    Set<Held> renewed = new HashSet<>();
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setLong(1, leaseMs);
-      bindBound(ps, bindHeld(c, ps, 2, leases), timeoutMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          renewed.add(new Held(rs.getString(1), rs.getString(2), rs.getLong(3)));
-        }
-      }
-    }
-    return renewed;
+    String ms = bound(timeoutMs);
+    return new HashSet<>(
+        LeaseSql.query(c, sql, LeaseSql::held, leaseMs, new HeldArrays(leases), ms, ms));
   }
 
   /**
@@ -328,10 +279,8 @@ final class PostgresDialect extends Dialect {
             + " FROM unnest(?::varchar[], ?::varchar[], ?::bigint[]) AS k(name, holder, term)"
             + " WHERE t.name = k.name AND t.holder = k.holder AND t.term = k.term AND "
             + BOUND;
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      bindBound(ps, bindHeld(c, ps, 1, leases), timeoutMs);
-      return ps.executeUpdate();
-    }
+    String ms = bound(timeoutMs);
+    return LeaseSql.update(c, sql, new HeldArrays(leases), ms, ms);
   }
 
   /**
@@ -359,19 +308,14 @@ final class PostgresDialect extends Dialect {
             + " + ?, revision = t.revision + 1"
             + " FROM expired WHERE t.name = expired.name"
             + " RETURNING t.term, t.expires_at_ms";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setString(1, name);
-      ps.setString(2, holder);
-      ps.setString(3, instance);
-      ps.setLong(4, leaseMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        long expires = rs.getLong(2);
-        return new Claimed(rs.getLong(1), expires, expires - leaseMs);
-      }
-    }
+    return LeaseSql.first(
+        c,
+        sql,
+        rs -> new Claimed(rs.getLong(1), rs.getLong(2), rs.getLong(2) - leaseMs),
+        name,
+        holder,
+        instance,
+        leaseMs);
   }
 
   /**
@@ -491,27 +435,9 @@ final class PostgresDialect extends Dialect {
             + clock
             + " + ?, revision = t.revision + 1"
             + " FROM held WHERE t.name = held.name RETURNING t.term";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      int i = 1;
-      ps.setString(i++, name);
-      ps.setString(i++, holder);
-      ps.setLong(i++, term);
-      i = bindBound(ps, i, timeoutMs);
-      ps.setString(i++, TRANSFER_PENDING);
-      ps.setString(i++, successor);
-      ps.setLong(i, adoptWithinMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getLong(1) : null;
-      }
-    } catch (SQLException e) {
-      if (!serializationFailure(e)) {
-        throw e;
-      }
-      if (!c.getAutoCommit()) {
-        c.rollback();
-      }
-      return null;
-    }
+    String ms = bound(timeoutMs);
+    Object[] params = {name, holder, term, ms, ms, TRANSFER_PENDING, successor, adoptWithinMs};
+    return lostRaceAs(c, null, () -> LeaseSql.first(c, sql, rs -> rs.getLong(1), params));
   }
 
   /**
@@ -522,7 +448,7 @@ final class PostgresDialect extends Dialect {
    * pool defaulting to REPEATABLE READ) transfers nothing.
    */
   @Override
-  public java.util.Map<String, Long> transferAll(
+  public Map<String, Long> transferAll(
       Connection c, List<Held> leases, String successor, long adoptWithinMs, long timeoutMs)
       throws SQLException {
     checkBatch(leases);
@@ -542,27 +468,14 @@ final class PostgresDialect extends Dialect {
             + clock
             + " + ?, revision = t.revision + 1"
             + " FROM held WHERE t.name = held.name RETURNING t.name, t.term";
-    java.util.Map<String, Long> transferred = new java.util.HashMap<>();
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      int i = bindBound(ps, bindHeld(c, ps, 1, leases), timeoutMs);
-      ps.setString(i++, TRANSFER_PENDING);
-      ps.setString(i++, successor);
-      ps.setLong(i, adoptWithinMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          transferred.put(rs.getString(1), rs.getLong(2));
-        }
-      }
-    } catch (SQLException e) {
-      if (!serializationFailure(e)) {
-        throw e;
-      }
-      if (!c.getAutoCommit()) {
-        c.rollback();
-      }
-      transferred.clear();
-    }
-    return transferred;
+    String ms = bound(timeoutMs);
+    Object[] params = {new HeldArrays(leases), ms, ms, TRANSFER_PENDING, successor, adoptWithinMs};
+    return lostRaceAs(
+        c,
+        new HashMap<>(),
+        () ->
+            termsByName(
+                LeaseSql.query(c, sql, rs -> Map.entry(rs.getString(1), rs.getLong(2)), params)));
   }
 
   @Override
@@ -580,26 +493,9 @@ final class PostgresDialect extends Dialect {
             + " AND expires_at_ms > "
             + clock
             + " RETURNING term";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      int i = 1;
-      ps.setString(i++, holder);
-      ps.setLong(i++, leaseMs);
-      ps.setString(i++, name);
-      ps.setString(i++, TRANSFER_PENDING);
-      ps.setString(i++, instance);
-      bindBound(ps, i, timeoutMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getLong(1) : null;
-      }
-    } catch (SQLException e) {
-      if (!serializationFailure(e)) {
-        throw e;
-      }
-      if (!c.getAutoCommit()) {
-        c.rollback();
-      }
-      return null;
-    }
+    String ms = bound(timeoutMs);
+    Object[] params = {holder, leaseMs, name, TRANSFER_PENDING, instance, ms, ms};
+    return lostRaceAs(c, null, () -> LeaseSql.first(c, sql, rs -> rs.getLong(1), params));
   }
 
   // ---- scheduler slots ------------------------------------------------------------------------
@@ -640,25 +536,16 @@ final class PostgresDialect extends Dialect {
             + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
             + " FROM due WHERE t.name = due.name"
             + " RETURNING t.term, due.slot_ms, due.unfinished_slot_ms";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      int i = 1;
-      ps.setString(i++, name);
-      if (requireLater) {
-        ps.setLong(i++, instantMs);
-      }
-      ps.setLong(i++, instantMs);
-      ps.setString(i++, holder);
-      ps.setString(i++, instance);
-      ps.setLong(i++, leaseMs);
-      ps.setLong(i++, instantMs);
-      ps.setLong(i, instantMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        return new SlotClaimed(rs.getLong(1), nullableLong(rs, 2), nullableLong(rs, 3));
-      }
+    List<Object> params = new ArrayList<>(List.of(name));
+    if (requireLater) {
+      params.add(instantMs);
     }
+    params.addAll(List.of(instantMs, holder, instance, leaseMs, instantMs, instantMs));
+    return LeaseSql.first(
+        c,
+        sql,
+        rs -> new SlotClaimed(rs.getLong(1), nullableLong(rs, 2), nullableLong(rs, 3)),
+        params.toArray());
   }
 
   /**
@@ -690,15 +577,6 @@ final class PostgresDialect extends Dialect {
             + " + ?, revision = t.revision + 1,"
             + " rerun_slot_ms = t.unfinished_slot_ms"
             + " FROM cut WHERE t.name = cut.name RETURNING t.term";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setString(1, name);
-      ps.setLong(2, instantMs);
-      ps.setString(3, holder);
-      ps.setString(4, instance);
-      ps.setLong(5, leaseMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getLong(1) : null;
-      }
-    }
+    return LeaseSql.first(c, sql, rs -> rs.getLong(1), name, instantMs, holder, instance, leaseMs);
   }
 }

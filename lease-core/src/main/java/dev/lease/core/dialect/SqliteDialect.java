@@ -1,18 +1,19 @@
 package dev.lease.core.dialect;
 
 import dev.lease.core.LeaseException;
+import dev.lease.core.dialect.LeaseSql.HeldRows;
 import dev.lease.core.internal.TestFault;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
 /** SQLite 3.42 or later (sqlite-jdbc 3.42+ bundles it). */
-final class SqliteDialect extends Dialect {
+final class SqliteDialect extends StandardDialect {
 
   /**
    * 'now' is fixed within one statement step, so every use in a statement agrees. The 'subsec'
@@ -26,20 +27,16 @@ final class SqliteDialect extends Dialect {
   }
 
   static void checkVersion(Connection c) throws SQLException {
-    try (Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT sqlite_version()")) {
-      rs.next();
-      String version = rs.getString(1);
-      String[] parts = version.split("\\.");
-      int major = Integer.parseInt(parts[0]);
-      int minor = parts.length > 1 ? Integer.parseInt(parts[1]) : 0;
-      if (major < 3 || (major == 3 && minor < 42)) {
-        throw new LeaseException(
-            "SQLite "
-                + version
-                + " is too old: the lease clock needs"
-                + " unixepoch('now','subsec'), SQLite 3.42 or later; use sqlite-jdbc 3.42.0.0 or newer");
-      }
+    String version = LeaseSql.firstPlain(c, "SELECT sqlite_version()", rs -> rs.getString(1));
+    String[] parts = version.split("\\.");
+    int major = Integer.parseInt(parts[0]);
+    int minor = parts.length > 1 ? Integer.parseInt(parts[1]) : 0;
+    if (major < 3 || (major == 3 && minor < 42)) {
+      throw new LeaseException(
+          "SQLite "
+              + version
+              + " is too old: the lease clock needs"
+              + " unixepoch('now','subsec'), SQLite 3.42 or later; use sqlite-jdbc 3.42.0.0 or newer");
     }
   }
 
@@ -79,13 +76,9 @@ final class SqliteDialect extends Dialect {
    */
   @Override
   public <T> T inLeaseSession(Connection c, long timeoutMs, SqlCall<T> call) throws SQLException {
-    long savedBusyTimeout;
-    try (Statement s = c.createStatement()) {
-      try (ResultSet rs = s.executeQuery("PRAGMA busy_timeout")) {
-        savedBusyTimeout = rs.next() ? rs.getLong(1) : 0;
-      }
-      s.execute("PRAGMA busy_timeout = " + timeoutMs);
-    }
+    Long busy = LeaseSql.firstPlain(c, "PRAGMA busy_timeout", rs -> rs.getLong(1));
+    long savedBusyTimeout = busy != null ? busy : 0;
+    LeaseSql.executePlain(c, "PRAGMA busy_timeout = " + timeoutMs);
     boolean autoCommit = c.getAutoCommit();
     Throwable failure = null;
     try {
@@ -97,18 +90,15 @@ final class SqliteDialect extends Dialect {
       failure = e;
       throw e;
     } finally {
-      restore(
+      LeaseSql.restore(
+          faults,
           failure,
           () -> {
             if (!autoCommit) {
               c.setAutoCommit(false);
             }
           },
-          () -> {
-            try (Statement s = c.createStatement()) {
-              s.execute("PRAGMA busy_timeout = " + savedBusyTimeout);
-            }
-          });
+          () -> LeaseSql.executePlain(c, "PRAGMA busy_timeout = " + savedBusyTimeout));
     }
   }
 
@@ -151,7 +141,8 @@ final class SqliteDialect extends Dialect {
       failure = e;
       throw e;
     } finally {
-      restore(
+      LeaseSql.restore(
+          faults,
           failure,
           () -> {
             try {
@@ -166,24 +157,19 @@ final class SqliteDialect extends Dialect {
   }
 
   private static final Class<?> SQLITE_CONNECTION;
-  private static final java.lang.invoke.MethodHandle GET_BUSY_TIMEOUT;
-  private static final java.lang.invoke.MethodHandle SET_BUSY_TIMEOUT;
+  private static final MethodHandle GET_BUSY_TIMEOUT;
+  private static final MethodHandle SET_BUSY_TIMEOUT;
 
   static {
     Class<?> type = null;
-    java.lang.invoke.MethodHandle get = null;
-    java.lang.invoke.MethodHandle set = null;
+    MethodHandle get = null;
+    MethodHandle set = null;
     try {
       type = Class.forName("org.sqlite.SQLiteConnection");
-      java.lang.invoke.MethodHandles.Lookup lookup = java.lang.invoke.MethodHandles.publicLookup();
-      get =
-          lookup.findVirtual(
-              type, "getBusyTimeout", java.lang.invoke.MethodType.methodType(int.class));
+      MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+      get = lookup.findVirtual(type, "getBusyTimeout", MethodType.methodType(int.class));
       set =
-          lookup.findVirtual(
-              type,
-              "setBusyTimeout",
-              java.lang.invoke.MethodType.methodType(void.class, int.class));
+          lookup.findVirtual(type, "setBusyTimeout", MethodType.methodType(void.class, int.class));
     } catch (ReflectiveOperationException | LinkageError e) {
       type = null; // another SQLite driver: the PRAGMAs of inLeaseSession
     }
@@ -230,15 +216,8 @@ final class SqliteDialect extends Dialect {
             + " WHERE expires_at_ms <= "
             + clock
             + " RETURNING term";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setString(1, name);
-      ps.setString(2, holder);
-      ps.setString(3, instance);
-      ps.setLong(4, leaseMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        return new ClaimResult(rs.next() ? rs.getLong(1) : null, true);
-      }
-    }
+    return new ClaimResult(
+        LeaseSql.first(c, sql, rs -> rs.getLong(1), name, holder, instance, leaseMs), true);
   }
 
   /** SQLite takes row values only from a subquery: {@code IN (VALUES ...)}. */
@@ -266,17 +245,7 @@ final class SqliteDialect extends Dialect {
             + " AND expires_at_ms > "
             + clock
             + " RETURNING name, holder, term";
-    Set<Held> renewed = new HashSet<>();
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setLong(1, leaseMs);
-      bindHeld(ps, 2, leases);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          renewed.add(new Held(rs.getString(1), rs.getString(2), rs.getLong(3)));
-        }
-      }
-    }
-    return renewed;
+    return new HashSet<>(LeaseSql.query(c, sql, LeaseSql::held, leaseMs, new HeldRows(leases)));
   }
 
   /** One UPDATE ... RETURNING, run with executeQuery (sqlite-jdbc refuses executeUpdate on it). */
@@ -293,19 +262,14 @@ final class SqliteDialect extends Dialect {
             + " WHERE name = ? AND expires_at_ms <= "
             + clock
             + " RETURNING term, expires_at_ms";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setString(1, holder);
-      ps.setString(2, instance);
-      ps.setLong(3, leaseMs);
-      ps.setString(4, name);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        long expires = rs.getLong(2);
-        return new Claimed(rs.getLong(1), expires, expires - leaseMs);
-      }
-    }
+    return LeaseSql.first(
+        c,
+        sql,
+        rs -> new Claimed(rs.getLong(1), rs.getLong(2), rs.getLong(2) - leaseMs),
+        holder,
+        instance,
+        leaseMs,
+        name);
   }
 
   /**
@@ -389,15 +353,6 @@ final class SqliteDialect extends Dialect {
             + " AND unfinished_slot_ms = ?"
             + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "")
             + " RETURNING term";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setString(1, holder);
-      ps.setString(2, instance);
-      ps.setLong(3, leaseMs);
-      ps.setString(4, name);
-      ps.setLong(5, instantMs);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getLong(1) : null;
-      }
-    }
+    return LeaseSql.first(c, sql, rs -> rs.getLong(1), holder, instance, leaseMs, name, instantMs);
   }
 }

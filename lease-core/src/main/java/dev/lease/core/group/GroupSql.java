@@ -45,13 +45,7 @@ final class GroupSql {
             fill(t.membersDdl(), unlocked),
             fill(t.announce(), unlocked),
             fill(t.createRows(), unlocked),
-            // MariaDB turns an IN list of 1,000 names (a full chunk) into a subquery and scans the
-            // whole primary key, locking rows the claim does not name (other holders' verifies
-            // and renewals then wait for it); the statement's own setting keeps the list a range
-            ("MariaDB".equals(dialect.product())
-                    ? "SET STATEMENT in_predicate_conversion_threshold = 0 FOR "
-                    : "")
-                + fill(t.claim(), unlocked),
+            fill(t.claim(), unlocked),
             t.claimUpdate() == null ? null : fill(t.claimUpdate(), unlocked));
   }
 
@@ -368,15 +362,8 @@ final class GroupSql {
     List<T> rows = new ArrayList<>();
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       bind(ps, params);
-      ResultSet results;
-      if (sql.startsWith("SET STATEMENT")) {
-        // MySQL Connector/J refuses executeQuery on SET STATEMENT ... FOR (MariaDB's claim read)
-        ps.execute();
-        results = ps.getResultSet();
-      } else {
-        results = ps.executeQuery(); // sqlite-jdbc answers UPDATE ... RETURNING only to this
-      }
-      try (ResultSet rs = results) {
+      // MariaDB's claim read is a SET STATEMENT ... FOR SELECT
+      try (ResultSet rs = Dialect.executeRead(ps, sql)) {
         while (rs.next()) {
           rows.add(row.read(rs));
         }

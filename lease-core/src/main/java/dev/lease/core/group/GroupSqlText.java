@@ -31,7 +31,8 @@ record GroupSqlText(
   static GroupSqlText of(Database database) {
     return switch (database) {
       case POSTGRESQL -> POSTGRESQL;
-      case MYSQL, MARIADB -> MYSQL;
+      case MYSQL -> MYSQL;
+      case MARIADB -> MARIADB;
       case SQLITE -> SQLITE;
     };
   }
@@ -39,7 +40,8 @@ record GroupSqlText(
   static GroupSqlText of(Dialect dialect) {
     return switch (dialect.product()) {
       case "PostgreSQL" -> POSTGRESQL;
-      case "MySQL", "MariaDB" -> MYSQL;
+      case "MySQL" -> MYSQL;
+      case "MariaDB" -> MARIADB;
       case "SQLite" -> SQLITE;
       default -> throw new IllegalStateException("no LeaseGroup SQL for " + dialect.product());
     };
@@ -90,7 +92,7 @@ record GroupSqlText(
    * primary key ({@code {keyed}}, {@link Dialect#tableByPrimaryKey}): a scan of the table would
    * lock rows the claim does not take (MariaDB: an UPDATE of a few hundred names scanned all 1,000
    * rows, and two members' claims deadlocked). At 1,000 names MariaDB would turn the read's list
-   * into a subquery ({@code in_predicate_conversion_threshold}) and scan anyway: {@link GroupSql}
+   * into a subquery ({@code in_predicate_conversion_threshold}) and scan anyway: {@link #MARIADB}
    * sets that threshold off for the statement.
    */
   static final GroupSqlText MYSQL =
@@ -111,6 +113,21 @@ record GroupSqlText(
           "UPDATE {keyed} SET holder = ?, instance = ?, term = term + 1,"
               + " expires_at_ms = {clock} + ?, revision = revision + 1"
               + " WHERE name IN ({keys}) AND expires_at_ms <= {clock}");
+
+  /**
+   * MariaDB: {@link #MYSQL}, but MariaDB turns an IN list of 1,000 names (a full chunk) into a
+   * subquery and scans the whole primary key, locking rows the claim does not name (other holders'
+   * verifies and renewals then wait for it); the claim read's own setting keeps the list a range.
+   * {@link GroupSql} reads it through {@link Dialect#executeRead} (MySQL Connector/J refuses
+   * executeQuery on {@code SET STATEMENT ... FOR}).
+   */
+  static final GroupSqlText MARIADB =
+      new GroupSqlText(
+          MYSQL.membersDdl(),
+          MYSQL.announce(),
+          MYSQL.createRows(),
+          "SET STATEMENT in_predicate_conversion_threshold = 0 FOR " + MYSQL.claim(),
+          MYSQL.claimUpdate());
 
   /**
    * SQLite 3.42 or later. The claim is one UPDATE ... RETURNING (run with executeQuery: sqlite-jdbc

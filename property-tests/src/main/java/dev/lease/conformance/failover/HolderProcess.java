@@ -82,7 +82,11 @@ final class HolderProcess {
     Class.forName(LeaseManager.class.getName());
     Class.forName(FencedDataSource.class.getName());
     if (args.length > 0) {
-      java.sql.DriverManager.getDriver(args[0]); // the check's driver, initialised
+      try {
+        java.sql.DriverManager.getDriver(args[0]); // the check's driver, initialised
+      } catch (SQLException e) {
+        // then the first round's first connection loads it
+      }
     }
     p.emit("ready", System.nanoTime());
     p.serve(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)));

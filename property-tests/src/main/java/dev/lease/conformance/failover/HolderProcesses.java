@@ -141,7 +141,11 @@ final class HolderProcesses implements AutoCloseable {
       command.add("-cp");
       command.add(System.getProperty("java.class.path"));
       command.add(HolderProcess.class.getName());
-      command.add(url); // its driver is loaded before the process says it is ready
+      // its driver is loaded before the process says it is ready; the URL's scheme only, as a
+      // command line is visible to every user of the machine (a URL may carry a password)
+      int hosts = url.indexOf("//");
+      command.add(
+          hosts < 0 ? url.replaceAll("\\?.*", "") : url.substring(0, hosts) + "//localhost/x");
       this.process = new ProcessBuilder(command).start();
       this.in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
       Thread reader = new Thread(this::read, "failover-holder-" + id + "-out");

@@ -3,22 +3,13 @@ package dev.lease.conformance.failover;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.conformance.ConformanceProperty;
-import dev.lease.conformance.FencingSwitch;
 import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.PropertyResult.Count;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
-import dev.lease.core.FailurePolicy;
-import dev.lease.core.Lease;
-import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
-import dev.lease.core.LossReason;
-import dev.lease.jdbc.FencedDataSource;
-import dev.lease.jdbc.FencingMode;
-import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import java.io.IOException;
 import java.sql.Connection;
@@ -43,12 +34,13 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 /**
- * Leases across a failover of the database: holders (threads of this JVM, each with its own lease
- * manager and HikariCP pools on the multi-host URL, as separate processes would have) claim, run
- * STRICT-fenced transactions and hand the lease over; at a generated moment (during a claim, inside
- * a STRICT transaction, between a claim and its first verify) the hook stalls replication for a
- * generated lag, kills the primary and promotes the replica. The holders carry on against whatever
- * the pools reach. Checked afterwards on the promoted server's own history:
+ * Leases across a failover of the database: holders (separate JVMs, {@link HolderProcess}, each
+ * with its own lease manager and HikariCP pools on the multi-host URL, started once per check and
+ * driven over a pipe) claim, run STRICT-fenced transactions and hand the lease over; at a generated
+ * moment (during a claim, inside a STRICT transaction, between a claim and its first verify) the
+ * hook stalls replication for a generated lag, kills the primary and promotes the replica. The
+ * holders carry on against whatever the pools reach. Checked afterwards on the promoted server's
+ * own history:
  *
  * <ul>
  *   <li>invariant 1 (STRICT): no data row of term t committed after the claim of term t+1 — the
@@ -84,7 +76,15 @@ public final class FailoverProperty implements ConformanceProperty {
      * The holder writes without the fence (no verify) for as long as its own clock says its claim
      * is good (the lease duration counted from the claim), whatever the database says.
      */
-    HOLDER_TRUSTS_ITS_CLOCK
+    HOLDER_TRUSTS_ITS_CLOCK,
+    /**
+     * lease-core's claim statement, as the holders' lease pools send it to the driver, keeps the
+     * term ({@link dev.lease.conformance.Mutation#CLAIM_KEEPS_TERM}): a hand-over ignores the term
+     * history and grants the number its predecessor holds again. Caught on the promoted server's
+     * history in every mode, synchronous ones included: rows of the new holder under a term that
+     * server granted to another.
+     */
+    CLAIM_KEEPS_TERM
   }
 
   /**
@@ -101,7 +101,7 @@ public final class FailoverProperty implements ConformanceProperty {
           .build();
 
   private static final int HOLDERS = 3;
-  private static final String NAME = "fo-leader";
+  static final String NAME = "fo-leader";
 
   /**
    * The lease of the steady holder, a fourth one: it claims it once and holds it through the round,
@@ -110,9 +110,9 @@ public final class FailoverProperty implements ConformanceProperty {
    * and the failover fires in one of their steps): kept when the failover is shorter than the local
    * deadline, lost cleanly when not.
    */
-  private static final String STEADY = "fo-steady";
+  static final String STEADY = "fo-steady";
 
-  private static final int STEADY_PAUSE_MS = 50;
+  static final int STEADY_PAUSE_MS = 50;
 
   private final FailoverHook hook;
   private final int quickRounds;
@@ -168,6 +168,20 @@ public final class FailoverProperty implements ConformanceProperty {
         Moment.DURING_CLAIM);
   }
 
+  /**
+   * The negative control of every mode, synchronous ones included: the holders' claims keep the
+   * term (lease-core's real claim statement, mutated where it reaches the driver).
+   */
+  public FailoverProperty claimKeepsTerm() {
+    return new FailoverProperty(
+        hook, quickRounds, fullRounds, synchronous, Break.CLAIM_KEEPS_TERM, fixedMoment);
+  }
+
+  /** Rounds (failovers) a check of {@code size} runs: the runner's are 3 quick, 20 full. */
+  int rounds(Size size) {
+    return size.pick(quickRounds, fullRounds);
+  }
+
   public boolean hasHook() {
     return hook != null;
   }
@@ -197,6 +211,11 @@ public final class FailoverProperty implements ConformanceProperty {
             "failover/holder-trusts-its-clock",
             "a holder writes unfenced while its own clock says its claim is good",
             holderTrustsItsClock(),
+            t -> hook == null ? "no --failover-command" : null),
+        new NegativeControl(
+            "failover/claim-keeps-term",
+            dev.lease.conformance.Mutation.CLAIM_KEEPS_TERM.breaks(),
+            claimKeepsTerm(),
             t -> hook == null ? "no --failover-command" : null));
   }
 
@@ -215,51 +234,77 @@ public final class FailoverProperty implements ConformanceProperty {
           "skipped: no --failover-command (the runner cannot fail a database over by itself)",
           0);
     }
-    int rounds = size.pick(quickRounds, fullRounds);
+    int rounds = rounds(size);
     Totals totals = new Totals();
     String failure = null;
-    for (int r = 0; r < rounds; r++) {
-      Random random = new Random(seed * 1_000_003L + r);
-      Round round = new Round(target, random, r);
-      try {
-        round.run();
-      } catch (Exception e) {
-        failure =
-            "round " + r + " (seed " + seed + ", moment " + round.moment + ") could not run: " + e;
+    // the holders' JVMs serve every round of this check: started once (a JVM with the drivers
+    // and HikariCP loaded is seconds of a loaded machine's time), while the first round prepares
+    HolderProcesses holders;
+    try {
+      holders = HolderProcesses.start(HOLDERS + 1, target.url());
+    } catch (IOException e) {
+      return new PropertyResult(
+          id(),
+          target.label(),
+          0,
+          0,
+          List.of(),
+          0,
+          "the holder processes could not start: " + e.getMessage(),
+          hook.describe(),
+          (System.nanoTime() - started) / 1_000_000);
+    }
+    try (holders) {
+      for (int r = 0; r < rounds; r++) {
+        Random random = new Random(seed * 1_000_003L + r);
+        Round round = new Round(target, holders, random, r);
+        try {
+          round.run();
+        } catch (Exception e) {
+          failure =
+              "round "
+                  + r
+                  + " (seed "
+                  + seed
+                  + ", moment "
+                  + round.moment
+                  + ") could not run: "
+                  + e;
+          totals.add(round);
+          break;
+        }
         totals.add(round);
-        break;
-      }
-      totals.add(round);
-      if (Boolean.getBoolean("lease.failover.log")) { // the tests' log: where a round's time went
-        System.out.println(
-            "failover round "
-                + r
-                + " "
-                + target.label()
-                + (synchronous ? " sync" : " async")
-                + (broken == Break.NONE ? "" : " " + broken)
-                + " ("
-                + round.moment
-                + ", lag "
-                + round.lagMs
-                + " ms): "
-                + round.timing());
-      }
-      progress.update(r + 1, totals.failovers);
-      if (!round.violations.isEmpty()) {
-        failure =
-            "seed "
-                + seed
-                + ", round "
-                + r
-                + " (moment "
-                + round.moment
-                + ", lag "
-                + round.lagMs
-                + " ms): "
-                + round.violations.get(0);
-        if (broken != Break.NONE) {
-          break; // a control stops at its first violation
+        if (Boolean.getBoolean("lease.failover.log")) { // the tests' log: where a round's time went
+          System.out.println(
+              "failover round "
+                  + r
+                  + " "
+                  + target.label()
+                  + (synchronous ? " sync" : " async")
+                  + (broken == Break.NONE ? "" : " " + broken)
+                  + " ("
+                  + round.moment
+                  + ", lag "
+                  + round.lagMs
+                  + " ms): "
+                  + round.timing());
+        }
+        progress.update(r + 1, totals.failovers);
+        if (!round.violations.isEmpty()) {
+          failure =
+              "seed "
+                  + seed
+                  + ", round "
+                  + r
+                  + " (moment "
+                  + round.moment
+                  + ", lag "
+                  + round.lagMs
+                  + " ms): "
+                  + round.violations.get(0);
+          if (broken != Break.NONE) {
+            break; // a control stops at its first violation
+          }
         }
       }
     }
@@ -289,6 +334,12 @@ public final class FailoverProperty implements ConformanceProperty {
     counts.add(
         Count.info(
             "median ms from the kill to a holder leading again", totals.medianLeadAgainMs()));
+    counts.add(
+        Count.info("mean ms per round", totals.rounds == 0 ? 0 : totals.roundMs / totals.rounds));
+    if (broken == Break.CLAIM_KEEPS_TERM) {
+      // a control whose mutation changed no statement has broken nothing
+      counts.add(Count.info("statements the break changed", totals.mutated));
+    }
     return new PropertyResult(
         id(),
         target.label(),
@@ -320,6 +371,8 @@ public final class FailoverProperty implements ConformanceProperty {
     long leasesLost;
     long violations;
     long maxLeadAgainMs;
+    long mutated;
+    long roundMs;
     final List<Long> leadAgainMs = new ArrayList<>();
 
     void add(Round r) {
@@ -335,6 +388,11 @@ public final class FailoverProperty implements ConformanceProperty {
       leasesKept += r.leasesKept;
       leasesLost += r.leasesLost;
       violations += r.violations.size();
+      mutated += r.mutated;
+      if (r.phases.size() >= 2) {
+        roundMs +=
+            (r.phases.get(r.phases.size() - 1).getValue() - r.phases.get(0).getValue()) / 1_000_000;
+      }
       if (r.leadAgainMs >= 0) {
         ledAgain++;
         leadAgainMs.add(r.leadAgainMs);
@@ -352,27 +410,29 @@ public final class FailoverProperty implements ConformanceProperty {
     }
   }
 
+  /** A lease as the parent knows it from its holder's events: term and holder token. */
+  record LeaseRef(boolean steady, long term, String holder) {}
+
   /**
    * A claim acknowledged to a holder: {@code askedNanos} when its holder asked (a claim asked after
    * the promotion completed cannot have run on the killed primary), {@code claimedNanos} when it
    * was acknowledged.
    */
-  record Granted(Lease lease, long askedNanos, long claimedNanos) {}
+  record Granted(LeaseRef lease, long askedNanos, long claimedNanos) {}
 
   /** A commit acknowledged to a holder. */
   record Committed(String holder, long term, long txn, long nanos) {}
 
-  /** One round: fresh tables, holders, one failover, the checks. */
-  final class Round {
+  /** One round: fresh tables, the holder processes on them, one failover, the checks. */
+  final class Round implements HolderProcesses.Events {
     Target target;
+    final HolderProcesses holders;
     final Random random;
     final int index;
     final Moment moment;
     final long lagMs;
     final FailoverTables tables;
 
-    final AtomicBoolean stop = new AtomicBoolean();
-    final AtomicBoolean armed = new AtomicBoolean();
     final AtomicBoolean fired = new AtomicBoolean();
     final CountDownLatch stalled = new CountDownLatch(1);
     final CountDownLatch failedOverLatch = new CountDownLatch(1);
@@ -392,30 +452,29 @@ public final class FailoverProperty implements ConformanceProperty {
     final List<Committed> steadyCommitted = new CopyOnWriteArrayList<>();
 
     final List<Committed> committed = new CopyOnWriteArrayList<>();
-    final Map<Lease, Long> lostAt = new ConcurrentHashMap<>();
-    final Map<Lease, LossReason> lossReasons = new ConcurrentHashMap<>();
-    final Map<Lease, Long> lastRenewed = new ConcurrentHashMap<>();
+    final Map<LeaseRef, Long> lostAt = new ConcurrentHashMap<>();
+    final Map<LeaseRef, String> lossReasons = new ConcurrentHashMap<>();
+    final Map<LeaseRef, Long> lastRenewed = new ConcurrentHashMap<>();
 
     /**
      * When the last successful renewal of each lease started (its local deadline counts from
      * there): one that started after the promotion cannot have reached the killed primary.
      */
-    final Map<Lease, Long> lastRenewalStarted = new ConcurrentHashMap<>();
+    final Map<LeaseRef, Long> lastRenewalStarted = new ConcurrentHashMap<>();
 
     /** When each lease was released (a lease released after the kill was held across it). */
-    final Map<Lease, Long> releasedAt = new ConcurrentHashMap<>();
+    final Map<LeaseRef, Long> releasedAt = new ConcurrentHashMap<>();
 
     final AtomicLong refused = new AtomicLong();
     final AtomicLong failed = new AtomicLong();
-    final AtomicLong txnIds = new AtomicLong();
     final AtomicLong handOvers = new AtomicLong();
 
     /** The holders' last unexpected error, for a round that could not run. */
-    final java.util.concurrent.atomic.AtomicReference<Exception> lastError =
+    final java.util.concurrent.atomic.AtomicReference<String> lastError =
         new java.util.concurrent.atomic.AtomicReference<>();
 
     /** Leases whose holders still believed in them at the end of the round. */
-    final Set<Lease> stillHeld = ConcurrentHashMap.newKeySet();
+    final Set<LeaseRef> stillHeld = ConcurrentHashMap.newKeySet();
 
     boolean failedOver;
     long handOversBefore;
@@ -425,11 +484,13 @@ public final class FailoverProperty implements ConformanceProperty {
     long termsReused;
     long leasesKept;
     long leasesLost;
+    long mutated;
     long leadAgainMs = -1;
     final List<String> violations = new ArrayList<>();
 
-    Round(Target target, Random random, int index) {
+    Round(Target target, HolderProcesses holders, Random random, int index) {
       this.target = target;
+      this.holders = holders;
       this.random = random;
       this.index = index;
       Moment generated = Moment.values()[random.nextInt(Moment.values().length)];
@@ -459,14 +520,82 @@ public final class FailoverProperty implements ConformanceProperty {
       return b.toString();
     }
 
+    /** A holder process's event (see {@link HolderProcess}), on that child's reader thread. */
+    @Override
+    public void on(HolderProcesses.Child child, String[] f) {
+      switch (f[0]) {
+        case "granted" -> {
+          Granted g = new Granted(ref(child, f), Long.parseLong(f[3]), Long.parseLong(f[4]));
+          (child.steady ? steadyGranted : granted).add(g);
+        }
+        case "committed" ->
+            (child.steady ? steadyCommitted : committed)
+                .add(
+                    new Committed(
+                        f[2], Long.parseLong(f[1]), Long.parseLong(f[3]), Long.parseLong(f[4])));
+        case "lost" -> {
+          lostAt.putIfAbsent(ref(child, f), Long.parseLong(f[3]));
+          lossReasons.putIfAbsent(ref(child, f), f[4]);
+        }
+        case "renewed" -> {
+          LeaseRef lease = ref(child, f);
+          lastRenewed.put(lease, Long.parseLong(f[3]));
+          long started = Long.parseLong(f[4]);
+          if (started >= 0) {
+            lastRenewalStarted.merge(lease, started, Math::max);
+          }
+        }
+        case "released" -> releasedAt.putIfAbsent(ref(child, f), Long.parseLong(f[3]));
+        case "handover" -> handOvers.incrementAndGet();
+        case "refused" -> refused.incrementAndGet();
+        case "failed" -> {
+          failed.incrementAndGet();
+          lastError.set("holder " + child.id + ": " + f[1]);
+        }
+        case "fire" -> {
+          // on a thread of its own: this reader goes on reading the child's events meanwhile
+          Thread t =
+              new Thread(
+                  () -> {
+                    fire(f[1]);
+                    try {
+                      child.send("go");
+                    } catch (IOException e) {
+                      lastError.set(e.toString());
+                    }
+                  },
+                  "failover-fire-" + child.id);
+          t.setDaemon(true);
+          t.start();
+        }
+        default -> lastError.set("holder " + child.id + " sent " + String.join(" ", f));
+      }
+    }
+
+    private LeaseRef ref(HolderProcesses.Child child, String[] f) {
+      return new LeaseRef(child.steady, Long.parseLong(f[1]), f[2]);
+    }
+
+    /** The leases the holders' own {@code Lease.isHeld()} says they hold, now. */
+    private Set<LeaseRef> held() throws IOException {
+      holders.sendAll("held");
+      Set<LeaseRef> out = new HashSet<>();
+      for (HolderProcesses.Child c : holders.children()) {
+        String[] a = c.await("held", 10);
+        for (int i = 1; i + 1 < a.length; i += 2) {
+          out.add(new LeaseRef(c.steady, Long.parseLong(a[i]), a[i + 1]));
+        }
+      }
+      return out;
+    }
+
     void run() throws Exception {
       mark("begin");
       hook.prepare();
       target = hook.target(target);
       mark("prepare");
       List<HikariDataSource> pools = new ArrayList<>();
-      List<LeaseManager> managers = new ArrayList<>();
-      List<Thread> threads = new ArrayList<>();
+      boolean started = false;
       try {
         HikariDataSource admin = pool("admin", 2, 15_000);
         pools.add(admin);
@@ -490,30 +619,26 @@ public final class FailoverProperty implements ConformanceProperty {
           steadyTable.describe(STEADY);
         }
         hook.settle(); // the replica has the round's tables before anything can be lost
-        for (int h = 0; h <= HOLDERS; h++) { // the last one is the steady holder
-          HikariDataSource leasePool = pool("lease-" + h, 3, 5000);
-          HikariDataSource dataPool = pool("data-" + h, 2, 5000);
-          pools.add(leasePool);
-          pools.add(dataPool);
-          LeaseManager manager =
-              LeaseManager.builder(leasePool)
-                  .table(h == HOLDERS ? tables.steadyLease : tables.lease)
-                  .timings(TIMINGS)
-                  .instance("holder-" + h)
-                  .failurePolicy(FailurePolicy.logOnly())
-                  .listener(listener())
-                  .build();
-          managers.add(manager);
-          FencedDataSource fenced =
-              FencedDataSource.wrap(
-                  dataPool, FencingSwitch.build(FencingOptions.builder().mode(FencingMode.STRICT)));
-          Holder holder =
-              new Holder(manager, fenced, dataPool, new Random(random.nextLong()), h, h == HOLDERS);
-          Thread t = new Thread(holder, "failover-holder-" + h);
-          t.setDaemon(true);
-          threads.add(t);
+        holders.awaitReady(); // the first round's: they started meanwhile
+        holders.events(this);
+        started = true;
+        for (HolderProcesses.Child c : holders.children()) { // the last one is the steady holder
+          c.send(
+              "round",
+              Integer.toString(index),
+              target.url(),
+              target.user() == null ? "" : target.user(),
+              target.password() == null ? "" : target.password(),
+              c.steady ? tables.steadyLease : tables.lease,
+              c.steady ? tables.steadyData : tables.data,
+              Boolean.toString(c.steady),
+              broken.name(),
+              Long.toString(random.nextLong()),
+              Integer.toString(c.id));
         }
-        threads.forEach(Thread::start);
+        for (HolderProcesses.Child c : holders.children()) {
+          c.await("started", 70); // a first round waits up to 30 s per pool
+        }
         mark("start");
 
         // Warm up: hand-overs and commits replicated before the failover may fire.
@@ -529,7 +654,7 @@ public final class FailoverProperty implements ConformanceProperty {
                   + lastError.get());
         }
         mark("warm-up");
-        armed.set(true);
+        holders.sendAll("arm", moment.name());
         // A holder reaches the moment within a few transactions; if none does, fire anyway.
         if (!awaitFor(fired::get, Duration.ofSeconds(5))) {
           fire("round " + index);
@@ -553,13 +678,12 @@ public final class FailoverProperty implements ConformanceProperty {
         // have stopped (the wait before: always that long). A vanished claim never settles by a
         // renewal, so its holder is still checked at the same deadline (stillHeld below).
         long done = doneNanos.get();
-        long kill = killNanos.get();
         awaitFor(
             () -> committed.stream().filter(c -> c.nanos > done).count() >= 2,
             Duration.ofSeconds(30));
         awaitFor(
             () ->
-                settled(kill, done)
+                settled(done)
                     || System.nanoTime() - done > TIMINGS.localDeadline().toNanos() + 500_000_000L,
             Duration.ofSeconds(10));
         committed.stream()
@@ -568,29 +692,15 @@ public final class FailoverProperty implements ConformanceProperty {
             .min()
             .ifPresent(n -> leadAgainMs = (n - killNanos.get()) / 1_000_000);
         mark("after");
-        // The state of every lease before the holders stop and release.
+        // The state of every lease before the holders stop and release: what each holder's own
+        // lease says, and the events that reached this process before that answer (a child's
+        // events and its answer come in order on one pipe).
+        stillHeld.addAll(held());
         List<Granted> snapshotGranted = List.copyOf(granted);
-        snapshotGranted.stream().map(Granted::lease).filter(Lease::isHeld).forEach(stillHeld::add);
         List<Granted> snapshotSteady = List.copyOf(steadyGranted);
-        snapshotSteady.stream().map(Granted::lease).filter(Lease::isHeld).forEach(stillHeld::add);
-        Map<Lease, Long> snapshotLost = Map.copyOf(lostAt);
-        stop.set(true);
-        for (Thread t : threads) {
-          t.join(TimeUnit.SECONDS.toMillis(5));
-          if (t.isAlive() && Boolean.getBoolean("lease.failover.log")) {
-            StringBuilder trace = new StringBuilder();
-            for (StackTraceElement e : t.getStackTrace()) {
-              trace.append("\n    at ").append(e);
-            }
-            System.out.println(
-                "failover round " + index + ": " + t.getName() + " still busy:" + trace);
-          }
-          t.join(TimeUnit.SECONDS.toMillis(25));
-        }
-        for (LeaseManager m : managers) {
-          m.close();
-        }
-        managers.clear();
+        Map<LeaseRef, Long> snapshotLost = Map.copyOf(lostAt);
+        stop();
+        started = false;
         mark("stop");
         // The admin pool's connections predate the failover: the check reads on a new one (an old
         // one to the killed MariaDB primary is reconnected by Connector/J, which then fails the
@@ -600,12 +710,11 @@ public final class FailoverProperty implements ConformanceProperty {
         checkSteady(admin, snapshotSteady, snapshotLost);
         mark("check");
       } finally {
-        stop.set(true);
-        for (LeaseManager m : managers) {
+        if (started) {
           try {
-            m.close();
-          } catch (RuntimeException e) {
-            // the round's result stands
+            stop();
+          } catch (IOException | RuntimeException e) {
+            // the round's result (or its error) stands
           }
         }
         pools.forEach(HikariDataSource::close);
@@ -616,84 +725,28 @@ public final class FailoverProperty implements ConformanceProperty {
       }
     }
 
-    /**
-     * True when no lease asked for before {@code kill} is still believed in without proof from the
-     * promoted server: each is no longer held (lost, released) or has a renewal that started after
-     * {@code done} (so it ran on the promoted server: the killed primary was dead by then).
-     */
-    private boolean settled(long kill, long done) {
-      for (Granted g : concat(granted, steadyGranted)) {
-        // asked before the promotion completed: the script reads the nodes before it kills, so a
-        // claim asked just after killNanos may still have run on the old primary
-        if (g.askedNanos() < done && g.lease().isHeld()) {
-          Long started = lastRenewalStarted.get(g.lease());
-          if (started == null || started <= done) {
-            return false;
-          }
-        }
+    /** Stops every holder's round (each closes its manager and pools) and waits for them. */
+    private void stop() throws IOException {
+      holders.sendAll("stop");
+      for (HolderProcesses.Child c : holders.children()) {
+        mutated += Long.parseLong(c.await("stopped", 60)[1]);
       }
-      return true;
     }
 
     /**
-     * A pool on the target URL. The borrow waits long enough for a multi-host URL to try a dead
-     * host and a standby before the primary on a loaded machine (2 s was not, measured).
-     */
-    private HikariDataSource pool(String name, int size, long connectionTimeoutMs) {
-      HikariConfig config = new HikariConfig();
-      config.setPoolName("failover-" + index + "-" + name);
-      config.setJdbcUrl(target.url());
-      config.setUsername(target.user());
-      config.setPassword(target.password());
-      config.setMaximumPoolSize(size);
-      config.setMinimumIdle(0);
-      config.setConnectionTimeout(connectionTimeoutMs);
-      config.setValidationTimeout(500);
-      config.setInitializationFailTimeout(-1);
-      return new HikariDataSource(config);
-    }
-
-    private LeaseListener listener() {
-      return new LeaseListener() {
-        @Override
-        public void lost(Lease lease, LossReason reason) {
-          lostAt.putIfAbsent(lease, System.nanoTime());
-          lossReasons.putIfAbsent(lease, reason);
-        }
-
-        @Override
-        public void renewed(Lease lease) {
-          long now = System.nanoTime();
-          lastRenewed.put(lease, now);
-          long remaining = lease.remaining().toNanos();
-          if (remaining > 0) {
-            lastRenewalStarted.merge(
-                lease, now + remaining - TIMINGS.localDeadline().toNanos(), Math::max);
-          }
-        }
-
-        @Override
-        public void released(Lease lease) {
-          releasedAt.putIfAbsent(lease, System.nanoTime());
-        }
-      };
-    }
-
-    /**
-     * Called by a holder at a moment; fires the failover when this round's moment is armed. Returns
+     * Called when a holder reached the round's armed moment; starts the failover (once) and returns
      * once replication has stalled, so what the holder does next is what the failover cuts.
      */
-    void at(Moment m) {
-      if (m == moment && armed.get()) {
-        fire(m.name());
-      }
-    }
-
     private void fire(String why) {
       if (!fired.compareAndSet(false, true)) {
         return;
       }
       firedNanos.set(System.nanoTime());
+      try {
+        holders.sendAll("disarm");
+      } catch (IOException e) {
+        lastError.set(e.toString());
+      }
       Thread killer =
           new Thread(
               () -> {
@@ -721,129 +774,49 @@ public final class FailoverProperty implements ConformanceProperty {
       }
     }
 
-    /** One holder: claim, a few fenced transactions, hand over; again, until the round stops. */
-    final class Holder implements Runnable {
-      final LeaseManager manager;
-      final FencedDataSource fenced;
-      final HikariDataSource raw;
-      final Random random;
-      final int id;
-      final boolean steady;
-
-      Holder(
-          LeaseManager manager,
-          FencedDataSource fenced,
-          HikariDataSource raw,
-          Random r,
-          int id,
-          boolean steady) {
-        this.manager = manager;
-        this.fenced = fenced;
-        this.raw = raw;
-        this.random = r;
-        this.id = id;
-        this.steady = steady;
+    /**
+     * True when no lease asked for before the promotion completed ({@code done}) is still believed
+     * in without proof from the promoted server: each is no longer held (lost, released) or has a
+     * renewal that started after {@code done} (so it ran on the promoted server: the killed primary
+     * was dead by then).
+     */
+    private boolean settled(long done) {
+      Set<LeaseRef> held;
+      try {
+        held = held();
+      } catch (IOException e) {
+        lastError.set(e.toString());
+        return false;
       }
-
-      /** The steady holder fires no failover and always writes fenced (also in a control). */
-      private void at(Moment m) {
-        if (!steady) {
-          Round.this.at(m);
-        }
-      }
-
-      private boolean trustsClock() {
-        return !steady && broken == Break.HOLDER_TRUSTS_ITS_CLOCK;
-      }
-
-      @Override
-      public void run() {
-        while (!stop.get()) {
-          Lease lease;
-          long asked = System.nanoTime();
-          try {
-            lease = manager.tryClaim(steady ? STEADY : NAME).orElse(null);
-          } catch (RuntimeException e) {
-            lastError.set(e);
-            pause(50);
-            continue;
-          }
-          if (lease == null) {
-            pause(20 + random.nextInt(40));
-            continue;
-          }
-          long claimed = System.nanoTime();
-          (steady ? steadyGranted : granted).add(new Granted(lease, asked, claimed));
-          try {
-            lease.hold();
-          } catch (RuntimeException e) {
-            continue;
-          }
-          at(Moment.BETWEEN_CLAIM_AND_FIRST_VERIFY);
-          // The broken holder writes for as long as its clock allows, through the failover.
-          int transactions = trustsClock() || steady ? Integer.MAX_VALUE : 2 + random.nextInt(5);
-          // A transaction the failover broke (not one the fence refused) is tried again: the holder
-          // keeps its lease through the outage, so a lease held across a failover shorter than
-          // the local deadline is kept, and a longer one lost (the counts say which).
-          for (int i = 0; i < transactions && !stop.get(); ) {
-            if (trustsClock()) {
-              if (System.nanoTime() - claimed > TIMINGS.leaseDuration().toNanos()) {
-                break;
-              }
-            } else if (!lease.isHeld()) {
-              break;
-            }
-            if (transaction(lease)) {
-              i++;
-            }
-            if (steady) {
-              pause(STEADY_PAUSE_MS);
-            }
-          }
-          if (lease.isHeld()) {
-            // The failover starts before this release: the successor's claim then runs while
-            // replication is stalled and the primary is being killed.
-            at(Moment.DURING_CLAIM);
-            try {
-              lease.release();
-              handOvers.incrementAndGet();
-            } catch (RuntimeException e) {
-              // it expires by itself
-            }
+      for (Granted g : concat(granted, steadyGranted)) {
+        // asked before the promotion completed: the script reads the nodes before it kills, so a
+        // claim asked just after killNanos may still have run on the old primary
+        if (g.askedNanos() < done && held.contains(g.lease())) {
+          Long started = lastRenewalStarted.get(g.lease());
+          if (started == null || started <= done) {
+            return false;
           }
         }
       }
+      return true;
+    }
 
-      /** One transaction; false if it failed for another reason than the fence's refusal. */
-      private boolean transaction(Lease lease) {
-        long txn = txnIds.incrementAndGet();
-        boolean trustsClock = trustsClock();
-        try (LeaseContext.Scope scope = trustsClock ? null : LeaseContext.bind(lease);
-            Connection c = trustsClock ? raw.getConnection() : fenced.getConnection()) {
-          c.setAutoCommit(false);
-          FailoverTables.insert(
-              c, steady ? tables.steadyData : tables.data, lease.holder(), lease.term(), txn);
-          at(Moment.INSIDE_STRICT_TRANSACTION);
-          c.commit();
-          (steady ? steadyCommitted : committed)
-              .add(new Committed(lease.holder(), lease.term(), txn, System.nanoTime()));
-          return true;
-        } catch (SQLException e) {
-          if (refusedByFence(e)) {
-            refused.incrementAndGet();
-            return true;
-          }
-          lastError.set(e);
-          failed.incrementAndGet();
-          pause(50);
-          return false;
-        } catch (RuntimeException e) {
-          lastError.set(e);
-          failed.incrementAndGet();
-          pause(50);
-          return false;
-        }
-      }
+    /**
+     * A pool on the target URL (the round's own: tables and checks). The borrow waits long enough
+     * for a multi-host URL to try a dead host and a standby before the primary.
+     */
+    private HikariDataSource pool(String name, int size, long connectionTimeoutMs) {
+      HikariConfig config = new HikariConfig();
+      config.setPoolName("failover-" + index + "-" + name);
+      config.setJdbcUrl(target.url());
+      config.setUsername(target.user());
+      config.setPassword(target.password());
+      config.setMaximumPoolSize(size);
+      config.setMinimumIdle(0);
+      config.setConnectionTimeout(connectionTimeoutMs);
+      config.setValidationTimeout(500);
+      config.setInitializationFailTimeout(-1);
+      return new HikariDataSource(config);
     }
 
     private static List<Granted> concat(List<Granted> a, List<Granted> b) {
@@ -859,7 +832,7 @@ public final class FailoverProperty implements ConformanceProperty {
      * is a holder still believing in a lease nothing renewed.
      */
     private void checkSteady(
-        HikariDataSource admin, List<Granted> steadyAtEnd, Map<Lease, Long> lostAtEnd)
+        HikariDataSource admin, List<Granted> steadyAtEnd, Map<LeaseRef, Long> lostAtEnd)
         throws SQLException {
       long kill = killNanos.get();
       if (synchronous) {
@@ -882,7 +855,7 @@ public final class FailoverProperty implements ConformanceProperty {
         }
       }
       for (Granted g : steadyAtEnd) {
-        Lease lease = g.lease();
+        LeaseRef lease = g.lease();
         if (g.claimedNanos() >= kill || releasedAt.getOrDefault(lease, Long.MAX_VALUE) <= kill) {
           continue;
         }
@@ -903,7 +876,7 @@ public final class FailoverProperty implements ConformanceProperty {
     }
 
     private void check(
-        HikariDataSource admin, List<Granted> grantedAtEnd, Map<Lease, Long> lostAtEnd)
+        HikariDataSource admin, List<Granted> grantedAtEnd, Map<LeaseRef, Long> lostAtEnd)
         throws SQLException {
       Map<Long, FailoverTables.Claim> claims;
       List<FailoverTables.Row> rows;
@@ -962,7 +935,7 @@ public final class FailoverProperty implements ConformanceProperty {
       long kill = killNanos.get();
       Set<String> grantedKeys = new HashSet<>();
       for (Granted g : grantedAtEnd) {
-        Lease lease = g.lease();
+        LeaseRef lease = g.lease();
         grantedKeys.add(lease.term() + "/" + lease.holder());
         FailoverTables.Claim claim = claims.get(lease.term());
         boolean kept = claim != null && lease.holder().equals(claim.holder());

@@ -151,7 +151,7 @@ public final class FailoverProperty implements ConformanceProperty {
 
   /** The runner's property: {@code hook} may be null (no --failover-command: skipped). */
   public FailoverProperty(FailoverHook hook) {
-    this(hook, 3, 20, false, Break.NONE);
+    this(hook, 3, 50, false, Break.NONE);
   }
 
   /**
@@ -177,7 +177,10 @@ public final class FailoverProperty implements ConformanceProperty {
         hook, quickRounds, fullRounds, synchronous, Break.CLAIM_KEEPS_TERM, fixedMoment);
   }
 
-  /** Rounds (failovers) a check of {@code size} runs: the runner's are 3 quick, 20 full. */
+  /**
+   * Rounds (failovers) a check of {@code size} runs: the runner's are 3 quick, 50 full (the CI runs
+   * 20 per mode through {@code lease.failover.rounds}).
+   */
   int rounds(Size size) {
     return size.pick(quickRounds, fullRounds);
   }

@@ -4,6 +4,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.LifecycleRules;
 import dev.lease.core.internal.TestFault;
 import java.util.Arrays;
 import java.util.List;
@@ -19,8 +20,9 @@ import java.util.stream.Collectors;
  *
  * <ul>
  *   <li>{@code lease.agent.testing.disable}: a comma list of {@link #MECHANISMS};
- *   <li>{@code lease.agent.testing.faults}: lease-core {@link TestFault}s built into the agent's
- *       lease manager;
+ *   <li>{@code lease.agent.testing.faults}: a comma list of lease-core mechanisms broken in the
+ *       agent's lease manager: the lifecycle's ({@link #LIFECYCLE}, weakened {@link LifecycleRules}
+ *       of {@link WeakenedLifecycle}) or a dialect's ({@link TestFault}s);
  *   <li>{@code lease.agent.testing.wrapEveryCall=true}: every nested hand-out call fences, as if
  *       there were no depth counter (WrapOnceIT);
  *   <li>{@code lease.agent.testing.failInstrumentationOf=CLASS}: weaving that class throws (the
@@ -49,7 +51,11 @@ final class WeakenedRules implements AgentRules {
           "lease-pool", // a new lease connection per statement
           "lease-pool-reset"); // lease connections kept whatever their session looks like
 
+  /** The lease manager's lifecycle rules {@code lease.agent.testing.faults} can break. */
+  static final Set<String> LIFECYCLE = Set.of("RELEASE_BEFORE_STOPPING_WORK", "POLICY_ON_RELEASE");
+
   private final Set<String> disabled;
+  private final Set<String> lifecycle;
   private final List<TestFault> faults;
   private final boolean wrapEveryCall;
   private final String failClass;
@@ -62,9 +68,25 @@ final class WeakenedRules implements AgentRules {
             "lease.agent.testing.disable: unknown mechanism " + d + "; one of " + MECHANISMS);
       }
     }
-    faults = list("faults").map(TestFault::valueOf).toList();
+    lifecycle = list("faults").filter(LIFECYCLE::contains).collect(Collectors.toUnmodifiableSet());
+    faults = list("faults").filter(f -> !LIFECYCLE.contains(f)).map(WeakenedRules::fault).toList();
     wrapEveryCall = Boolean.parseBoolean(property("wrapEveryCall"));
     failClass = property("failInstrumentationOf");
+  }
+
+  private static TestFault fault(String name) {
+    try {
+      return TestFault.valueOf(name);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          "lease.agent.testing.faults: unknown fault "
+              + name
+              + "; one of "
+              + LIFECYCLE
+              + " or "
+              + Arrays.toString(TestFault.values()),
+          e);
+    }
   }
 
   private static String property(String name) {
@@ -171,6 +193,38 @@ final class WeakenedRules implements AgentRules {
     for (TestFault fault : faults) {
       LeaseInternals.faultForTesting(builder, fault);
     }
+    if (!lifecycle.isEmpty()) {
+      LeaseInternals.rulesForTesting(builder, new WeakenedLifecycle(lifecycle));
+    }
     return builder;
+  }
+
+  /** The lease manager's lifecycle rules, broken as {@code lease.agent.testing.faults} names. */
+  private static final class WeakenedLifecycle implements LifecycleRules {
+
+    private final Set<String> broken;
+
+    WeakenedLifecycle(Set<String> broken) {
+      this.broken = broken;
+    }
+
+    /** RELEASE_BEFORE_STOPPING_WORK: the row is given back before the work under it stops. */
+    @Override
+    public void release(Runnable stopWork, Runnable giveBack) {
+      if (broken.contains("RELEASE_BEFORE_STOPPING_WORK")) {
+        giveBack.run();
+        stopWork.run();
+      } else {
+        LifecycleRules.super.release(stopWork, giveBack);
+      }
+    }
+
+    /** POLICY_ON_RELEASE: work that outlives a release's grace runs the failure policy. */
+    @Override
+    public void workOutlivedRelease(Runnable failurePolicy) {
+      if (broken.contains("POLICY_ON_RELEASE")) {
+        failurePolicy.run();
+      }
+    }
   }
 }

@@ -7,7 +7,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.LifecycleRules;
 import dev.lease.testing.CountingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -100,7 +100,15 @@ public class RenewalCostBenchmark {
             .failurePolicy(FailurePolicy.logOnly())
             .createTableIfMissing();
     if (variant.equals("one-by-one")) {
-      LeaseInternals.faultForTesting(b, TestFault.RENEW_ONE_BY_ONE);
+      // the renewal before batching: a statement per lease (the benchmark's baseline)
+      LeaseInternals.rulesForTesting(
+          b,
+          new LifecycleRules() {
+            @Override
+            public int renewalsPerStatement(int max) {
+              return 1;
+            }
+          });
     }
     manager = b.build();
     createRows();

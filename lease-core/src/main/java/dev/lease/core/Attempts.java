@@ -1,12 +1,11 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.LifecycleRules;
 import dev.lease.core.internal.MonotonicClock;
-import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -33,7 +32,7 @@ final class Attempts {
   private final Dialect dialect;
   private final String table;
   private final LeaseTimings timings;
-  private final Set<TestFault> faults;
+  private final LifecycleRules rules;
 
   /**
    * What an attempt's timeout is measured by: {@link System#nanoTime()}, or a simulation's virtual
@@ -52,7 +51,7 @@ final class Attempts {
       Dialect dialect,
       String table,
       LeaseTimings timings,
-      Set<TestFault> faults,
+      LifecycleRules rules,
       MonotonicClock attemptClock,
       Executor attemptExecutor,
       boolean ownsAttemptExecutor) {
@@ -60,7 +59,7 @@ final class Attempts {
     this.dialect = dialect;
     this.table = table;
     this.timings = timings;
-    this.faults = faults;
+    this.rules = rules;
     this.attemptClock = attemptClock;
     this.attemptExecutor = attemptExecutor;
     this.ownsAttemptExecutor = ownsAttemptExecutor;
@@ -93,8 +92,8 @@ final class Attempts {
   }
 
   private <T> T run(String what, Dialect.StepCall<T> call, boolean step, Consumer<T> late) {
-    if (faults.contains(TestFault.UNBOUNDED_ATTEMPT)) {
-      return attempt(what, call, step, -1, null, null); // the bug: the borrow has no bound
+    if (!rules.boundsAttempts()) {
+      return attempt(what, call, step, -1, null, null); // weakened: the borrow has no bound
     }
     if (ownsAttemptExecutor) {
       return runHere(what, call, step, late);
@@ -317,7 +316,7 @@ final class Attempts {
         // SQLite has no network; the busy timeout bounds it instead
       }
       try {
-        if (step && !faults.contains(TestFault.STEP_IN_SESSION)) {
+        if (step && rules.stepsAsOneStatement()) {
           // the statement's own bound (lock wait, busy timeout) ends a little before the caller
           // stops waiting: a claim that waited for a lock then fails in the database instead of
           // going through just after its caller gave up (it would be released at once, but its

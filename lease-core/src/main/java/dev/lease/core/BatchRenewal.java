@@ -1,7 +1,6 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
-import dev.lease.core.internal.TestFault;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -130,7 +129,7 @@ final class BatchRenewal {
     if (keepers.isEmpty()) {
       return CompletableFuture.completedFuture(null); // idle until a lease is added
     }
-    boolean unbounded = manager.has(TestFault.UNBOUNDED_ATTEMPT);
+    boolean unbounded = !manager.rules().boundsAttempts();
     if (!unbounded) {
       schedule(start + intervalNanos, null);
     }
@@ -144,22 +143,15 @@ final class BatchRenewal {
       k.lease().renewalStarted();
     }
     Pass pass = new Pass(start, due.size(), unbounded);
-    if (manager.has(TestFault.RENEW_ONE_BY_ONE)) {
-      // the bug: a statement per lease, as before batching
-      for (RenewalKeeper k : due) {
-        renew(pass, List.of(k), true);
-      }
-      return pass.done;
-    }
-    int chunk = Dialect.MAX_RENEWALS_PER_STATEMENT;
+    int chunk = manager.rules().renewalsPerStatement(Dialect.MAX_RENEWALS_PER_STATEMENT);
     for (int i = 0; i < due.size(); i += chunk) {
-      renew(pass, due.subList(i, Math.min(due.size(), i + chunk)), false);
+      renew(pass, due.subList(i, Math.min(due.size(), i + chunk)));
     }
     return pass.done;
   }
 
   /** One chunk: one statement (one attempt) for {@code chunk}. */
-  private void renew(Pass pass, List<RenewalKeeper> chunk, boolean single) {
+  private void renew(Pass pass, List<RenewalKeeper> chunk) {
     Dialect dialect = manager.dialect();
     List<Dialect.Held> held = new ArrayList<>(chunk.size());
     Map<RenewalKeeper, Dialect.Held> of = new HashMap<>();
@@ -174,7 +166,7 @@ final class BatchRenewal {
             ? "renew lease " + chunk.get(0).lease().name()
             : "renew " + chunk.size() + " leases";
     Dialect.StepCall<Set<Dialect.Held>> call =
-        chunk.size() == 1 || single
+        chunk.size() == 1
             ? (c, timeoutMs) -> {
               Dialect.Held h = held.get(0);
               return dialect.renewStep(c, h.name(), h.holder(), h.term(), leaseMs, timeoutMs)

@@ -3,6 +3,7 @@ package dev.lease.core;
 import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseAccess;
+import dev.lease.core.internal.LifecycleRules;
 import dev.lease.core.internal.MonotonicClock;
 import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
@@ -168,6 +169,11 @@ final class InternalAccess extends LeaseAccess {
   @Override
   public void fault(LeaseManager.Builder builder, TestFault fault) {
     builder.faultForTesting(fault);
+  }
+
+  @Override
+  public void rules(LeaseManager.Builder builder, LifecycleRules rules) {
+    builder.rulesForTesting(rules);
   }
 
   @Override

@@ -1,7 +1,6 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
-import dev.lease.core.internal.TestFault;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -588,7 +587,7 @@ public final class Lease implements AutoCloseable {
 
   /** True the first time: the failure policy may run for this lease (at most once). */
   boolean claimPolicyRun() {
-    return manager.has(TestFault.POLICY_NOT_ONCE) || policyRan.compareAndSet(false, true);
+    return manager.rules().mayRunPolicy(policyRan);
   }
 
   /** Runs the {@link #onLoss} callbacks, each once, logging what they throw. */

@@ -2,6 +2,7 @@ package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.LifecycleRules;
 import dev.lease.core.internal.MonotonicClock;
 import dev.lease.core.internal.TestFault;
 import java.time.Duration;
@@ -62,7 +63,7 @@ public final class LeaseManager implements AutoCloseable {
   private final MonotonicClock clock;
 
   private final ManagerThreads threads;
-  private final Set<TestFault> faults;
+  private final LifecycleRules rules;
   private final Set<Lease> held = ConcurrentHashMap.newKeySet();
   private final Attempts attempts;
   private final Releases releases;
@@ -79,7 +80,7 @@ public final class LeaseManager implements AutoCloseable {
     this.timings = b.timings;
     this.listeners = List.copyOf(b.listeners);
     this.clock = b.clock;
-    this.faults = b.faults.isEmpty() ? Set.of() : EnumSet.copyOf(b.faults);
+    this.rules = b.rules;
     this.threads = new ManagerThreads(b.scheduler, b.attemptExecutor, b.lossExecutor);
     this.attempts =
         new Attempts(
@@ -87,7 +88,7 @@ public final class LeaseManager implements AutoCloseable {
             dialect,
             table,
             timings,
-            faults,
+            rules,
             b.attemptClock,
             threads.attemptExecutor,
             threads.ownsAttemptExecutor);
@@ -98,13 +99,13 @@ public final class LeaseManager implements AutoCloseable {
             dialect,
             instance,
             timings,
-            faults,
+            rules,
             b.failurePolicy,
             threads.scheduler,
             threads.lossExecutor);
     this.claims = new Claims(this, attempts, releases, dialect, instance, timings, clock);
     this.workRunner =
-        new WorkRunner(this, releases, timings, faults, threads.workThreads, b.afterWork);
+        new WorkRunner(this, releases, timings, rules, threads.workThreads, b.afterWork);
     this.renewals = new BatchRenewal(this);
   }
 
@@ -436,13 +437,14 @@ public final class LeaseManager implements AutoCloseable {
     return renewals;
   }
 
-  boolean has(TestFault fault) {
-    return faults.contains(fault);
+  /** The lifecycle rules: {@link LifecycleRules#PRODUCTION} unless a test weakened them. */
+  LifecycleRules rules() {
+    return rules;
   }
 
   /** Throws if this manager is closed: nothing may start on it any more. */
   void ensureOpen(String what) {
-    if (closed && !faults.contains(TestFault.NO_CLOSED_CHECK)) {
+    if (closed && rules.checksClosed()) {
       throw new IllegalStateException(
           this + " is closed: cannot " + what + "; build a new LeaseManager");
     }
@@ -462,7 +464,7 @@ public final class LeaseManager implements AutoCloseable {
     held.add(lease);
     // held.add before reading closed, close() sets closed before reading held: one of the two
     // sees the other
-    if (closed && !faults.contains(TestFault.NO_CLOSED_CHECK)) {
+    if (closed && rules.checksClosed()) {
       releaseQuietly(lease);
       throw new IllegalStateException(
           this
@@ -546,6 +548,7 @@ public final class LeaseManager implements AutoCloseable {
     private Executor lossExecutor;
     private Consumer<Lease> afterWork;
     private final Set<TestFault> faults = EnumSet.noneOf(TestFault.class);
+    private LifecycleRules rules = LifecycleRules.PRODUCTION;
     private String clockFunction;
     private boolean createTable;
 
@@ -618,6 +621,12 @@ public final class LeaseManager implements AutoCloseable {
     /** Test hook ({@link LeaseInternals#faultForTesting}): a deliberately broken mechanism. */
     Builder faultForTesting(TestFault fault) {
       faults.add(Objects.requireNonNull(fault, "fault"));
+      return this;
+    }
+
+    /** Test hook ({@link LeaseInternals#rulesForTesting}): deliberately weakened rules. */
+    Builder rulesForTesting(LifecycleRules rules) {
+      this.rules = Objects.requireNonNull(rules, "rules");
       return this;
     }
 

@@ -1,16 +1,14 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.LifecycleRules;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,7 +28,7 @@ final class Releases {
   private final Dialect dialect;
   private final String instance;
   private final LeaseTimings timings;
-  private final Set<TestFault> faults;
+  private final LifecycleRules rules;
   private final FailurePolicy failurePolicy;
   private final ScheduledExecutorService scheduler;
   private final Executor lossExecutor;
@@ -41,7 +39,7 @@ final class Releases {
       Dialect dialect,
       String instance,
       LeaseTimings timings,
-      Set<TestFault> faults,
+      LifecycleRules rules,
       FailurePolicy failurePolicy,
       ScheduledExecutorService scheduler,
       Executor lossExecutor) {
@@ -50,7 +48,7 @@ final class Releases {
     this.dialect = dialect;
     this.instance = instance;
     this.timings = timings;
-    this.faults = faults;
+    this.rules = rules;
     this.failurePolicy = failurePolicy;
     this.scheduler = scheduler;
     this.lossExecutor = lossExecutor;
@@ -78,12 +76,13 @@ final class Releases {
         stopping.add(works);
       }
     }
-    boolean releaseFirst = faults.contains(TestFault.RELEASE_BEFORE_STOPPING_WORK);
-    LeaseException failure = releaseFirst ? giveBackAll(ours, rethrow) : null;
-    boolean interrupted = stopWork(stopping);
-    if (!releaseFirst) {
-      failure = giveBackAll(ours, rethrow);
-    }
+    boolean[] stopInterrupted = {false};
+    LeaseException[] giveBackFailure = {null};
+    rules.release(
+        () -> stopInterrupted[0] = stopWork(stopping),
+        () -> giveBackFailure[0] = giveBackAll(ours, rethrow));
+    boolean interrupted = stopInterrupted[0];
+    LeaseException failure = giveBackFailure[0];
     for (int i = 0; i < ours.size(); i++) {
       Lease lease = ours.get(i);
       endWork(lease, stopping.get(i), false);
@@ -151,8 +150,8 @@ final class Releases {
                 ? "transfer; transferred anyway (its fenced transactions are refused from now on)"
                 : "release; released anyway (a release is not a loss: no failure policy), its"
                     + " fenced transactions are refused from now on");
-        if (!transfer && faults.contains(TestFault.POLICY_ON_RELEASE)) {
-          runPolicy(lease, w.thread);
+        if (!transfer) {
+          rules.workOutlivedRelease(() -> runPolicy(lease, w.thread));
         }
         w.giveUp();
       } else {
@@ -168,7 +167,7 @@ final class Releases {
    * The caller has stopped the work under every lease before (the order of every release).
    */
   private LeaseException giveBackAll(List<Lease> leases, boolean rethrow) {
-    if (leases.size() <= 1 || faults.contains(TestFault.RELEASE_ONE_BY_ONE)) {
+    if (leases.size() <= 1) {
       return giveBack(leases, rethrow);
     }
     List<Lease> releasing = new ArrayList<>();
@@ -178,7 +177,7 @@ final class Releases {
       }
     }
     LeaseException first = null;
-    int chunk = Dialect.MAX_RENEWALS_PER_STATEMENT;
+    int chunk = rules.releasesPerStatement(Dialect.MAX_RENEWALS_PER_STATEMENT);
     for (int from = 0; from < releasing.size(); from += chunk) {
       List<Lease> batch = releasing.subList(from, Math.min(releasing.size(), from + chunk));
       if (batch.size() == 1) {
@@ -441,13 +440,8 @@ final class Releases {
           lease.runLossCallbacks();
           manager.safely(l -> l.lost(lease, reason));
         };
-    if (faults.contains(TestFault.LOSS_HANDLING_INLINE)) {
-      callbacks.run();
-    } else {
-      onLossExecutor(callbacks);
-    }
-    boolean releaseRow =
-        reason == LossReason.LOCAL_DEADLINE && !faults.contains(TestFault.NO_RELEASE_AT_DEADLINE);
+    rules.dispatchLoss(callbacks, this::onLossExecutor);
+    boolean releaseRow = reason == LossReason.LOCAL_DEADLINE && rules.releasesAtDeadline();
     if (works.isEmpty()) {
       if (releaseRow) {
         releaseLost(lease);
@@ -455,21 +449,22 @@ final class Releases {
       return;
     }
     long graceNanos = timings.gracePeriod().toNanos();
-    if (faults.contains(TestFault.GRACE_ON_KEEPER_SCHEDULER)) {
-      try {
-        scheduler.schedule(
-            () ->
-                works.stream()
-                    .filter(w -> !w.hasEnded())
-                    .findFirst()
-                    .ifPresent(w -> runPolicy(lease, w.thread)),
-            graceNanos,
-            TimeUnit.NANOSECONDS);
-      } catch (RejectedExecutionException e) {
-        // the bug: no failure policy once the scheduler is shut down
-      }
-      return;
-    }
+    Runnable policyIfWorkRuns =
+        () ->
+            works.stream()
+                .filter(w -> !w.hasEnded())
+                .findFirst()
+                .ifPresent(w -> runPolicy(lease, w.thread));
+    rules.timeGrace(
+        () -> graceOnLossExecutor(lease, works, releaseRow),
+        scheduler,
+        graceNanos,
+        policyIfWorkRuns);
+  }
+
+  /** The grace period after a loss, on the loss executor: then the policy, or the release. */
+  private void graceOnLossExecutor(Lease lease, List<BoundWork> works, boolean releaseRow) {
+    long graceNanos = timings.gracePeriod().toNanos();
     onLossExecutor(
         () -> {
           long deadline = System.nanoTime() + graceNanos;

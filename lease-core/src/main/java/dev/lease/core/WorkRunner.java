@@ -1,9 +1,8 @@
 package dev.lease.core;
 
 import dev.lease.core.internal.CallerWork;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.LifecycleRules;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -23,7 +22,7 @@ final class WorkRunner {
   private final LeaseManager manager;
   private final Releases releases;
   private final LeaseTimings timings;
-  private final Set<TestFault> faults;
+  private final LifecycleRules rules;
   private final ThreadFactory workThreads;
   private final Consumer<Lease> afterWork;
 
@@ -31,13 +30,13 @@ final class WorkRunner {
       LeaseManager manager,
       Releases releases,
       LeaseTimings timings,
-      Set<TestFault> faults,
+      LifecycleRules rules,
       ThreadFactory workThreads,
       Consumer<Lease> afterWork) {
     this.manager = manager;
     this.releases = releases;
     this.timings = timings;
-    this.faults = faults;
+    this.rules = rules;
     this.workThreads = workThreads;
     this.afterWork = afterWork;
   }
@@ -93,9 +92,7 @@ final class WorkRunner {
             worker.getName(),
             lease,
             timings.gracePeriod().toMillis());
-        if (faults.contains(TestFault.POLICY_ON_RELEASE)) {
-          releases.runPolicy(lease, worker);
-        }
+        rules.workOutlivedRelease(() -> releases.runPolicy(lease, worker));
       }
       throw e;
     } finally {
@@ -130,9 +127,11 @@ final class WorkRunner {
           stopped,
           t);
     }
-    if (faults.contains(TestFault.LOSS_AFTER_RETURN_IS_A_LOSS) && lease.isLost()) {
-      throw new LeaseLostException(lease, lease + " was lost", t); // the bug: after the work ended
-    }
+    rules.workReturned(
+        lease::isLost,
+        () -> {
+          throw new LeaseLostException(lease, lease + " was lost", t);
+        });
     if (t != null) {
       throw new LeaseWorkException("work under " + lease + " failed: " + t, t);
     }

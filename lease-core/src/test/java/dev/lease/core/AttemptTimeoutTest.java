@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
@@ -31,10 +30,14 @@ class AttemptTimeoutTest {
   }
 
   private static LeaseManager manager(
-      Fixture f, FailingDataSource ds, String instance, TestFault fault, LeaseListener listener) {
+      Fixture f,
+      FailingDataSource ds,
+      String instance,
+      WeakenedLifecycle fault,
+      LeaseListener listener) {
     LeaseManager.Builder b = f.builder(ds, instance).timings(TIMINGS).listener(listener);
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     return f.track(b.build());
   }
@@ -45,13 +48,14 @@ class AttemptTimeoutTest {
     try (Fixture f = new Fixture(db)) {
       assertTrue(keptAcrossAStalledBorrow(f, null), "renewed on and still held");
       assertFalse(
-          keptAcrossAStalledBorrow(f, TestFault.UNBOUNDED_ATTEMPT),
+          keptAcrossAStalledBorrow(f, WeakenedLifecycle.unboundedAttempt()),
           "negative control: an unbounded borrow stops the renewals and the lease is lost");
     }
   }
 
   /** One renewal's borrow blocks for good; true if later renewals kept the lease. */
-  private static boolean keptAcrossAStalledBorrow(Fixture f, TestFault fault) throws Exception {
+  private static boolean keptAcrossAStalledBorrow(Fixture f, WeakenedLifecycle fault)
+      throws Exception {
     FailingDataSource pool = new FailingDataSource(f.pool(3));
     AtomicInteger renewals = new AtomicInteger();
     LeaseManager m =
@@ -98,7 +102,8 @@ class AttemptTimeoutTest {
 
       FailingDataSource stuck = new FailingDataSource(f.pool(2));
       LeaseManager unbounded =
-          manager(f, stuck, "unbounded", TestFault.UNBOUNDED_ATTEMPT, new LeaseListener() {});
+          manager(
+              f, stuck, "unbounded", WeakenedLifecycle.unboundedAttempt(), new LeaseListener() {});
       stuck.stall(0, 1);
       CompletableFuture<Object> claim =
           CompletableFuture.supplyAsync(() -> unbounded.tryClaim("blocked-for-good"));

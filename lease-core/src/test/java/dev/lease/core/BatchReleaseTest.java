@@ -3,7 +3,6 @@ package dev.lease.core;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.CountingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.util.ArrayList;
@@ -48,7 +47,7 @@ class BatchReleaseTest {
   void aStatementPerLeaseIsCaughtByTheSameCount(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(
-          20, releaseStatementsOfClose(f, 20, TestFault.RELEASE_ONE_BY_ONE), db.toString());
+          20, releaseStatementsOfClose(f, 20, WeakenedLifecycle.releaseOneByOne()), db.toString());
     }
   }
 
@@ -65,11 +64,12 @@ class BatchReleaseTest {
    * Holds {@code n} leases, closes the manager; the release statements of the close. Every row is
    * released afterwards (a successor claims each at the next term).
    */
-  private static long releaseStatementsOfClose(Fixture f, int n, TestFault fault) throws Exception {
+  private static long releaseStatementsOfClose(Fixture f, int n, WeakenedLifecycle fault)
+      throws Exception {
     CountingDataSource counting = new CountingDataSource(f.pool(4));
     LeaseManager.Builder b = f.builder(counting, "closing").timings(TIMINGS);
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     List<Lease> leases = new ArrayList<>();
@@ -116,7 +116,7 @@ class BatchReleaseTest {
   void aBatchReleasedBeforeTheWorkStoppedIsCaught(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Map<String, Boolean> held =
-          rowsHeldWhenCloseInterrupted(f, TestFault.RELEASE_BEFORE_STOPPING_WORK);
+          rowsHeldWhenCloseInterrupted(f, WeakenedLifecycle.releaseBeforeStoppingWork());
       assertEquals(5, held.size(), "every work was interrupted: " + held);
       assertTrue(
           held.values().stream().noneMatch(h -> h),
@@ -124,11 +124,11 @@ class BatchReleaseTest {
     }
   }
 
-  private static Map<String, Boolean> rowsHeldWhenCloseInterrupted(Fixture f, TestFault fault)
-      throws Exception {
+  private static Map<String, Boolean> rowsHeldWhenCloseInterrupted(
+      Fixture f, WeakenedLifecycle fault) throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(4), "working-" + fault).timings(TIMINGS);
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     Map<String, Boolean> heldAtInterrupt = new ConcurrentHashMap<>();

@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.CountingDataSource;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.TestDatabase;
@@ -93,7 +91,7 @@ class BatchRenewalTest {
   void aStatementPerLeaseIsCaughtByTheSameCount(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(
-          20, statementsPerPass(f, 20, TestFault.RENEW_ONE_BY_ONE, TIMINGS), db.toString());
+          20, statementsPerPass(f, 20, WeakenedLifecycle.renewOneByOne(), TIMINGS), db.toString());
     }
   }
 
@@ -110,13 +108,13 @@ class BatchRenewalTest {
   }
 
   /** Holds {@code n} leases; the statements of one complete pass that renewed all of them. */
-  private static long statementsPerPass(Fixture f, int n, TestFault fault, LeaseTimings timings)
-      throws Exception {
+  private static long statementsPerPass(
+      Fixture f, int n, WeakenedLifecycle fault, LeaseTimings timings) throws Exception {
     CountingDataSource counting = new CountingDataSource(f.pool(4));
     Witness witness = new Witness(counting);
     LeaseManager.Builder b = f.builder(counting, "batch").timings(timings).listener(witness);
     if (fault != null) {
-      LeaseInternals.faultForTesting(b, fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     List<Lease> leases = new ArrayList<>();

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -35,10 +34,10 @@ class CallerThreadWorkTest {
     return TestDatabase.all();
   }
 
-  private static LeaseManager manager(Fixture f, String instance, TestFault fault) {
+  private static LeaseManager manager(Fixture f, String instance, WeakenedLifecycle fault) {
     LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     return f.track(b.build());
   }
@@ -51,12 +50,12 @@ class CallerThreadWorkTest {
           rowHeldWhenTheReleaseInterrupted(f, null),
           "the thread was interrupted while the row was still its own");
       assertFalse(
-          rowHeldWhenTheReleaseInterrupted(f, TestFault.RELEASE_BEFORE_STOPPING_WORK),
+          rowHeldWhenTheReleaseInterrupted(f, WeakenedLifecycle.releaseBeforeStoppingWork()),
           "negative control: releasing first hands the row over while the thread still works");
     }
   }
 
-  private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, TestFault fault)
+  private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, WeakenedLifecycle fault)
       throws Exception {
     LeaseManager m = manager(f, "releasing-" + fault, fault);
     Lease lease = m.tryClaim("caller-" + fault).orElseThrow();

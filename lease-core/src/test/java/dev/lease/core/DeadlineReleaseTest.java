@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
@@ -40,19 +39,20 @@ class DeadlineReleaseTest {
     try (Fixture f = new Fixture(db)) {
       assertTrue(successorClaimsAtOnce(f, null), "the successor claimed at once");
       assertFalse(
-          successorClaimsAtOnce(f, TestFault.NO_RELEASE_AT_DEADLINE),
+          successorClaimsAtOnce(f, WeakenedLifecycle.noReleaseAtDeadline()),
           "negative control: without the release the successor waits out the lease");
     }
   }
 
-  private static boolean successorClaimsAtOnce(Fixture f, TestFault fault) throws Exception {
+  private static boolean successorClaimsAtOnce(Fixture f, WeakenedLifecycle fault)
+      throws Exception {
     AtomicLong skew = new AtomicLong();
     LeaseManager.Builder b =
         f.builder(f.pool(2), "paused-" + fault)
             .timings(TIMINGS)
             .clock(() -> System.nanoTime() + skew.get());
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     LeaseManager successor = f.manager("successor-" + fault, TIMINGS);

@@ -3,7 +3,6 @@ package dev.lease.core;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
@@ -35,7 +34,7 @@ class LossHandlingTest {
       assertTrue(ok.renewalsWhileBlocked >= 5, "the other lease kept renewing: " + ok);
       assertTrue(ok.stillHeld, "and was never lost: " + ok);
 
-      Outcome broken = blockedListeners(f, TestFault.LOSS_HANDLING_INLINE);
+      Outcome broken = blockedListeners(f, WeakenedLifecycle.lossHandlingInline());
       assertFalse(
           broken.renewalsWhileBlocked >= 5 && broken.stillHeld,
           "negative control: listeners on the keeper threads starve the other lease: " + broken);
@@ -48,7 +47,7 @@ class LossHandlingTest {
    * Three leases are lost together (their renewals fail) and their listener blocks in lost(); then
    * a fourth lease of the same manager is claimed and held while the listeners still block.
    */
-  private static Outcome blockedListeners(Fixture f, TestFault fault) throws Exception {
+  private static Outcome blockedListeners(Fixture f, WeakenedLifecycle fault) throws Exception {
     FailingDataSource failing = new FailingDataSource(f.pool(3));
     CountDownLatch blocked = new CountDownLatch(2);
     CountDownLatch unblock = new CountDownLatch(1);
@@ -80,7 +79,7 @@ class LossHandlingTest {
                   }
                 });
     if (fault != null) {
-      builder.faultForTesting(fault);
+      fault.applyTo(builder);
     }
     LeaseManager m = f.track(builder.build());
     for (int i = 0; i < 3; i++) {

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -30,8 +29,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * The end of a lease at shutdown and on release: the work under it is stopped before the row is
  * given back; a closed manager hands out nothing; shutdown never runs the failure policy, a loss
  * runs it once even when close() stopped the keeper's scheduler. Every test has a negative control
- * that builds the manager with the old, broken mechanism ({@link TestFault}) and shows the test
- * catches it.
+ * that builds the manager with the old, broken mechanism ({@link WeakenedLifecycle}) and shows the
+ * test catches it.
  */
 class ShutdownTest {
 
@@ -42,10 +41,10 @@ class ShutdownTest {
     return TestDatabase.all();
   }
 
-  private static LeaseManager manager(Fixture f, String instance, TestFault fault) {
+  private static LeaseManager manager(Fixture f, String instance, WeakenedLifecycle fault) {
     LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     return f.track(b.build());
   }
@@ -126,12 +125,12 @@ class ShutdownTest {
           rowHeldWhenTheReleaseInterrupted(f, null),
           "the work was interrupted while the row was still its own");
       assertFalse(
-          rowHeldWhenTheReleaseInterrupted(f, TestFault.RELEASE_BEFORE_STOPPING_WORK),
+          rowHeldWhenTheReleaseInterrupted(f, WeakenedLifecycle.releaseBeforeStoppingWork()),
           "negative control: releasing first hands the row over while the work still runs");
     }
   }
 
-  private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, TestFault fault)
+  private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, WeakenedLifecycle fault)
       throws Exception {
     LeaseManager m = manager(f, "releasing-" + fault, fault);
     Lease lease = m.tryClaim("release-" + fault).orElseThrow();
@@ -159,12 +158,13 @@ class ShutdownTest {
     try (Fixture f = new Fixture(db)) {
       assertTrue(rowHeldWhenCloseInterrupted(f, null));
       assertFalse(
-          rowHeldWhenCloseInterrupted(f, TestFault.RELEASE_BEFORE_STOPPING_WORK),
+          rowHeldWhenCloseInterrupted(f, WeakenedLifecycle.releaseBeforeStoppingWork()),
           "negative control: close released the row before it stopped the work");
     }
   }
 
-  private static boolean rowHeldWhenCloseInterrupted(Fixture f, TestFault fault) throws Exception {
+  private static boolean rowHeldWhenCloseInterrupted(Fixture f, WeakenedLifecycle fault)
+      throws Exception {
     LeaseManager m = manager(f, "closing-" + fault, fault);
     LeaseManager other = manager(f, "successor-" + fault, null);
     String name = "billing-" + fault;
@@ -209,7 +209,7 @@ class ShutdownTest {
       assertThrows(IllegalStateException.class, () -> m.runIfFree("after-close", l -> null));
       assertEquals(null, f.row("after-close"), "no statement ran");
 
-      LeaseManager broken = manager(f, "broken", TestFault.NO_CLOSED_CHECK);
+      LeaseManager broken = manager(f, "broken", WeakenedLifecycle.noClosedCheck());
       broken.close();
       assertTrue(
           broken.tryClaim("after-close").isPresent(),
@@ -232,7 +232,7 @@ class ShutdownTest {
       assertEquals(0, row.expiresAtMs(), "the late claim was released");
       assertEquals("racing-null", row.instance(), "it was claimed, after close began");
 
-      Throwable handedOut = claimRacingClose(f, TestFault.NO_CLOSED_CHECK);
+      Throwable handedOut = claimRacingClose(f, WeakenedLifecycle.noClosedCheck());
       assertEquals(null, handedOut, "negative control: the racing claim was handed out");
       assertTrue(
           f.row("race-NO_CLOSED_CHECK").expiresAtMs() > 0,
@@ -241,11 +241,11 @@ class ShutdownTest {
   }
 
   /** Returns what tryClaim threw, or null if it handed out a lease. */
-  private static Throwable claimRacingClose(Fixture f, TestFault fault) throws Exception {
+  private static Throwable claimRacingClose(Fixture f, WeakenedLifecycle fault) throws Exception {
     FailingDataSource gate = new FailingDataSource(f.pool(2));
     LeaseManager.Builder b = f.builder(gate, "racing-" + fault).timings(TIMINGS);
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     gate.stall(0, 1); // the claim's first borrow blocks until close() returned
@@ -274,12 +274,13 @@ class ShutdownTest {
     try (Fixture f = new Fixture(db)) {
       assertTrue(policyAfterLossAndClose(f, null), "the failure policy ran");
       assertFalse(
-          policyAfterLossAndClose(f, TestFault.GRACE_ON_KEEPER_SCHEDULER),
+          policyAfterLossAndClose(f, WeakenedLifecycle.graceOnKeeperScheduler()),
           "negative control: a grace timed on the keeper's scheduler dies with close()");
     }
   }
 
-  private static boolean policyAfterLossAndClose(Fixture f, TestFault fault) throws Exception {
+  private static boolean policyAfterLossAndClose(Fixture f, WeakenedLifecycle fault)
+      throws Exception {
     FailingDataSource failing = new FailingDataSource(f.pool(2));
     CountDownLatch lost = new CountDownLatch(1);
     CountDownLatch policy = new CountDownLatch(1);
@@ -296,7 +297,7 @@ class ShutdownTest {
                 })
             .failurePolicy((lease, worker) -> policy.countDown());
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     Lease lease = m.tryClaim("stuck-" + fault).orElseThrow();
@@ -343,12 +344,12 @@ class ShutdownTest {
       assertEquals(List.of(), policyCallsOnCloseWithStuckWork(f, null));
       assertEquals(
           1,
-          policyCallsOnCloseWithStuckWork(f, TestFault.POLICY_ON_RELEASE).size(),
+          policyCallsOnCloseWithStuckWork(f, WeakenedLifecycle.policyOnRelease()).size(),
           "negative control: the old shutdown ran the policy (and halted the JVM by default)");
     }
   }
 
-  private static List<String> policyCallsOnCloseWithStuckWork(Fixture f, TestFault fault)
+  private static List<String> policyCallsOnCloseWithStuckWork(Fixture f, WeakenedLifecycle fault)
       throws Exception {
     List<String> calls = new CopyOnWriteArrayList<>();
     LeaseManager.Builder b =
@@ -356,7 +357,7 @@ class ShutdownTest {
             .timings(TIMINGS)
             .failurePolicy((lease, worker) -> calls.add(lease.name()));
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     CountDownLatch started = new CountDownLatch(1);
@@ -384,12 +385,13 @@ class ShutdownTest {
       assertEquals(1, policyCallsForTwoStuckWorks(f, null));
       assertEquals(
           2,
-          policyCallsForTwoStuckWorks(f, TestFault.POLICY_NOT_ONCE),
+          policyCallsForTwoStuckWorks(f, WeakenedLifecycle.policyNotOnce()),
           "negative control: without the once-per-lease guard the policy runs per work");
     }
   }
 
-  private static int policyCallsForTwoStuckWorks(Fixture f, TestFault fault) throws Exception {
+  private static int policyCallsForTwoStuckWorks(Fixture f, WeakenedLifecycle fault)
+      throws Exception {
     FailingDataSource failing = new FailingDataSource(f.pool(2));
     List<String> calls = new CopyOnWriteArrayList<>();
     CountDownLatch expected = new CountDownLatch(fault == null ? 1 : 2);
@@ -402,7 +404,7 @@ class ShutdownTest {
                   expected.countDown();
                 });
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     Lease lease = m.tryClaim("twice-" + fault).orElseThrow();

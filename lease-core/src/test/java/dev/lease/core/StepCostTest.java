@@ -4,8 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
-import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.CountingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -61,7 +59,7 @@ class StepCostTest {
   @MethodSource("databases")
   void theOldMultiStatementSessionIsCaughtByTheSameCount(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
-      Map<String, long[]> costs = costs(f, TestFault.STEP_IN_SESSION);
+      Map<String, long[]> costs = costs(f, WeakenedLifecycle.stepInSession());
       for (String step : new String[] {"claim", "renew", "release"}) {
         assertTrue(
             costs.get(step)[1] > 1,
@@ -74,12 +72,12 @@ class StepCostTest {
    * Per step: {JDBC statements, JDBC calls that reach the server, server-counted statements (-1
    * where the database has no per-session counter)}.
    */
-  private static Map<String, long[]> costs(Fixture f, TestFault fault) throws SQLException {
+  private static Map<String, long[]> costs(Fixture f, WeakenedLifecycle fault) throws SQLException {
     HikariDataSource one = f.pool(1);
     CountingDataSource counting = new CountingDataSource(one);
     LeaseManager.Builder b = f.builder(counting, "cost").timings(TIMINGS);
     if (fault != null) {
-      LeaseInternals.faultForTesting(b, fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     Map<String, long[]> costs = new LinkedHashMap<>();

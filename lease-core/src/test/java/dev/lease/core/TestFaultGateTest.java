@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.LifecycleRules;
 import dev.lease.core.internal.TestFault;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -16,9 +17,10 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 /**
- * Issue 23: {@link LeaseInternals#faultForTesting} ships in the jar but breaks nothing in
- * production: without a test marker on the class path it is refused. Beside it, the control: with
- * the marker (test support is on this test's class path) it is honoured.
+ * Issue 23: {@link LeaseInternals#faultForTesting} and {@link LeaseInternals#rulesForTesting} ship
+ * in the jar but break nothing in production: without a test marker on the class path they are
+ * refused. Beside each, the control: with the marker (test support is on this test's class path) it
+ * is honoured.
  */
 class TestFaultGateTest {
 
@@ -43,7 +45,7 @@ class TestFaultGateTest {
       @SuppressWarnings({"unchecked", "rawtypes"})
       Object fault =
           Enum.valueOf(
-              (Class) Class.forName(TestFault.class.getName(), true, app), "POLICY_NOT_ONCE");
+              (Class) Class.forName(TestFault.class.getName(), true, app), "TERM_FROM_ZERO");
       Object builder = manager.getMethod("builder", DataSource.class).invoke(null, NO_DATABASE);
       InvocationTargetException e =
           assertThrows(
@@ -53,14 +55,45 @@ class TestFaultGateTest {
                       .getMethod("faultForTesting", builderType, fault.getClass())
                       .invoke(null, builder, fault));
       IllegalStateException refused = assertInstanceOf(IllegalStateException.class, e.getCause());
-      assertTrue(refused.getMessage().contains("POLICY_NOT_ONCE"), refused.getMessage());
+      assertTrue(refused.getMessage().contains("TERM_FROM_ZERO"), refused.getMessage());
     }
+  }
+
+  @Test
+  void withoutATestMarkerWeakenedRulesAreRefused() throws Exception {
+    URL[] production = {location(Lease.class), location(LoggerFactory.class)};
+    try (URLClassLoader app =
+        new URLClassLoader(production, ClassLoader.getPlatformClassLoader())) {
+      Class<?> manager = Class.forName(LeaseManager.class.getName(), true, app);
+      Class<?> builderType = Class.forName(LeaseManager.Builder.class.getName(), true, app);
+      Class<?> internals = Class.forName(LeaseInternals.class.getName(), true, app);
+      Class<?> rulesType = Class.forName(LifecycleRules.class.getName(), true, app);
+      // any implementation is refused, even the production rules: the gate is the JVM, not them
+      Object rules = rulesType.getField("PRODUCTION").get(null);
+      Object builder = manager.getMethod("builder", DataSource.class).invoke(null, NO_DATABASE);
+      InvocationTargetException e =
+          assertThrows(
+              InvocationTargetException.class,
+              () ->
+                  internals
+                      .getMethod("rulesForTesting", builderType, rulesType)
+                      .invoke(null, builder, rules));
+      IllegalStateException refused = assertInstanceOf(IllegalStateException.class, e.getCause());
+      assertTrue(refused.getMessage().contains("LifecycleRules"), refused.getMessage());
+      assertTrue(refused.getMessage().contains("refused"), refused.getMessage());
+    }
+  }
+
+  @Test
+  void withTheMarkerWeakenedRulesAreHonoured() {
+    LeaseManager.Builder b = LeaseManager.builder(NO_DATABASE);
+    assertSame(b, LeaseInternals.rulesForTesting(b, WeakenedLifecycle.policyNotOnce()));
   }
 
   @Test
   void withTheMarkerAFaultIsHonoured() {
     LeaseManager.Builder b = LeaseManager.builder(NO_DATABASE);
-    assertSame(b, LeaseInternals.faultForTesting(b, TestFault.POLICY_NOT_ONCE));
+    assertSame(b, LeaseInternals.faultForTesting(b, TestFault.TERM_FROM_ZERO));
   }
 
   private static URL location(Class<?> c) {

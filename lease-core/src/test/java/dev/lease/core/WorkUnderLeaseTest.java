@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.TestDatabase;
 import java.io.IOException;
@@ -311,7 +310,7 @@ class WorkUnderLeaseTest {
             .timings(Fixture.timings(10_000, 100, 5_000, 2_000, 300))
             .failurePolicy((lease, worker) -> policies.incrementAndGet());
     if (broken) {
-      b.faultForTesting(TestFault.POLICY_ON_RELEASE).faultForTesting(TestFault.POLICY_NOT_ONCE);
+      WeakenedLifecycle.policyOnRelease().and(WeakenedLifecycle.policyNotOnce()).applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     Lease lease = m.tryClaim("caller-" + broken).orElseThrow();

@@ -10,10 +10,11 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.LossReason;
 import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.LifecycleRules;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.util.Optional;
+import java.util.concurrent.Executor;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -23,9 +24,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * database also loses the lease, and the lease's loss listeners, which poison its open
  * transactions, run on the loss executor: when one ran before the refusing thread marked the
  * transaction, the transaction was reported twice, poisoned and then refused. Here the manager runs
- * its loss callbacks inline ({@link TestFault#LOSS_HANDLING_INLINE}), the earliest they can run, so
- * that order happens every time (the commit test failed with the old order: one poisoning besides
- * the refusal). The other half, not visible to listeners: when the refusal is what lost the lease,
+ * its loss callbacks inline ({@link LossHandlingInline}), the earliest they can run, so that order
+ * happens every time (the commit test failed with the old order: one poisoning besides the
+ * refusal). The other half, not visible to listeners: when the refusal is what lost the lease,
  * lease-core's "lost lease ...: the database refused a fenced transaction" is its WARN line and the
  * fence logs the refusal at DEBUG.
  */
@@ -34,15 +35,23 @@ class RefusalReportedOnceTest {
   /** A manager whose loss callbacks (the fence's poisoning among them) run inside the loss. */
   private static LeaseManager inlineLossManager(Fixture f) {
     return f.closeLater(
-        LeaseInternals.faultForTesting(
+        LeaseInternals.rulesForTesting(
                 LeaseManager.builder(f.pool)
                     .table(f.leaseTable)
                     .instance("holder")
                     .timings(LeaseTimings.DEFAULTS)
                     .failurePolicy(FailurePolicy.logOnly())
                     .createTableIfMissing(),
-                TestFault.LOSS_HANDLING_INLINE)
+                new LossHandlingInline())
             .build());
+  }
+
+  /** The loss's callbacks and listeners run on the thread that found the loss, at once. */
+  private static final class LossHandlingInline implements LifecycleRules {
+    @Override
+    public void dispatchLoss(Runnable callbacks, Executor lossExecutor) {
+      callbacks.run();
+    }
   }
 
   @ParameterizedTest(name = "{0}")

@@ -94,6 +94,8 @@ public abstract class LeaseAccess {
 
   public abstract void fault(LeaseManager.Builder builder, TestFault fault);
 
+  public abstract void rules(LeaseManager.Builder builder, LifecycleRules rules);
+
   public abstract void afterWork(LeaseManager.Builder builder, Consumer<Lease> hook);
 
   public abstract void release(LeaseManager manager, Collection<Lease> leases);

@@ -411,6 +411,28 @@ public final class LeaseInternals {
     return builder;
   }
 
+  /**
+   * Builds a manager whose lifecycle runs deliberately weakened {@code rules} (their
+   * implementations live in test sources only): the negative controls of the tests. Honoured only
+   * in a test JVM, exactly as {@link #faultForTesting}; refused anywhere else, so the hook in the
+   * shipped jar cannot weaken a production manager.
+   *
+   * @throws IllegalStateException outside a test JVM
+   */
+  public static LeaseManager.Builder rulesForTesting(
+      LeaseManager.Builder builder, LifecycleRules rules) {
+    if (!testJvm()) {
+      throw new IllegalStateException(
+          "weakened LifecycleRules ("
+              + rules.getClass().getName()
+              + ") deliberately break a lease manager (negative controls of lease's own tests);"
+              + " they are honoured only with lease's test support or conformance runner on the"
+              + " class path, and refused here");
+    }
+    access().rules(builder, rules);
+    return builder;
+  }
+
   /** Classes only lease's test support and conformance runner contain. */
   static final List<String> TEST_MARKERS =
       List.of(

@@ -13,6 +13,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
+import dev.lease.core.WeakenedLifecycle;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.TestFault;
 import dev.lease.testing.TestDatabase;
@@ -77,7 +78,7 @@ class SessionRestoreTest {
   private static Throwable renewalErrorWhileItsSessionIsKilled(Fixture f, TestFault fault)
       throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(2), "killed-" + fault).timings(TIMINGS);
-    LeaseInternals.faultForTesting(b, TestFault.STEP_IN_SESSION);
+    WeakenedLifecycle.stepInSession().applyTo(b);
     if (fault != null) {
       LeaseInternals.faultForTesting(b, fault);
     }
@@ -174,7 +175,7 @@ class SessionRestoreTest {
   private static String leftInTheSession(Fixture f, TestFault fault) throws SQLException {
     HikariDataSource one = f.pool(1);
     LeaseManager.Builder b = f.builder(one, "vars-" + fault).timings(TIMINGS);
-    LeaseInternals.faultForTesting(b, TestFault.STEP_IN_SESSION);
+    WeakenedLifecycle.stepInSession().applyTo(b);
     if (fault != null) {
       LeaseInternals.faultForTesting(b, fault);
     }

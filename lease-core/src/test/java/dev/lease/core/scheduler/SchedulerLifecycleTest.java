@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.lease.core.Fixture;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
+import dev.lease.core.WeakenedLifecycle;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.TestFault;
 import dev.lease.testing.ConnectionSource;
@@ -89,19 +90,20 @@ class SchedulerLifecycleTest {
       assertEquals(0, policyCallsClosingAStuckRound(f, null));
       assertEquals(
           1,
-          policyCallsClosingAStuckRound(f, TestFault.POLICY_ON_RELEASE),
+          policyCallsClosingAStuckRound(f, WeakenedLifecycle.policyOnRelease()),
           "negative control: the old close ran the policy (by default: halt the JVM)");
     }
   }
 
-  private static int policyCallsClosingAStuckRound(Fixture f, TestFault fault) throws Exception {
+  private static int policyCallsClosingAStuckRound(Fixture f, WeakenedLifecycle fault)
+      throws Exception {
     AtomicInteger policies = new AtomicInteger();
     LeaseManager.Builder b =
         f.builder(f.pool(3), "closing-" + fault)
             .timings(TIMINGS)
             .failurePolicy((lease, worker) -> policies.incrementAndGet());
     if (fault != null) {
-      LeaseInternals.faultForTesting(b, fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     String job = "stuck-" + fault;
@@ -153,7 +155,7 @@ class SchedulerLifecycleTest {
       assertEquals(1, runsWhenLostAfterReturn(f, null), "finished, never rerun");
       assertEquals(
           2,
-          runsWhenLostAfterReturn(f, TestFault.LOSS_AFTER_RETURN_IS_A_LOSS),
+          runsWhenLostAfterReturn(f, WeakenedLifecycle.lossAfterReturnIsALoss()),
           "negative control: counted as cut short, the round ran again");
       assertEquals(
           2,
@@ -177,8 +179,8 @@ class SchedulerLifecycleTest {
             assertFalse(lease.isHeld());
           }
         });
-    if (fault instanceof TestFault t) {
-      LeaseInternals.faultForTesting(b, t);
+    if (fault instanceof WeakenedLifecycle w) {
+      w.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     String job = "late-loss-" + fault;

@@ -65,6 +65,12 @@ final class HolderProcess {
   private final PrintStream out;
   private final BlockingQueue<String> goes = new LinkedBlockingQueue<>();
   private volatile Moment armed;
+
+  /**
+   * The round being held; written under {@code out}'s lock, so a round's event is written only
+   * while it is the current one (a holder thread still busy after its round's {@code stop} writes
+   * nothing the parent would count toward the next round).
+   */
   private RoundHolder current;
 
   private HolderProcess(PrintStream out) {
@@ -98,13 +104,17 @@ final class HolderProcess {
       String[] f = line.split("\t", -1);
       switch (f[0]) {
         case "round" -> {
+          RoundHolder round = null;
           try {
-            current = new RoundHolder(f);
-            current.start();
+            round = new RoundHolder(f);
+            setCurrent(round);
+            round.start();
             emit("started");
           } catch (RuntimeException e) {
-            current.stop();
-            current = null;
+            if (round != null) {
+              round.stop();
+            }
+            setCurrent(null);
             emit("error", oneLine(e));
           }
         }
@@ -125,7 +135,7 @@ final class HolderProcess {
         }
         case "stop" -> {
           long hits = current == null ? 0 : current.stop();
-          current = null;
+          setCurrent(null);
           armed = null;
           goes.clear();
           emit("stopped", hits);
@@ -142,11 +152,33 @@ final class HolderProcess {
   }
 
   private void emit(Object... fields) {
+    emitLine(line(fields));
+  }
+
+  private static String line(Object... fields) {
     StringJoiner j = new StringJoiner("\t");
     for (Object o : fields) {
       j.add(String.valueOf(o));
     }
-    emitLine(j.toString());
+    return j.toString();
+  }
+
+  private void setCurrent(RoundHolder round) {
+    synchronized (out) {
+      current = round;
+    }
+  }
+
+  /** Writes a round's event if {@code round} is still the current one; false if not. */
+  private boolean emitFor(RoundHolder round, Object... fields) {
+    synchronized (out) {
+      if (current != round) {
+        return false;
+      }
+      out.println(line(fields));
+      out.flush();
+      return true;
+    }
   }
 
   private void emitLine(String line) {
@@ -173,6 +205,12 @@ final class HolderProcess {
     final Random random;
     final AtomicBoolean stop = new AtomicBoolean();
     final AtomicBoolean fired = new AtomicBoolean();
+
+    /** This round's events: written only while it is the current round ({@link #emitFor}). */
+    private boolean emit(Object... fields) {
+      return emitFor(this, fields);
+    }
+
     final AtomicLong txns = new AtomicLong();
     final Set<Lease> leases = ConcurrentHashMap.newKeySet();
     final Mutations mutations;
@@ -374,7 +412,9 @@ final class HolderProcess {
       if (steady || m != armed || !fired.compareAndSet(false, true)) {
         return;
       }
-      emit("fire", m);
+      if (!emit("fire", m)) {
+        return; // a round already stopped: its failover is not this holder's to start
+      }
       try {
         if (goes.poll(60, TimeUnit.SECONDS) == null) {
           System.err.println("failover round " + index + ": no answer to fire within 60 s");

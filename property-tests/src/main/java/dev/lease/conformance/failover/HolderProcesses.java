@@ -123,6 +123,16 @@ final class HolderProcesses implements AutoCloseable {
     private final Process process;
     private final Writer in;
     private final BlockingQueue<String[]> answers = new LinkedBlockingQueue<>();
+
+    /**
+     * Answers owed by the child (its {@code ready}, and one per {@code round}, {@code held} and
+     * {@code stop}, which it answers one at a time, in order) and answers taken: an answer taken
+     * while more are owed answers an earlier request whose wait timed out, and is dropped, never
+     * read as the answer to a later one.
+     */
+    private long owed = 1;
+
+    private volatile long taken;
     private final Deque<String> lastErrorLines = new ArrayDeque<>();
 
     Child(HolderProcesses owner, int id, boolean steady, String url) throws IOException {
@@ -157,6 +167,10 @@ final class HolderProcesses implements AutoCloseable {
     }
 
     synchronized void send(String... fields) throws IOException {
+      switch (fields[0]) {
+        case "round", "held", "stop" -> owed++;
+        default -> {}
+      }
       try {
         in.write(String.join("\t", fields));
         in.write('\n');
@@ -171,12 +185,19 @@ final class HolderProcesses implements AutoCloseable {
      * within {@code seconds} or an exited child is an IOException.
      */
     String[] await(String kind, long seconds) throws IOException {
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
       String[] a;
-      try {
-        a = answers.poll(seconds, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IOException("interrupted while waiting for holder process " + id, e);
+      while (true) {
+        try {
+          a = answers.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IOException("interrupted while waiting for holder process " + id, e);
+        }
+        if (a == null || ++taken >= owedNow()) {
+          break;
+        }
+        // the late answer of an earlier request whose wait ran out: not this one's
       }
       if (a == null) {
         throw new IOException(
@@ -194,6 +215,10 @@ final class HolderProcesses implements AutoCloseable {
             "holder process " + id + " answered " + String.join(" ", a) + " to " + kind);
       }
       return a;
+    }
+
+    private synchronized long owedNow() {
+      return owed;
     }
 
     private void read() {

@@ -465,26 +465,44 @@ final class Instrumenter {
   }
 
   /**
-   * The class-loader guard: inlined advice calls {@link ConnectionFencing} and {@link MethodLeases}
-   * by name from the instrumented class, so its loader must resolve them to the agent's own
-   * classes. Cached per loader (weakly, so that discarded loaders can go).
+   * Every agent class the inlined advice names (calls, parameter and local types): the woven class
+   * resolves each by name from its own loader. One it could not resolve to the agent's class would
+   * fail inside the suppressed advice, and the exit advice would hand out the driver's connection
+   * unfenced: fail open. {@link SeesAgent} requires all of them.
+   */
+  static final List<Class<?>> ADVICE_REFERENCES =
+      List.of(
+          ConnectionFencing.class,
+          ConnectionFencing.Entry.class,
+          MethodLeases.class,
+          XaTracking.class);
+
+  /**
+   * The class-loader guard: the instrumented class's loader must resolve every class of {@link
+   * #ADVICE_REFERENCES} to the agent's own. Cached per loader (weakly, so that discarded loaders
+   * can go).
    */
   private static final class SeesAgent implements ElementMatcher<ClassLoader> {
     private final Map<ClassLoader, Boolean> cache = new WeakHashMap<>();
 
     @Override
     public synchronized boolean matches(ClassLoader loader) {
-      return cache.computeIfAbsent(loader, SeesAgent::check);
+      return cache.computeIfAbsent(loader, Instrumenter::seesAgent);
     }
+  }
 
-    private static boolean check(ClassLoader loader) {
+  /** Whether {@code loader} resolves every class the advice names to the agent's own. */
+  static boolean seesAgent(ClassLoader loader) {
+    for (Class<?> c : ADVICE_REFERENCES) {
       try {
-        return Class.forName(ConnectionFencing.class.getName(), false, loader)
-            == ConnectionFencing.class;
+        if (Class.forName(c.getName(), false, loader) != c) {
+          return false;
+        }
       } catch (ClassNotFoundException | LinkageError e) {
         return false;
       }
     }
+    return true;
   }
 
   /** A JDBC class in a loader that cannot see the agent: its connections could not be fenced. */

@@ -391,9 +391,8 @@ public final class LeaseInternals {
   /**
    * Builds a deliberately broken manager: the negative controls of the tests. Honoured only in a
    * test JVM: with lease's test support or conformance runner on the class path ({@link
-   * #TEST_MARKERS}), or in the agent's test JVM ({@code -Dlease.agent.testJvm=true} with the agent
-   * loaded); refused anywhere else, so the hook in the shipped jar cannot break a production
-   * manager.
+   * #TEST_MARKERS}; the agent's test JVMs carry them too); refused anywhere else, so the hook in
+   * the shipped jar cannot break a production manager.
    *
    * @throws IllegalStateException outside a test JVM
    */
@@ -439,14 +438,10 @@ public final class LeaseInternals {
           "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
 
   private static boolean testJvm() {
+    // the only way in, also inside lease-agent's jar: the agent's test JVMs carry lease's test
+    // support, whose marker its own switches require too
     ClassLoader loader = LeaseInternals.class.getClassLoader();
-    for (String marker : TEST_MARKERS) {
-      if (present(marker, loader)) {
-        return true;
-      }
-    }
-    return Boolean.getBoolean("lease.agent.testJvm")
-        && present("dev.lease.agent.LeaseAgent", loader);
+    return TEST_MARKERS.stream().anyMatch(marker -> present(marker, loader));
   }
 
   private static boolean present(String name, ClassLoader loader) {

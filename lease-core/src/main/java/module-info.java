@@ -20,5 +20,6 @@ module dev.lease.core {
       dev.lease.jdbc;
   exports dev.lease.core.internal to
       dev.lease.jdbc,
+      dev.lease.agent,
       dev.lease.spring.boot;
 }

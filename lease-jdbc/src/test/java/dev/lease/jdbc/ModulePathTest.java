@@ -54,8 +54,10 @@ class ModulePathTest {
                     "dev.lease.core.group",
                     "dev.lease.core.scheduler",
                     "dev.lease.core.dialect -> [dev.lease.jdbc]",
-                    "dev.lease.core.internal -> [dev.lease.jdbc, dev.lease.spring.boot]"),
-            "dev.lease.jdbc", Set.of("dev.lease.jdbc")),
+                    "dev.lease.core.internal -> [dev.lease.agent, dev.lease.jdbc,"
+                        + " dev.lease.spring.boot]"),
+            "dev.lease.jdbc",
+                Set.of("dev.lease.jdbc", "dev.lease.jdbc.internal -> [dev.lease.agent]")),
         Map.of(
             "dev.lease.core", exports(layer, "dev.lease.core"),
             "dev.lease.jdbc", exports(layer, "dev.lease.jdbc")),

@@ -30,7 +30,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Random;
 import java.util.Set;
-import java.util.StringJoiner;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -101,7 +100,7 @@ final class HolderProcess {
   private void serve(BufferedReader in) throws Exception {
     String line;
     while ((line = in.readLine()) != null) {
-      String[] f = line.split("\t", -1);
+      String[] f = LineProtocol.fields(line);
       switch (f[0]) {
         case "round" -> {
           RoundHolder round = null;
@@ -122,16 +121,17 @@ final class HolderProcess {
         case "disarm" -> armed = null;
         case "go" -> goes.add("go");
         case "held" -> {
-          StringJoiner j = new StringJoiner("\t");
-          j.add("held");
+          java.util.List<Object> held = new java.util.ArrayList<>();
+          held.add("held");
           if (current != null) {
             for (Lease l : current.leases) {
               if (l.isHeld()) {
-                j.add(Long.toString(l.term())).add(l.holder());
+                held.add(l.term());
+                held.add(l.holder());
               }
             }
           }
-          emitLine(j.toString());
+          emit(held.toArray());
         }
         case "stop" -> {
           long hits = current == null ? 0 : current.stop();
@@ -156,11 +156,7 @@ final class HolderProcess {
   }
 
   private static String line(Object... fields) {
-    StringJoiner j = new StringJoiner("\t");
-    for (Object o : fields) {
-      j.add(String.valueOf(o));
-    }
-    return j.toString();
+    return LineProtocol.line(fields);
   }
 
   private void setCurrent(RoundHolder round) {
@@ -188,8 +184,9 @@ final class HolderProcess {
     }
   }
 
+  /** An error as one field (the protocol escapes it; the parent's report reads better so). */
   private static String oneLine(Throwable e) {
-    return String.valueOf(e).replace('\t', ' ').replace('\n', ' ');
+    return String.valueOf(e).replace('\t', ' ').replace('\r', ' ').replace('\n', ' ');
   }
 
   /** The holder of one round: claim, a few fenced transactions, hand over; again until stopped. */

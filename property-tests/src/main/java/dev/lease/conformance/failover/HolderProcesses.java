@@ -133,6 +133,10 @@ final class HolderProcesses implements AutoCloseable {
     private long owed = 1;
 
     private volatile long taken;
+
+    /** The first line of the child the parent could not read, if any: every later wait fails. */
+    private volatile String protocolError;
+
     private final Deque<String> lastErrorLines = new ArrayDeque<>();
 
     Child(HolderProcesses owner, int id, boolean steady, String url) throws IOException {
@@ -153,9 +157,7 @@ final class HolderProcesses implements AutoCloseable {
       command.add(HolderProcess.class.getName());
       // its driver is loaded before the process says it is ready; the URL's scheme only, as a
       // command line is visible to every user of the machine (a URL may carry a password)
-      int hosts = url.indexOf("//");
-      command.add(
-          hosts < 0 ? url.replaceAll("\\?.*", "") : url.substring(0, hosts) + "//localhost/x");
+      command.add(LineProtocol.driverUrl(url));
       this.process = new ProcessBuilder(command).start();
       this.in = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
       Thread reader = new Thread(this::read, "failover-holder-" + id + "-out");
@@ -172,7 +174,7 @@ final class HolderProcesses implements AutoCloseable {
         default -> {}
       }
       try {
-        in.write(String.join("\t", fields));
+        in.write(LineProtocol.line((Object[]) fields));
         in.write('\n');
         in.flush();
       } catch (IOException e) {
@@ -193,6 +195,9 @@ final class HolderProcesses implements AutoCloseable {
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           throw new IOException("interrupted while waiting for holder process " + id, e);
+        }
+        if (protocolError != null) {
+          throw new IOException("holder process " + id + ": " + protocolError + lastErrors());
         }
         if (a == null || ++taken >= owedNow()) {
           break;
@@ -227,15 +232,24 @@ final class HolderProcesses implements AutoCloseable {
               new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
         String line;
         while ((line = r.readLine()) != null) {
-          String[] f = line.split("\t", -1);
-          switch (f[0]) {
-            case "ready" -> {
-              String[] stamped = java.util.Arrays.copyOf(f, f.length + 1);
-              stamped[f.length] = Long.toString(System.nanoTime());
-              answers.add(stamped);
+          try {
+            String[] f = LineProtocol.fields(line);
+            switch (f[0]) {
+              case "ready" -> {
+                String[] stamped = java.util.Arrays.copyOf(f, f.length + 1);
+                stamped[f.length] = Long.toString(System.nanoTime());
+                answers.add(stamped);
+              }
+              case "started", "stopped", "held", "error" -> answers.add(f);
+              default -> owner.events.on(this, f);
             }
-            case "started", "stopped", "held", "error" -> answers.add(f);
-            default -> owner.events.on(this, f);
+          } catch (RuntimeException e) {
+            // a line the parent cannot read fails the check (the next wait for this child says
+            // so), never this thread silently: the lines after it are still read
+            if (protocolError == null) {
+              protocolError = "a line the parent could not read: '" + line + "': " + e;
+            }
+            answers.add(new String[] {"protocol-error"}); // wakes a waiting await
           }
         }
       } catch (IOException e) {

@@ -438,7 +438,7 @@ public final class LeaseInternals {
       List.of(
           "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
 
-  private static boolean testJvm() {
+  static boolean testJvm() {
     ClassLoader loader = LeaseInternals.class.getClassLoader();
     for (String marker : TEST_MARKERS) {
       if (present(marker, loader)) {

@@ -3,6 +3,7 @@ package dev.lease.core.group;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.GroupRules;
 import dev.lease.core.internal.LeaseInternals;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -32,7 +33,7 @@ final class GroupKeys {
   private final String group;
   private final GroupSql sql;
   private final GroupEvents events;
-  private final boolean releaseBeforeCallback;
+  private final GroupRules rules;
 
   private final ConcurrentSkipListMap<String, Lease> held = new ConcurrentSkipListMap<>();
 
@@ -43,16 +44,12 @@ final class GroupKeys {
   private final Map<String, List<String>> orphans = new LinkedHashMap<>();
 
   GroupKeys(
-      LeaseManager manager,
-      String group,
-      GroupSql sql,
-      GroupEvents events,
-      boolean releaseBeforeCallback) {
+      LeaseManager manager, String group, GroupSql sql, GroupEvents events, GroupRules rules) {
     this.manager = manager;
     this.group = group;
     this.sql = sql;
     this.events = events;
-    this.releaseBeforeCallback = releaseBeforeCallback;
+    this.rules = rules;
   }
 
   /** The lease of {@code key} if this member holds it (possibly lost since the last pass). */
@@ -242,18 +239,16 @@ final class GroupKeys {
         leases.add(l);
       }
     }
-    if (releaseBeforeCallback) {
-      LeaseInternals.release(manager, leases); // the bug: the key's work still runs
-    }
-    for (String k : keys) {
-      events.safely(() -> events.callbacks().onReleasing(k));
-    }
-    for (String k : keys) {
-      held.remove(k);
-    }
-    if (!releaseBeforeCallback) {
-      LeaseInternals.release(manager, leases);
-    }
+    rules.giveBack(
+        () -> {
+          for (String k : keys) {
+            events.safely(() -> events.callbacks().onReleasing(k));
+          }
+          for (String k : keys) {
+            held.remove(k);
+          }
+        },
+        () -> LeaseInternals.release(manager, leases));
     for (String k : keys) {
       log.debug("group {}: {} key {}", group, shed ? "shed" : "released", k);
       events.left(k, shed);

@@ -2,6 +2,7 @@ package dev.lease.core.group;
 
 import dev.lease.core.Database;
 import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.GroupRules;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -34,27 +35,28 @@ final class GroupSql {
   private final String clock;
   private final GroupSqlText text;
 
-  GroupSql(Dialect dialect, String members, boolean unlocked) {
+  GroupSql(Dialect dialect, String members, GroupRules rules) {
     this.table = dialect.table();
     this.keyed = dialect.tableByPrimaryKey();
     this.members = members;
     this.clock = dialect.clock();
     GroupSqlText t = GroupSqlText.of(dialect);
+    String lock = rules.claimLock(" FOR UPDATE SKIP LOCKED");
     this.text =
         new GroupSqlText(
-            fill(t.membersDdl(), unlocked),
-            fill(t.announce(), unlocked),
-            fill(t.createRows(), unlocked),
-            fill(t.claim(), unlocked),
-            t.claimUpdate() == null ? null : fill(t.claimUpdate(), unlocked));
+            fill(t.membersDdl(), lock),
+            fill(t.announce(), lock),
+            fill(t.createRows(), lock),
+            fill(t.claim(), lock),
+            t.claimUpdate() == null ? null : fill(t.claimUpdate(), lock));
   }
 
-  private String fill(String sql, boolean unlocked) {
+  private String fill(String sql, String lock) {
     return sql.replace("{members}", members)
         .replace("{keyed}", keyed)
         .replace("{table}", table)
         .replace("{clock}", clock)
-        .replace("{lock}", unlocked ? "" : " FOR UPDATE SKIP LOCKED");
+        .replace("{lock}", lock);
   }
 
   static List<String> ddl(Database database, String members) {
@@ -254,7 +256,7 @@ final class GroupSql {
   /**
    * The purge as it was, one range DELETE: on MySQL/MariaDB it locks every row of the group it
    * scans, and waits for a peer's row inserted in a transaction still open. Only the tests'
-   * negative control ({@code FIRST_PASS_IN_ONE_TRANSACTION}) runs it.
+   * negative control ({@code GroupRules.announcesApart()} false) runs it.
    */
   int forgetDeadInRange(Connection c, String group, long olderThanMs) throws SQLException {
     return update(

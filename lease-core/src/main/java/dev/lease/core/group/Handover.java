@@ -2,6 +2,7 @@ package dev.lease.core.group;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.internal.GroupRules;
 import dev.lease.core.internal.LeaseInternals;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -31,8 +32,7 @@ final class Handover {
   private final GroupEvents events;
   private final ShedChoice shedChoice;
   private final boolean shedOnePerPass;
-  private final boolean moveByRelease;
-  private final boolean moveBeforeCallback;
+  private final GroupRules rules;
 
   Handover(
       LeaseManager manager,
@@ -43,8 +43,7 @@ final class Handover {
       GroupEvents events,
       ShedChoice shedChoice,
       boolean shedOnePerPass,
-      boolean moveByRelease,
-      boolean moveBeforeCallback) {
+      GroupRules rules) {
     this.manager = manager;
     this.group = group;
     this.member = member;
@@ -53,8 +52,7 @@ final class Handover {
     this.events = events;
     this.shedChoice = shedChoice;
     this.shedOnePerPass = shedOnePerPass;
-    this.moveByRelease = moveByRelease;
-    this.moveBeforeCallback = moveBeforeCallback;
+    this.rules = rules;
   }
 
   /**
@@ -111,10 +109,25 @@ final class Handover {
     if (moving.isEmpty()) {
       return Map.of();
     }
-    if (moveByRelease || rows.isEmpty()) {
+    if (rows.isEmpty()) {
       keys.release(moving, shed);
       return Map.of();
     }
+    return rules.move(
+        () -> byTransfer(moving, shed, rows, candidates, fairShare),
+        () -> {
+          keys.release(moving, shed);
+          return Map.of();
+        });
+  }
+
+  /** {@link #handOver} by transfer (the rows of live members are known). */
+  private Map<String, String> byTransfer(
+      List<String> moving,
+      boolean shed,
+      List<GroupSql.MemberRow> rows,
+      SortedSet<String> candidates,
+      int fairShare) {
     Map<GroupSql.MemberRow, List<String>> plan = plan(moving, rows, candidates, fairShare);
     List<String> unplanned = new ArrayList<>(moving);
     for (List<String> ks : plan.values()) {
@@ -138,18 +151,16 @@ final class Handover {
       }
       leases.put(e.getKey(), ls);
     }
-    if (moveBeforeCallback) {
-      transfer(leases, moved); // the bug: the key's work still runs
-    }
-    for (String k : planned) {
-      events.safely(() -> events.callbacks().onReleasing(k));
-    }
-    for (String k : planned) {
-      keys.remove(k);
-    }
-    if (!moveBeforeCallback) {
-      transfer(leases, moved);
-    }
+    rules.giveBack(
+        () -> {
+          for (String k : planned) {
+            events.safely(() -> events.callbacks().onReleasing(k));
+          }
+          for (String k : planned) {
+            keys.remove(k);
+          }
+        },
+        () -> transfer(leases, moved));
     for (String k : planned) {
       log.debug(
           "group {}: {} key {}{}",

@@ -7,6 +7,8 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseNames;
 import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.GroupInternals;
+import dev.lease.core.internal.GroupPassTrigger;
+import dev.lease.core.internal.GroupRules;
 import dev.lease.core.internal.LeaseInternals;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -14,13 +16,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
-import java.util.EnumSet;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
 import java.util.concurrent.locks.Condition;
@@ -74,7 +73,7 @@ public final class LeaseGroup implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(LeaseGroup.class);
 
   static {
-    // the property tests' simulations drive passes in virtual time through it
+    // the property tests' simulations inject their pass trigger and weakened rules through it
     GroupInternals.register(new GroupAccess());
   }
 
@@ -87,33 +86,13 @@ public final class LeaseGroup implements AutoCloseable {
    */
   private static final int HOUSEKEEPING_PASSES = 64;
 
-  /** Deliberate faults for the negative controls of the tests; never set in production. */
-  enum Fault {
-    /** Claims every free key, whatever the fair share, and never sheds. */
-    IGNORE_SHARE,
-    /** Runs the release statement before {@link GroupCallbacks#onReleasing}. */
-    RELEASE_BEFORE_CALLBACK,
-    /** Claims without locking the rows first (PostgreSQL: does not wait for strict verifies). */
-    CLAIM_WITHOUT_ROW_LOCK,
-    /**
-     * The first pass as it was: heartbeat (inserting the row), purge of dead members by a range
-     * DELETE and count in one transaction, not retried (MySQL/MariaDB deadlocked when members
-     * started together).
-     */
-    FIRST_PASS_IN_ONE_TRANSACTION,
-    /**
-     * Moves keys as before issue 23: a release, then the member that needs them claims them at its
-     * next pass, so a third process can claim a key in between.
-     */
-    MOVE_BY_RELEASE
-  }
-
   private final LeaseManager manager;
   private final String group;
   private final String member;
   private final Supplier<? extends Collection<String>> candidateKeys;
   private final long passNanos;
-  private final Set<Fault> faults;
+  private final GroupRules rules;
+  private final GroupPassTrigger trigger;
 
   /** The application's callbacks and listeners. */
   private final GroupEvents events;
@@ -146,23 +125,14 @@ public final class LeaseGroup implements AutoCloseable {
     this.member = LeaseInternals.mintHolder(manager);
     this.candidateKeys = b.keys;
     this.passNanos = b.passInterval.toNanos();
-    this.faults = b.faults.isEmpty() ? EnumSet.noneOf(Fault.class) : EnumSet.copyOf(b.faults);
+    this.rules = b.rules;
+    this.trigger = b.trigger;
     this.events = new GroupEvents(group, b.callbacks, b.listeners);
-    boolean callbackLast = faults.contains(Fault.RELEASE_BEFORE_CALLBACK);
-    this.keys = new GroupKeys(manager, group, sql, events, callbackLast);
+    this.keys = new GroupKeys(manager, group, sql, events, rules);
     this.membership = new Membership(manager, group, member, sql, b.memberTimeout.toMillis());
     this.handover =
         new Handover(
-            manager,
-            group,
-            member,
-            sql,
-            keys,
-            events,
-            b.shedChoice,
-            b.shedOnePerPass,
-            faults.contains(Fault.MOVE_BY_RELEASE),
-            callbackLast);
+            manager, group, member, sql, keys, events, b.shedChoice, b.shedOnePerPass, rules);
   }
 
   /**
@@ -221,6 +191,10 @@ public final class LeaseGroup implements AutoCloseable {
         throw new IllegalStateException(this + " is already started");
       }
       started = true;
+      if (trigger != null) {
+        trigger.start(this::runPass, passNanos);
+        return;
+      }
       Thread t = new Thread(this::passLoop, "lease-group-" + group + "-" + manager.instance());
       t.setDaemon(true);
       passer = t;
@@ -381,7 +355,7 @@ public final class LeaseGroup implements AutoCloseable {
       passes++;
       int live;
       List<GroupSql.MemberRow> rows = List.of();
-      if (firstPass && faults.contains(Fault.FIRST_PASS_IN_ONE_TRANSACTION)) {
+      if (firstPass && !rules.announcesApart()) {
         live = membership.firstPassInOneTransaction(leaving);
       } else {
         if (!announced) {
@@ -404,7 +378,7 @@ public final class LeaseGroup implements AutoCloseable {
       }
       int members = Math.max(1, live);
       int fairShare = (candidates.size() + members - 1) / members;
-      int share = leaving ? 0 : faults.contains(Fault.IGNORE_SHARE) ? candidates.size() : fairShare;
+      int share = leaving ? 0 : rules.share(fairShare, candidates.size());
       keys.releaseOrphans();
       List<String> released = new ArrayList<>();
       for (String k : keys.list()) {
@@ -424,7 +398,7 @@ public final class LeaseGroup implements AutoCloseable {
         List<String> all = keys.list();
         released.addAll(all);
         moved = handover.handOver(all, false, rows, candidates, fairShare);
-      } else if (keys.size() > share && !faults.contains(Fault.IGNORE_SHARE)) {
+      } else if (keys.size() > share) {
         shed = handover.chooseShed(keys.size() - share);
         moved = handover.handOver(shed, true, rows, candidates, fairShare);
       }
@@ -523,7 +497,8 @@ public final class LeaseGroup implements AutoCloseable {
     private String membersTable;
     private boolean createTable;
     private boolean shedOnePerPass;
-    private final Set<Fault> faults = new HashSet<>();
+    private GroupRules rules = GroupRules.PRODUCTION;
+    private GroupPassTrigger trigger;
 
     private Builder(LeaseManager manager, String group) {
       this.manager = Objects.requireNonNull(manager, "manager");
@@ -609,9 +584,18 @@ public final class LeaseGroup implements AutoCloseable {
       return this;
     }
 
-    /** Test only: a deliberately broken group (negative controls). */
-    Builder faultForTesting(Fault fault) {
-      faults.add(fault);
+    /** Who runs the passes once started; null: the group's own thread. */
+    Builder passTrigger(GroupPassTrigger trigger) {
+      this.trigger = Objects.requireNonNull(trigger, "trigger");
+      return this;
+    }
+
+    /**
+     * The group's rules; weakened ones only through {@link GroupInternals#rulesForTesting} (a test
+     * JVM), or the tests of this package.
+     */
+    Builder rules(GroupRules rules) {
+      this.rules = Objects.requireNonNull(rules, "rules");
       return this;
     }
 
@@ -653,8 +637,7 @@ public final class LeaseGroup implements AutoCloseable {
         membersTable = t;
       }
       Dialect dialect = LeaseInternals.dialect(manager);
-      GroupSql sql =
-          new GroupSql(dialect, membersTable, faults.contains(Fault.CLAIM_WITHOUT_ROW_LOCK));
+      GroupSql sql = new GroupSql(dialect, membersTable, rules);
       try {
         LeaseInternals.execute(
             manager,

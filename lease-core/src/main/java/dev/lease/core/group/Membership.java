@@ -71,9 +71,9 @@ final class Membership {
   }
 
   /**
-   * The first pass as it was before members announced themselves on their own (the negative control
-   * {@link LeaseGroup.Fault#FIRST_PASS_IN_ONE_TRANSACTION}): heartbeat, purge and count in one
-   * transaction, not retried.
+   * The first pass as it was before members announced themselves on their own (run only where
+   * {@link dev.lease.core.internal.GroupRules#announcesApart} is false, the tests' negative
+   * control): heartbeat, purge and count in one transaction, not retried.
    *
    * @return the live members
    */

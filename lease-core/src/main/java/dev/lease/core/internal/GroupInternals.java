@@ -3,9 +3,9 @@ package dev.lease.core.internal;
 import dev.lease.core.group.LeaseGroup;
 
 /**
- * What the property tests need from {@code dev.lease.core.group} and applications must not call:
- * one pass of a group run by the caller (the simulations drive passes in virtual time instead of
- * the group's own thread) and the negative controls' broken groups.
+ * The hooks of {@link LeaseGroup.Builder} that applications must not call: who runs the passes
+ * ({@link #passTrigger}, the simulations' virtual time) and the negative controls' weakened {@link
+ * GroupRules} ({@link #rulesForTesting}, honoured only in a test JVM).
  *
  * <p><b>Not API.</b> It may change in any release. The same "shared secrets" pattern as {@link
  * LeaseInternals}: the group package registers its implementation when {@link LeaseGroup} loads.
@@ -14,9 +14,9 @@ public final class GroupInternals {
 
   /** The group package's side. */
   public interface Access {
-    void runPass(LeaseGroup group);
+    void passTrigger(LeaseGroup.Builder builder, GroupPassTrigger trigger);
 
-    void fault(LeaseGroup.Builder builder, String fault);
+    void rules(LeaseGroup.Builder builder, GroupRules rules);
   }
 
   private static volatile Access access;
@@ -59,23 +59,33 @@ public final class GroupInternals {
   }
 
   /**
-   * Runs one pass of {@code group} on the calling thread (a group whose passes the caller drives
-   * never calls {@code start()}).
-   *
-   * @throws dev.lease.core.LeaseException if the database could not be reached
-   * @throws IllegalStateException if the group or its manager is closed
+   * What runs the group's passes once it is started; default its own daemon thread. A simulation
+   * passes a trigger that keeps the pass and calls it in virtual time.
    */
-  public static void runPass(LeaseGroup group) {
-    access().runPass(group);
+  public static LeaseGroup.Builder passTrigger(
+      LeaseGroup.Builder builder, GroupPassTrigger trigger) {
+    access().passTrigger(builder, trigger);
+    return builder;
   }
 
   /**
-   * Builds a deliberately broken group: {@code fault} is the name of one of the group's test faults
-   * ({@code IGNORE_SHARE}, {@code RELEASE_BEFORE_CALLBACK}, {@code CLAIM_WITHOUT_ROW_LOCK}, {@code
-   * FIRST_PASS_IN_ONE_TRANSACTION}, {@code MOVE_BY_RELEASE}). Never in production.
+   * Builds a group that runs deliberately weakened {@code rules} (their implementations live in
+   * test sources or the conformance runner only): the negative controls of the tests. Honoured only
+   * in a test JVM, exactly as {@link LeaseInternals#rulesForTesting}; refused anywhere else, so the
+   * hook in the shipped jar cannot weaken a production group.
+   *
+   * @throws IllegalStateException outside a test JVM
    */
-  public static LeaseGroup.Builder faultForTesting(LeaseGroup.Builder builder, String fault) {
-    access().fault(builder, fault);
+  public static LeaseGroup.Builder rulesForTesting(LeaseGroup.Builder builder, GroupRules rules) {
+    if (!LeaseInternals.testJvm()) {
+      throw new IllegalStateException(
+          "weakened GroupRules ("
+              + rules.getClass().getName()
+              + ") deliberately break a lease group (negative controls of lease's own tests);"
+              + " they are honoured only with lease's test support or conformance runner on the"
+              + " class path, and refused here");
+    }
+    access().rules(builder, rules);
     return builder;
   }
 }

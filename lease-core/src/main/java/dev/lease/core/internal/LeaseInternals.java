@@ -437,7 +437,7 @@ public final class LeaseInternals {
       List.of(
           "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
 
-  private static boolean testJvm() {
+  static boolean testJvm() {
     // the only way in, also inside lease-agent's jar: the agent's test JVMs carry lease's test
     // support, whose marker its own switches require too
     ClassLoader loader = LeaseInternals.class.getClassLoader();

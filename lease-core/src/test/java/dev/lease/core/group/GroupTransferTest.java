@@ -121,11 +121,11 @@ class GroupTransferTest {
     try (GroupWorld w = new GroupWorld(db, keys)) {
       List<GroupWorld.Member> abc = new ArrayList<>();
       for (String name : List.of("a", "b", "c")) {
-        abc.add(w.join(name, LeaseGroup.Fault.MOVE_BY_RELEASE));
+        abc.add(w.join(name, WeakenedGroup.MOVE_BY_RELEASE));
       }
       w.converge("three members started", LeaseGroupTest.START_PASSES);
       LeaseManager third = w.fixture.manager("third", GroupWorld.TIMINGS);
-      GroupWorld.Member d = w.join("d", LeaseGroup.Fault.MOVE_BY_RELEASE);
+      GroupWorld.Member d = w.join("d", WeakenedGroup.MOVE_BY_RELEASE);
       d.group.runPass();
       List<String> shed = new ArrayList<>();
       for (GroupWorld.Member m : abc) {

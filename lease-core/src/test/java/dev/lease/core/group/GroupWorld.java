@@ -95,7 +95,7 @@ final class GroupWorld implements AutoCloseable {
 
     Member(
         String name,
-        LeaseGroup.Fault fault,
+        WeakenedGroup fault,
         Supplier<? extends List<String>> candidates,
         java.util.function.Consumer<LeaseGroup.Builder> options) {
       this.name = name;
@@ -141,7 +141,7 @@ final class GroupWorld implements AutoCloseable {
               .passInterval(Duration.ofMillis(100))
               .createTableIfMissing();
       if (fault != null) {
-        b.faultForTesting(fault);
+        fault.applyTo(b);
       }
       options.accept(b);
       this.group = fixture.track(b.build());
@@ -230,14 +230,12 @@ final class GroupWorld implements AutoCloseable {
     return join(name, null);
   }
 
-  Member join(String name, LeaseGroup.Fault fault) {
+  Member join(String name, WeakenedGroup fault) {
     return join(name, fault, b -> {});
   }
 
   Member join(
-      String name,
-      LeaseGroup.Fault fault,
-      java.util.function.Consumer<LeaseGroup.Builder> options) {
+      String name, WeakenedGroup fault, java.util.function.Consumer<LeaseGroup.Builder> options) {
     Member m = new Member(name, fault, () -> keys, options);
     members.add(m);
     return m;

@@ -182,7 +182,7 @@ class LeaseGroupTest {
     for (int run = 1; run <= CONTROL_STARTS; run++) {
       try (GroupWorld w = new GroupWorld(db, 10)) {
         for (String name : List.of("a", "b", "c")) {
-          w.join(name, LeaseGroup.Fault.FIRST_PASS_IN_ONE_TRANSACTION);
+          w.join(name, WeakenedGroup.FIRST_PASS_IN_ONE_TRANSACTION);
         }
         w.round();
         if (w.failures.stream().anyMatch(m -> m.toLowerCase().contains("deadlock"))) {
@@ -233,7 +233,7 @@ class LeaseGroupTest {
   void aGroupThatIgnoresTheShareDoesNotConverge(TestDatabase db) {
     int keys = 300;
     try (GroupWorld w = new GroupWorld(db, keys)) {
-      w.join("greedy", LeaseGroup.Fault.IGNORE_SHARE);
+      w.join("greedy", WeakenedGroup.IGNORE_SHARE);
       w.converge("one member started", START_PASSES);
       w.join("b");
       w.join("c");
@@ -265,7 +265,7 @@ class LeaseGroupTest {
   void aReleaseBeforeTheCallbackIsCaught(TestDatabase db) {
     try (GroupWorld w = new GroupWorld(db, 40)) {
       // the same steps as onReleasingReturnsBeforeTheReleaseStatementRuns, a broken
-      w.join("a", LeaseGroup.Fault.RELEASE_BEFORE_CALLBACK);
+      w.join("a", WeakenedGroup.RELEASE_BEFORE_CALLBACK);
       w.converge("one member started", START_PASSES);
       GroupWorld.Member b = w.join("b");
       w.converge("a second member joined", START_PASSES); // a sheds 20 at once

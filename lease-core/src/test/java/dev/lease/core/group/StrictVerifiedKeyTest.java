@@ -52,7 +52,7 @@ class StrictVerifiedKeyTest {
   @MethodSource("postgresql")
   void aClaimWithoutTheRowLockIsCaught(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
-      Outcome o = run(f, LeaseGroup.Fault.CLAIM_WITHOUT_ROW_LOCK);
+      Outcome o = run(f, WeakenedGroup.CLAIM_WITHOUT_ROW_LOCK);
       assertTrue(o.claimedWhileOpen, "the broken claim took k0 under the open transaction");
     }
   }
@@ -60,7 +60,7 @@ class StrictVerifiedKeyTest {
   record Outcome(
       long oldTerm, boolean claimedWhileOpen, boolean otherKeysClaimed, long termAfter) {}
 
-  private static Outcome run(Fixture f, LeaseGroup.Fault fault) throws Exception {
+  private static Outcome run(Fixture f, WeakenedGroup fault) throws Exception {
     LeaseManager old = f.manager("old", Fixture.timings(600, 200, 400, 300, 100));
     Lease lease = old.tryClaim("k0").orElseThrow(); // not held: it expires by itself
     LeaseManager m = f.manager("new", GroupWorld.TIMINGS);
@@ -70,7 +70,7 @@ class StrictVerifiedKeyTest {
             .passInterval(Duration.ofMillis(50))
             .createTableIfMissing();
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     LeaseGroup g = f.track(b.build());
     boolean claimedWhileOpen;

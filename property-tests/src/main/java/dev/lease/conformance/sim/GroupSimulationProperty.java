@@ -18,6 +18,7 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.group.GroupCallbacks;
 import dev.lease.core.group.LeaseGroup;
 import dev.lease.core.internal.GroupInternals;
+import dev.lease.core.internal.GroupRules;
 import dev.lease.core.internal.LeaseInternals;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -47,17 +48,33 @@ public final class GroupSimulationProperty implements ConformanceProperty {
 
   private final String id;
   private final SimOptions options;
-  private final String groupFault;
+
+  /** Weakened rules of the first member's group (a control), or null. */
+  private final GroupRules weakened;
+
   private final boolean control;
 
   public GroupSimulationProperty() {
     this("group", SimOptions.standard(), null, false);
   }
 
-  GroupSimulationProperty(String id, SimOptions options, String groupFault, boolean control) {
+  /**
+   * The control {@code group/ignores-share}: a member claims every free key, whatever its fair
+   * share, and never sheds (the runner's own weakened rules; honoured because the runner is a test
+   * JVM).
+   */
+  private static final GroupRules IGNORES_SHARE =
+      new GroupRules() {
+        @Override
+        public int share(int fairShare, int candidates) {
+          return candidates;
+        }
+      };
+
+  GroupSimulationProperty(String id, SimOptions options, GroupRules weakened, boolean control) {
     this.id = id;
     this.options = options;
-    this.groupFault = groupFault;
+    this.weakened = weakened;
     this.control = control;
   }
 
@@ -89,7 +106,7 @@ public final class GroupSimulationProperty implements ConformanceProperty {
             "group/ignores-share",
             "fair share: a member that claims every free key and never sheds",
             new GroupSimulationProperty(
-                "group/ignores-share", SimOptions.standard(), "IGNORE_SHARE", true)),
+                "group/ignores-share", SimOptions.standard(), IGNORES_SHARE, true)),
         NegativeControl.of(
             "group/claim-keeps-term",
             "invariant 1: " + Mutation.CLAIM_KEEPS_TERM.breaks() + " (the group's batched claim)",
@@ -318,6 +335,11 @@ public final class GroupSimulationProperty implements ConformanceProperty {
       final LeaseManager manager;
       final LeaseGroup group;
       final Map<String, Lease> leases = new HashMap<>();
+
+      /** The group's pass, handed to this simulation's trigger by start(), and its interval. */
+      Runnable passOnce;
+
+      long passMs;
       boolean draining;
 
       Member(int index) {
@@ -352,10 +374,18 @@ public final class GroupSimulationProperty implements ConformanceProperty {
                 .callbacks(this)
                 .passInterval(Duration.ofMillis(PASS_MS))
                 .createTableIfMissing();
-        if (groupFault != null && index == 0) {
-          GroupInternals.faultForTesting(gb, groupFault);
+        // the group hands its pass to this trigger at start(); pass() calls it in virtual time
+        GroupInternals.passTrigger(
+            gb,
+            (pass, intervalNanos) -> {
+              passOnce = pass;
+              passMs = intervalNanos / 1_000_000;
+            });
+        if (weakened != null && index == 0) {
+          GroupInternals.rulesForTesting(gb, weakened);
         }
         group = gb.build();
+        group.start();
       }
 
       @Override
@@ -403,11 +433,11 @@ public final class GroupSimulationProperty implements ConformanceProperty {
           return;
         }
         try {
-          GroupInternals.runPass(group);
+          passOnce.run();
         } catch (LeaseException | IllegalStateException e) {
           world.note(process + " pass failed: " + e.getMessage());
         }
-        schedulePass(PASS_MS);
+        schedulePass(passMs);
       }
     }
 

@@ -2,7 +2,7 @@ package dev.lease.core.dialect;
 
 import dev.lease.core.dialect.Dialect.Held;
 import dev.lease.core.dialect.Dialect.StepCall;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -11,7 +11,6 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Binds and runs the lease statements, the same way on every database: the dialects hold the texts
@@ -253,16 +252,13 @@ final class LeaseSql {
    * failed step is thrown (the others suppressed on it); a broken connection is discarded by its
    * pool anyway.
    */
-  static void restore(Set<TestFault> faults, Throwable failure, Restore... steps)
-      throws SQLException {
+  static void restore(SqlRules rules, Throwable failure, Restore... steps) throws SQLException {
     SQLException first = null;
     for (Restore step : steps) {
       try {
         step.run();
       } catch (SQLException e) {
-        if (faults.contains(TestFault.RESTORE_HIDES_ERROR)) {
-          throw e; // the bug: a finally that throws replaces the attempt's own error
-        }
+        rules.restoreStepFailed(e);
         if (failure != null) {
           failure.addSuppressed(e);
         } else if (first == null) {

@@ -62,11 +62,27 @@ final class LeaseSql {
    */
   static <T> List<T> query(Connection c, String sql, Row<T> row, Object... params)
       throws SQLException {
-    List<T> rows = new ArrayList<>();
+    return read(c, sql, row, Integer.MAX_VALUE, params);
+  }
+
+  /** {@link #query} of at most one row: the first row read, or null when there is none. */
+  static <T> T first(Connection c, String sql, Row<T> row, Object... params) throws SQLException {
+    List<T> rows = read(c, sql, row, 1, params);
+    return rows.isEmpty() ? null : rows.get(0);
+  }
+
+  /**
+   * Runs {@code sql} with {@code params} ({@link Dialect#executeRead}) and reads at most {@code
+   * max} rows; none when the statement returned no result set ({@code getResultSet()} is null for a
+   * {@code SET STATEMENT ... FOR} text that answered with a count).
+   */
+  private static <T> List<T> read(Connection c, String sql, Row<T> row, int max, Object... params)
+      throws SQLException {
+    List<T> rows = new ArrayList<>(max == 1 ? 1 : 10);
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       bind(c, ps, 1, params);
       try (ResultSet rs = Dialect.executeRead(ps, sql)) {
-        while (rs.next()) {
+        while (rs != null && rows.size() < max && rs.next()) {
           rows.add(row.read(rs));
         }
       }
@@ -74,22 +90,13 @@ final class LeaseSql {
     return rows;
   }
 
-  /** {@link #query} of at most one row: the first row read, or null when there is none. */
-  static <T> T first(Connection c, String sql, Row<T> row, Object... params) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      bind(c, ps, 1, params);
-      try (ResultSet rs = Dialect.executeRead(ps, sql)) {
-        return rs != null && rs.next() ? row.read(rs) : null;
-      }
-    }
-  }
-
   /**
    * Runs the one-row UPDATE {@code sql} that puts a term into its OK packet ({@code
    * LAST_INSERT_ID(...)}, MySQL and MariaDB): the term the driver hands out as the generated key,
-   * or null when the UPDATE counted no row. {@code name} is the lease row, for the error.
+   * or null when the UPDATE counted no row. {@code what} names the statement for the error (the
+   * claim of the lease row 'a').
    */
-  static Long generatedTerm(Connection c, String sql, String name, Object... params)
+  static Long generatedTerm(Connection c, String sql, String what, Object... params)
       throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)) {
       bind(c, ps, 1, params);
@@ -98,7 +105,7 @@ final class LeaseSql {
       }
       try (ResultSet keys = ps.getGeneratedKeys()) {
         if (!keys.next()) {
-          throw new SQLException("the lease row '" + name + "' returned no term (LAST_INSERT_ID)");
+          throw new SQLException(what + " returned no term (LAST_INSERT_ID)");
         }
         return keys.getLong(1);
       }
@@ -108,14 +115,17 @@ final class LeaseSql {
   /**
    * Binds {@code params} in order from index {@code first}: a {@code String}, {@code Long} or
    * {@code Integer} to one parameter, a {@link NullableLong} to one (NULL when empty), a {@code
-   * List} of names to one each, {@link HeldRows} and {@link HeldArrays} as they say. Returns the
-   * next free index.
+   * List} of names to one each, {@link HeldRows} and {@link HeldArrays} as they say. A null binds
+   * SQL NULL as a string ({@code setString(i, null)}, as before {@code LeaseSql}); a number that
+   * may be NULL is a {@link NullableLong}. Returns the next free index.
    */
   static int bind(Connection c, PreparedStatement ps, int first, Object... params)
       throws SQLException {
     int i = first;
     for (Object p : params) {
-      if (p instanceof String v) {
+      if (p == null) {
+        ps.setString(i++, null);
+      } else if (p instanceof String v) {
         ps.setString(i++, v);
       } else if (p instanceof Long v) {
         ps.setLong(i++, v);

@@ -240,7 +240,9 @@ final class MySqlDialect extends StandardDialect {
             + " term = LAST_INSERT_ID(term + 1)"
             + " WHERE name = ? AND expires_at_ms <= "
             + clk;
-    Long term = LeaseSql.generatedTerm(c, update, name, holder, instance, leaseMs, name);
+    Long term =
+        LeaseSql.generatedTerm(
+            c, update, "the claim of lease row '" + name + "'", holder, instance, leaseMs, name);
     return term == null ? new ClaimResult(null, null) : new ClaimResult(term, true);
   }
 
@@ -398,7 +400,15 @@ final class MySqlDialect extends StandardDialect {
             + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
             + clk;
     return LeaseSql.generatedTerm(
-        c, update, name, TRANSFER_PENDING, successor, adoptWithinMs, name, holder, term);
+        c,
+        update,
+        "the transfer of lease row '" + name + "'",
+        TRANSFER_PENDING,
+        successor,
+        adoptWithinMs,
+        name,
+        holder,
+        term);
   }
 
   /**
@@ -477,7 +487,14 @@ final class MySqlDialect extends StandardDialect {
             + " WHERE name = ? AND holder = ? AND instance = ? AND expires_at_ms > "
             + clk;
     return LeaseSql.generatedTerm(
-        c, update, name, holder, leaseMs, name, TRANSFER_PENDING, instance);
+        c,
+        update,
+        "the adoption of lease row '" + name + "'",
+        holder,
+        leaseMs,
+        name,
+        TRANSFER_PENDING,
+        instance);
   }
 
   // ---- scheduler slots ------------------------------------------------------------------------

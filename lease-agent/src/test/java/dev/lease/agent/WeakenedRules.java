@@ -5,7 +5,6 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.LifecycleRules;
-import dev.lease.core.internal.TestFault;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
@@ -20,9 +19,9 @@ import java.util.stream.Collectors;
  *
  * <ul>
  *   <li>{@code lease.agent.testing.disable}: a comma list of {@link #MECHANISMS};
- *   <li>{@code lease.agent.testing.faults}: a comma list of lease-core mechanisms broken in the
- *       agent's lease manager: the lifecycle's ({@link #LIFECYCLE}, weakened {@link LifecycleRules}
- *       of {@link WeakenedLifecycle}) or a dialect's ({@link TestFault}s);
+ *   <li>{@code lease.agent.testing.faults}: a comma list of lease-core lifecycle mechanisms broken
+ *       in the agent's lease manager ({@link #LIFECYCLE}, weakened {@link LifecycleRules} of {@link
+ *       WeakenedLifecycle});
  *   <li>{@code lease.agent.testing.wrapEveryCall=true}: every nested hand-out call fences, as if
  *       there were no depth counter (WrapOnceIT);
  *   <li>{@code lease.agent.testing.failInstrumentationOf=CLASS}: weaving that class throws (the
@@ -56,7 +55,6 @@ final class WeakenedRules implements AgentRules {
 
   private final Set<String> disabled;
   private final Set<String> lifecycle;
-  private final List<TestFault> faults;
   private final boolean wrapEveryCall;
   private final String failClass;
 
@@ -68,25 +66,15 @@ final class WeakenedRules implements AgentRules {
             "lease.agent.testing.disable: unknown mechanism " + d + "; one of " + MECHANISMS);
       }
     }
-    lifecycle = list("faults").filter(LIFECYCLE::contains).collect(Collectors.toUnmodifiableSet());
-    faults = list("faults").filter(f -> !LIFECYCLE.contains(f)).map(WeakenedRules::fault).toList();
+    lifecycle = list("faults").collect(Collectors.toUnmodifiableSet());
+    for (String f : lifecycle) {
+      if (!LIFECYCLE.contains(f)) {
+        throw new IllegalArgumentException(
+            "lease.agent.testing.faults: unknown fault " + f + "; one of " + LIFECYCLE);
+      }
+    }
     wrapEveryCall = Boolean.parseBoolean(property("wrapEveryCall"));
     failClass = property("failInstrumentationOf");
-  }
-
-  private static TestFault fault(String name) {
-    try {
-      return TestFault.valueOf(name);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(
-          "lease.agent.testing.faults: unknown fault "
-              + name
-              + "; one of "
-              + LIFECYCLE
-              + " or "
-              + Arrays.toString(TestFault.values()),
-          e);
-    }
   }
 
   private static String property(String name) {
@@ -190,9 +178,6 @@ final class WeakenedRules implements AgentRules {
 
   @Override
   public LeaseManager.Builder leaseManager(LeaseManager.Builder builder) {
-    for (TestFault fault : faults) {
-      LeaseInternals.faultForTesting(builder, fault);
-    }
     if (!lifecycle.isEmpty()) {
       LeaseInternals.rulesForTesting(builder, new WeakenedLifecycle(lifecycle));
     }

@@ -5,7 +5,7 @@ import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseAccess;
 import dev.lease.core.internal.LifecycleRules;
 import dev.lease.core.internal.MonotonicClock;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -167,8 +167,8 @@ final class InternalAccess extends LeaseAccess {
   }
 
   @Override
-  public void fault(LeaseManager.Builder builder, TestFault fault) {
-    builder.faultForTesting(fault);
+  public void sqlRules(LeaseManager.Builder builder, SqlRules rules) {
+    builder.sqlRulesForTesting(rules);
   }
 
   @Override

@@ -4,11 +4,10 @@ import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.LifecycleRules;
 import dev.lease.core.internal.MonotonicClock;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -547,7 +546,7 @@ public final class LeaseManager implements AutoCloseable {
     private Executor attemptExecutor;
     private Executor lossExecutor;
     private Consumer<Lease> afterWork;
-    private final Set<TestFault> faults = EnumSet.noneOf(TestFault.class);
+    private SqlRules sqlRules = SqlRules.PRODUCTION;
     private LifecycleRules rules = LifecycleRules.PRODUCTION;
     private String clockFunction;
     private boolean createTable;
@@ -618,9 +617,9 @@ public final class LeaseManager implements AutoCloseable {
       return this;
     }
 
-    /** Test hook ({@link LeaseInternals#faultForTesting}): a deliberately broken mechanism. */
-    Builder faultForTesting(TestFault fault) {
-      faults.add(Objects.requireNonNull(fault, "fault"));
+    /** Test hook ({@link LeaseInternals#sqlRulesForTesting}): deliberately weakened SQL. */
+    Builder sqlRulesForTesting(SqlRules rules) {
+      this.sqlRules = Objects.requireNonNull(rules, "rules");
       return this;
     }
 
@@ -660,7 +659,7 @@ public final class LeaseManager implements AutoCloseable {
     public LeaseManager build() {
       LeaseNames.table(table);
       instance = LeaseNames.instance(instance != null ? instance : LeaseNames.defaultInstance());
-      Dialect dialect = LeaseTable.open(dataSource, table, clockFunction, faults, createTable);
+      Dialect dialect = LeaseTable.open(dataSource, table, clockFunction, sqlRules, createTable);
       return new LeaseManager(this, dialect);
     }
   }

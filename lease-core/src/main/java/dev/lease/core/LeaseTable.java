@@ -1,12 +1,11 @@
 package dev.lease.core;
 
 import dev.lease.core.dialect.Dialect;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Locale;
-import java.util.Set;
 import javax.sql.DataSource;
 
 /**
@@ -25,11 +24,11 @@ final class LeaseTable {
       DataSource dataSource,
       String table,
       String clockFunction,
-      Set<TestFault> faults,
+      SqlRules rules,
       boolean createTable) {
     Dialect dialect;
     try (Connection c = dataSource.getConnection()) {
-      dialect = Dialect.detect(c, table, clockFunction, faults);
+      dialect = Dialect.detect(c, table, clockFunction, rules);
       if (createTable) {
         try (Statement s = c.createStatement()) {
           for (String ddl : dialect.ddl()) {

@@ -3,7 +3,6 @@ package dev.lease.core;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -26,10 +25,10 @@ class TermsTest {
     return TestDatabase.all();
   }
 
-  private static LeaseManager manager(Fixture f, String instance, TestFault fault) {
+  private static LeaseManager manager(Fixture f, String instance, WeakenedSql fault) {
     LeaseManager.Builder b = f.builder(f.pool(2), instance).timings(TIMINGS);
     if (fault != null) {
-      b.faultForTesting(fault);
+      fault.applyTo(b);
     }
     return f.track(b.build());
   }
@@ -66,7 +65,7 @@ class TermsTest {
       long after = handOver(m, "job", 1);
       assertTrue(after > before, "term " + after + " after the delete, " + before + " before");
 
-      LeaseManager broken = manager(f, "from-zero", TestFault.TERM_FROM_ZERO);
+      LeaseManager broken = manager(f, "from-zero", WeakenedSql.termFromZero());
       long brokenBefore = handOver(broken, "zero", 3);
       execute(f, "DELETE FROM " + f.table + " WHERE name = 'zero'");
       long brokenAfter = handOver(broken, "zero", 1);

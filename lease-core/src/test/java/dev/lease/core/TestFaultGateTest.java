@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.LifecycleRules;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.net.URL;
@@ -17,8 +17,8 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 /**
- * Issue 23: {@link LeaseInternals#faultForTesting} and {@link LeaseInternals#rulesForTesting} ship
- * in the jar but break nothing in production: without a test marker on the class path they are
+ * Issue 23: {@link LeaseInternals#sqlRulesForTesting} and {@link LeaseInternals#rulesForTesting}
+ * ship in the jar but break nothing in production: without a test marker on the class path they are
  * refused. Beside each, the control: with the marker (test support is on this test's class path) it
  * is honoured.
  */
@@ -35,27 +35,27 @@ class TestFaultGateTest {
               });
 
   @Test
-  void withoutATestMarkerAFaultIsRefused() throws Exception {
+  void withoutATestMarkerWeakenedSqlIsRefused() throws Exception {
     URL[] production = {location(Lease.class), location(LoggerFactory.class)};
     try (URLClassLoader app =
         new URLClassLoader(production, ClassLoader.getPlatformClassLoader())) {
       Class<?> manager = Class.forName(LeaseManager.class.getName(), true, app);
       Class<?> builderType = Class.forName(LeaseManager.Builder.class.getName(), true, app);
       Class<?> internals = Class.forName(LeaseInternals.class.getName(), true, app);
-      @SuppressWarnings({"unchecked", "rawtypes"})
-      Object fault =
-          Enum.valueOf(
-              (Class) Class.forName(TestFault.class.getName(), true, app), "TERM_FROM_ZERO");
+      Class<?> rulesType = Class.forName(SqlRules.class.getName(), true, app);
+      // any implementation is refused, even the production rules: the gate is the JVM, not them
+      Object rules = rulesType.getField("PRODUCTION").get(null);
       Object builder = manager.getMethod("builder", DataSource.class).invoke(null, NO_DATABASE);
       InvocationTargetException e =
           assertThrows(
               InvocationTargetException.class,
               () ->
                   internals
-                      .getMethod("faultForTesting", builderType, fault.getClass())
-                      .invoke(null, builder, fault));
+                      .getMethod("sqlRulesForTesting", builderType, rulesType)
+                      .invoke(null, builder, rules));
       IllegalStateException refused = assertInstanceOf(IllegalStateException.class, e.getCause());
-      assertTrue(refused.getMessage().contains("TERM_FROM_ZERO"), refused.getMessage());
+      assertTrue(refused.getMessage().contains("SqlRules"), refused.getMessage());
+      assertTrue(refused.getMessage().contains("refused"), refused.getMessage());
     }
   }
 
@@ -91,9 +91,9 @@ class TestFaultGateTest {
   }
 
   @Test
-  void withTheMarkerAFaultIsHonoured() {
+  void withTheMarkerWeakenedSqlIsHonoured() {
     LeaseManager.Builder b = LeaseManager.builder(NO_DATABASE);
-    assertSame(b, LeaseInternals.faultForTesting(b, TestFault.TERM_FROM_ZERO));
+    assertSame(b, LeaseInternals.sqlRulesForTesting(b, WeakenedSql.termFromZero()));
   }
 
   private static URL location(Class<?> c) {

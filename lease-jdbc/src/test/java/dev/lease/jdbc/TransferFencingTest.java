@@ -11,7 +11,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -105,6 +105,18 @@ class TransferFencingTest {
     }
   }
 
+  /**
+   * PostgreSQL's transfer as a plain UPDATE, without the {@code FOR UPDATE} of the claim: it does
+   * not wait for the old holder's strict-verified transactions ({@code FOR KEY SHARE}).
+   */
+  private static final SqlRules TRANSFER_WITHOUT_FOR_UPDATE =
+      new SqlRules() {
+        @Override
+        public String postgresTransferRowLock() {
+          return "";
+        }
+      };
+
   /** Negative control: the transfer without FOR UPDATE lets term t commit after term t+1. */
   @Test
   void negativeControlPostgresTransferWithoutForUpdateLetsTermTCommitAfterIt() throws Exception {
@@ -112,14 +124,14 @@ class TransferFencingTest {
     try (Fixture f = new Fixture(db, 4)) {
       LeaseManager a =
           f.closeLater(
-              LeaseInternals.faultForTesting(
+              LeaseInternals.sqlRulesForTesting(
                       LeaseManager.builder(f.pool)
                           .table(f.leaseTable)
                           .instance("a")
                           .timings(TIMINGS)
                           .failurePolicy(FailurePolicy.logOnly())
                           .createTableIfMissing(),
-                      TestFault.TRANSFER_WITHOUT_FOR_UPDATE)
+                      TRANSFER_WITHOUT_FOR_UPDATE)
                   .build());
       Lease old = a.tryClaim("t").orElseThrow();
       // the commit without its proof (issue 25's CLIENT refusal): on PostgreSQL the proof riding in

@@ -1,6 +1,6 @@
 package dev.lease.core.dialect;
 
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.math.BigInteger;
 import java.security.SecureRandom;
 import java.sql.Connection;
@@ -8,7 +8,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -73,13 +72,13 @@ public abstract class Dialect {
   /** SQL expression: the database server's clock, UTC epoch milliseconds, as a bigint. */
   final String clock;
 
-  /** Negative controls of the tests only; empty in production. */
-  final Set<TestFault> faults;
+  /** The pieces of SQL the negative controls break; {@link SqlRules#PRODUCTION} in production. */
+  final SqlRules rules;
 
-  Dialect(String table, String clock, Set<TestFault> faults) {
+  Dialect(String table, String clock, SqlRules rules) {
     this.table = table;
     this.clock = clock;
-    this.faults = faults.isEmpty() ? Set.of() : EnumSet.copyOf(faults);
+    this.rules = rules;
   }
 
   /** The lease table, as written into the statements. */
@@ -450,32 +449,32 @@ public abstract class Dialect {
    * @param table a validated table identifier
    * @param clockFunction a SQL function name to read the clock from instead of the server clock
    *     (tests with a controlled database clock), or null
-   * @param faults negative controls of the tests; empty in production
+   * @param rules {@link SqlRules#PRODUCTION}, or the weakened rules of a negative control
    * @throws dev.lease.core.LeaseException if the database is not supported
    */
-  public static Dialect detect(
-      Connection c, String table, String clockFunction, Set<TestFault> faults) throws SQLException {
-    return DialectDetection.detect(c, table, clockFunction, faults);
+  public static Dialect detect(Connection c, String table, String clockFunction, SqlRules rules)
+      throws SQLException {
+    return DialectDetection.detect(c, table, clockFunction, rules);
   }
 
   /** PostgreSQL's dialect for a validated table identifier (for the DDL). */
   public static Dialect postgresql(String table) {
-    return new PostgresDialect(table, null, Set.of());
+    return new PostgresDialect(table, null, SqlRules.PRODUCTION);
   }
 
   /** MySQL's dialect for a validated table identifier (for the DDL). */
   public static Dialect mysql(String table) {
-    return new MySqlDialect(table, null, false, Set.of());
+    return new MySqlDialect(table, null, false, SqlRules.PRODUCTION);
   }
 
   /** MariaDB's dialect for a validated table identifier (for the DDL). */
   public static Dialect mariadb(String table) {
-    return new MySqlDialect(table, null, true, Set.of());
+    return new MySqlDialect(table, null, true, SqlRules.PRODUCTION);
   }
 
   /** SQLite's dialect for a validated table identifier (for the DDL). */
   public static Dialect sqlite(String table) {
-    return new SqliteDialect(table, null, Set.of());
+    return new SqliteDialect(table, null, SqlRules.PRODUCTION);
   }
 
   // ---- scheduler slots (LeaseScheduler) -------------------------------------------------------

@@ -1,12 +1,11 @@
 package dev.lease.core.dialect;
 
 import dev.lease.core.LeaseException;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.SQLException;
 import java.util.Locale;
-import java.util.Set;
 
 /** Which dialect a connection needs ({@link Dialect#detect}). */
 final class DialectDetection {
@@ -19,7 +18,7 @@ final class DialectDetection {
    *
    * @throws LeaseException if the database is not supported
    */
-  static Dialect detect(Connection c, String table, String clockFunction, Set<TestFault> faults)
+  static Dialect detect(Connection c, String table, String clockFunction, SqlRules rules)
       throws SQLException {
     DatabaseMetaData md = c.getMetaData();
     String product = md.getDatabaseProductName();
@@ -28,19 +27,19 @@ final class DialectDetection {
     String v = version == null ? "" : version.toLowerCase(Locale.ROOT);
     String fn = clockFunction == null ? null : clockFunction + "()";
     if (p.contains("postgresql")) {
-      return new PostgresDialect(table, fn, faults);
+      return new PostgresDialect(table, fn, rules);
     }
     if (p.contains("mariadb") || (p.contains("mysql") && v.contains("mariadb"))) {
       MultiWriterCheck.refuseMultiWriter(c, "MariaDB");
-      return new MySqlDialect(table, fn, true, faults);
+      return new MySqlDialect(table, fn, true, rules);
     }
     if (p.contains("mysql")) {
       MultiWriterCheck.refuseMultiWriter(c, "MySQL");
-      return new MySqlDialect(table, fn, false, faults);
+      return new MySqlDialect(table, fn, false, rules);
     }
     if (p.contains("sqlite")) {
       SqliteDialect.checkVersion(c);
-      return new SqliteDialect(table, fn, faults);
+      return new SqliteDialect(table, fn, rules);
     }
     throw new LeaseException(
         "database "

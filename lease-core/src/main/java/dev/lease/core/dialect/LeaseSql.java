@@ -2,7 +2,7 @@ package dev.lease.core.dialect;
 
 import dev.lease.core.dialect.Dialect.Held;
 import dev.lease.core.dialect.Dialect.StepCall;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -11,7 +11,6 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Binds and runs the lease statements, the same way on every database: the dialects hold the texts
@@ -63,11 +62,27 @@ final class LeaseSql {
    */
   static <T> List<T> query(Connection c, String sql, Row<T> row, Object... params)
       throws SQLException {
-    List<T> rows = new ArrayList<>();
+    return read(c, sql, row, Integer.MAX_VALUE, params);
+  }
+
+  /** {@link #query} of at most one row: the first row read, or null when there is none. */
+  static <T> T first(Connection c, String sql, Row<T> row, Object... params) throws SQLException {
+    List<T> rows = read(c, sql, row, 1, params);
+    return rows.isEmpty() ? null : rows.get(0);
+  }
+
+  /**
+   * Runs {@code sql} with {@code params} ({@link Dialect#executeRead}) and reads at most {@code
+   * max} rows; none when the statement returned no result set ({@code getResultSet()} is null for a
+   * {@code SET STATEMENT ... FOR} text that answered with a count).
+   */
+  private static <T> List<T> read(Connection c, String sql, Row<T> row, int max, Object... params)
+      throws SQLException {
+    List<T> rows = new ArrayList<>(max == 1 ? 1 : 10);
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       bind(c, ps, 1, params);
       try (ResultSet rs = Dialect.executeRead(ps, sql)) {
-        while (rs.next()) {
+        while (rs != null && rows.size() < max && rs.next()) {
           rows.add(row.read(rs));
         }
       }
@@ -75,22 +90,13 @@ final class LeaseSql {
     return rows;
   }
 
-  /** {@link #query} of at most one row: the first row read, or null when there is none. */
-  static <T> T first(Connection c, String sql, Row<T> row, Object... params) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      bind(c, ps, 1, params);
-      try (ResultSet rs = Dialect.executeRead(ps, sql)) {
-        return rs != null && rs.next() ? row.read(rs) : null;
-      }
-    }
-  }
-
   /**
    * Runs the one-row UPDATE {@code sql} that puts a term into its OK packet ({@code
    * LAST_INSERT_ID(...)}, MySQL and MariaDB): the term the driver hands out as the generated key,
-   * or null when the UPDATE counted no row. {@code name} is the lease row, for the error.
+   * or null when the UPDATE counted no row. {@code what} names the statement for the error (the
+   * claim of the lease row 'a').
    */
-  static Long generatedTerm(Connection c, String sql, String name, Object... params)
+  static Long generatedTerm(Connection c, String sql, String what, Object... params)
       throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)) {
       bind(c, ps, 1, params);
@@ -99,7 +105,7 @@ final class LeaseSql {
       }
       try (ResultSet keys = ps.getGeneratedKeys()) {
         if (!keys.next()) {
-          throw new SQLException("the lease row '" + name + "' returned no term (LAST_INSERT_ID)");
+          throw new SQLException(what + " returned no term (LAST_INSERT_ID)");
         }
         return keys.getLong(1);
       }
@@ -109,14 +115,17 @@ final class LeaseSql {
   /**
    * Binds {@code params} in order from index {@code first}: a {@code String}, {@code Long} or
    * {@code Integer} to one parameter, a {@link NullableLong} to one (NULL when empty), a {@code
-   * List} of names to one each, {@link HeldRows} and {@link HeldArrays} as they say. Returns the
-   * next free index.
+   * List} of names to one each, {@link HeldRows} and {@link HeldArrays} as they say. A null binds
+   * SQL NULL as a string ({@code setString(i, null)}, as before {@code LeaseSql}); a number that
+   * may be NULL is a {@link NullableLong}. Returns the next free index.
    */
   static int bind(Connection c, PreparedStatement ps, int first, Object... params)
       throws SQLException {
     int i = first;
     for (Object p : params) {
-      if (p instanceof String v) {
+      if (p == null) {
+        ps.setString(i++, null);
+      } else if (p instanceof String v) {
         ps.setString(i++, v);
       } else if (p instanceof Long v) {
         ps.setLong(i++, v);
@@ -253,16 +262,13 @@ final class LeaseSql {
    * failed step is thrown (the others suppressed on it); a broken connection is discarded by its
    * pool anyway.
    */
-  static void restore(Set<TestFault> faults, Throwable failure, Restore... steps)
-      throws SQLException {
+  static void restore(SqlRules rules, Throwable failure, Restore... steps) throws SQLException {
     SQLException first = null;
     for (Restore step : steps) {
       try {
         step.run();
       } catch (SQLException e) {
-        if (faults.contains(TestFault.RESTORE_HIDES_ERROR)) {
-          throw e; // the bug: a finally that throws replaces the attempt's own error
-        }
+        rules.restoreStepFailed(e);
         if (failure != null) {
           failure.addSuppressed(e);
         } else if (first == null) {

@@ -1,7 +1,7 @@
 package dev.lease.core.dialect;
 
 import dev.lease.core.dialect.LeaseSql.HeldRows;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -9,7 +9,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
 
 /** MySQL 8 and MariaDB 10.6 or later (InnoDB), through MySQL Connector/J or MariaDB Connector/J. */
 final class MySqlDialect extends StandardDialect {
@@ -26,8 +25,8 @@ final class MySqlDialect extends StandardDialect {
 
   private final boolean mariadb;
 
-  MySqlDialect(String table, String clockFunction, boolean mariadb, Set<TestFault> faults) {
-    super(table, clockFunction != null ? clockFunction : CLOCK, faults);
+  MySqlDialect(String table, String clockFunction, boolean mariadb, SqlRules rules) {
+    super(table, clockFunction != null ? clockFunction : CLOCK, rules);
     this.mariadb = mariadb;
   }
 
@@ -38,7 +37,7 @@ final class MySqlDialect extends StandardDialect {
 
   @Override
   public String tableByPrimaryKey() {
-    return faults.contains(TestFault.BATCH_SCANS_TABLE) ? table : table + " FORCE INDEX (PRIMARY)";
+    return table + rules.mySqlBatchIndexHint();
   }
 
   /** utf8mb4_bin: lease names compare exactly, as on the other databases. */
@@ -86,38 +85,15 @@ final class MySqlDialect extends StandardDialect {
     int isolation = c.getTransactionIsolation();
     boolean autoCommit = c.getAutoCommit();
     long lockWaitSeconds = Math.max(1, (timeoutMs + 999) / 1000);
-    String savedZone = null;
-    long savedLockWait = 0;
-    long savedIdle = 0;
-    if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
-      LeaseSql.executePlain(
-          c,
-          "SET @lease_saved_tz = @@session.time_zone,"
-              + " @lease_saved_lw = @@session.innodb_lock_wait_timeout,"
-              + " time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
-              + lockWaitSeconds);
-    } else {
-      Object[] saved =
-          LeaseSql.firstPlain(
-              c,
-              "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout"
-                  + (mariadb ? ", @@session.idle_transaction_timeout" : ""),
-              rs -> new Object[] {rs.getString(1), rs.getLong(2), mariadb ? rs.getLong(3) : 0L});
-      savedZone = (String) saved[0];
-      savedLockWait = (Long) saved[1];
-      savedIdle = (Long) saved[2];
-      LeaseSql.executePlain(
-          c,
-          "SET time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
-              + lockWaitSeconds
-              // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
-              // locked (no successor could claim) until it resumes; the server ends such a
-              // session (PausedLeaseSessionTest). MySQL 8 has no such bound.
-              + (mariadb ? ", idle_transaction_timeout = " + lockWaitSeconds : ""));
-    }
-    String zone = savedZone;
-    long lockWait = savedLockWait;
-    long idle = savedIdle;
+    String settings =
+        "time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
+            + lockWaitSeconds
+            // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
+            // locked (no successor could claim) until it resumes; the server ends such a
+            // session (PausedLeaseSessionTest). MySQL 8 has no such bound.
+            + (mariadb ? ", idle_transaction_timeout = " + lockWaitSeconds : "");
+    SqlRules.SessionRestore restoreSettings =
+        rules.saveMySqlSession(c, settings, () -> saveInJava(c, settings));
     Throwable failure = null;
     try {
       if (isolation != Connection.TRANSACTION_READ_COMMITTED) {
@@ -135,7 +111,7 @@ final class MySqlDialect extends StandardDialect {
       throw e;
     } finally {
       LeaseSql.restore(
-          faults,
+          rules,
           failure,
           () -> {
             if (autoCommit) {
@@ -147,17 +123,30 @@ final class MySqlDialect extends StandardDialect {
               c.setTransactionIsolation(isolation);
             }
           },
-          () -> restoreSettings(c, zone, lockWait, idle));
+          restoreSettings::run);
     }
+  }
+
+  /**
+   * Reads the session's settings into Java, sets the lease session's {@code settings}; returns the
+   * restore that binds the old values back.
+   */
+  private SqlRules.SessionRestore saveInJava(Connection c, String settings) throws SQLException {
+    Object[] saved =
+        LeaseSql.firstPlain(
+            c,
+            "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout"
+                + (mariadb ? ", @@session.idle_transaction_timeout" : ""),
+            rs -> new Object[] {rs.getString(1), rs.getLong(2), mariadb ? rs.getLong(3) : 0L});
+    String zone = (String) saved[0];
+    long lockWait = (Long) saved[1];
+    long idle = (Long) saved[2];
+    LeaseSql.executePlain(c, "SET " + settings);
+    return () -> restoreSettings(c, zone, lockWait, idle);
   }
 
   private void restoreSettings(Connection c, String zone, long lockWait, long idle)
       throws SQLException {
-    if (faults.contains(TestFault.SESSION_USER_VARIABLES)) {
-      LeaseSql.executePlain(
-          c, "SET time_zone = @lease_saved_tz, innodb_lock_wait_timeout = @lease_saved_lw");
-      return;
-    }
     // bound, not concatenated: a named time zone is the server's text
     if (mariadb) {
       LeaseSql.execute(
@@ -251,7 +240,9 @@ final class MySqlDialect extends StandardDialect {
             + " term = LAST_INSERT_ID(term + 1)"
             + " WHERE name = ? AND expires_at_ms <= "
             + clk;
-    Long term = LeaseSql.generatedTerm(c, update, name, holder, instance, leaseMs, name);
+    Long term =
+        LeaseSql.generatedTerm(
+            c, update, "the claim of lease row '" + name + "'", holder, instance, leaseMs, name);
     return term == null ? new ClaimResult(null, null) : new ClaimResult(term, true);
   }
 
@@ -409,7 +400,15 @@ final class MySqlDialect extends StandardDialect {
             + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
             + clk;
     return LeaseSql.generatedTerm(
-        c, update, name, TRANSFER_PENDING, successor, adoptWithinMs, name, holder, term);
+        c,
+        update,
+        "the transfer of lease row '" + name + "'",
+        TRANSFER_PENDING,
+        successor,
+        adoptWithinMs,
+        name,
+        holder,
+        term);
   }
 
   /**
@@ -488,7 +487,14 @@ final class MySqlDialect extends StandardDialect {
             + " WHERE name = ? AND holder = ? AND instance = ? AND expires_at_ms > "
             + clk;
     return LeaseSql.generatedTerm(
-        c, update, name, holder, leaseMs, name, TRANSFER_PENDING, instance);
+        c,
+        update,
+        "the adoption of lease row '" + name + "'",
+        holder,
+        leaseMs,
+        name,
+        TRANSFER_PENDING,
+        instance);
   }
 
   // ---- scheduler slots ------------------------------------------------------------------------

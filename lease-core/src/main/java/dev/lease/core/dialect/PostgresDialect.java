@@ -1,7 +1,7 @@
 package dev.lease.core.dialect;
 
 import dev.lease.core.dialect.LeaseSql.HeldArrays;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.ArrayList;
@@ -21,8 +21,8 @@ final class PostgresDialect extends StandardDialect {
   private static final String CLOCK =
       "(floor(extract(epoch from clock_timestamp()) * 1000))::bigint";
 
-  PostgresDialect(String table, String clockFunction, Set<TestFault> faults) {
-    super(table, clockFunction != null ? clockFunction : CLOCK, faults);
+  PostgresDialect(String table, String clockFunction, SqlRules rules) {
+    super(table, clockFunction != null ? clockFunction : CLOCK, rules);
   }
 
   @Override
@@ -97,7 +97,7 @@ final class PostgresDialect extends StandardDialect {
       throw e;
     } finally {
       LeaseSql.restore(
-          faults,
+          rules,
           failure,
           () -> {
             if (autoCommit) {
@@ -426,8 +426,8 @@ final class PostgresDialect extends StandardDialect {
             + BOUND
             + " AND expires_at_ms > "
             + clock
-            // the negative control: no row lock that waits for FOR KEY SHARE
-            + (faults.contains(TestFault.TRANSFER_WITHOUT_FOR_UPDATE) ? ")" : " FOR UPDATE)")
+            + rules.postgresTransferRowLock()
+            + ")"
             + " UPDATE "
             + table
             + " t SET holder = ?, instance = ?, term = t.term + 1,"

@@ -2,7 +2,7 @@ package dev.lease.core.dialect;
 
 import dev.lease.core.LeaseException;
 import dev.lease.core.dialect.LeaseSql.HeldRows;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -22,8 +22,8 @@ final class SqliteDialect extends StandardDialect {
    */
   private static final String CLOCK = "CAST(unixepoch('now', 'subsec') * 1000 AS INTEGER)";
 
-  SqliteDialect(String table, String clockFunction, Set<TestFault> faults) {
-    super(table, clockFunction != null ? clockFunction : CLOCK, faults);
+  SqliteDialect(String table, String clockFunction, SqlRules rules) {
+    super(table, clockFunction != null ? clockFunction : CLOCK, rules);
   }
 
   static void checkVersion(Connection c) throws SQLException {
@@ -91,7 +91,7 @@ final class SqliteDialect extends StandardDialect {
       throw e;
     } finally {
       LeaseSql.restore(
-          faults,
+          rules,
           failure,
           () -> {
             if (!autoCommit) {
@@ -142,7 +142,7 @@ final class SqliteDialect extends StandardDialect {
       throw e;
     } finally {
       LeaseSql.restore(
-          faults,
+          rules,
           failure,
           () -> {
             try {

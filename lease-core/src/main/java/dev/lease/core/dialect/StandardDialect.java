@@ -2,7 +2,7 @@ package dev.lease.core.dialect;
 
 import dev.lease.core.dialect.LeaseSql.HeldRows;
 import dev.lease.core.dialect.LeaseSql.NullableLong;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -22,8 +22,8 @@ import java.util.Set;
  */
 abstract class StandardDialect extends Dialect {
 
-  StandardDialect(String table, String clock, Set<TestFault> faults) {
-    super(table, clock, faults);
+  StandardDialect(String table, String clock, SqlRules rules) {
+    super(table, clock, rules);
   }
 
   @Override
@@ -46,10 +46,7 @@ abstract class StandardDialect extends Dialect {
    * bigint (about 1.8e15 in 2026; the limit is near the year 292,000).
    */
   final String startTerm() {
-    if (faults.contains(TestFault.TERM_FROM_ZERO)) {
-      return "0";
-    }
-    return "(" + stepClock() + ") * 1000";
+    return rules.startTerm(stepClock());
   }
 
   // ---- one statement per step ---------------------------------------------------------------

@@ -92,7 +92,7 @@ public abstract class LeaseAccess {
 
   public abstract void lossExecutor(LeaseManager.Builder builder, Executor executor);
 
-  public abstract void fault(LeaseManager.Builder builder, TestFault fault);
+  public abstract void sqlRules(LeaseManager.Builder builder, SqlRules rules);
 
   public abstract void rules(LeaseManager.Builder builder, LifecycleRules rules);
 

@@ -389,32 +389,33 @@ public final class LeaseInternals {
   }
 
   /**
-   * Builds a deliberately broken manager: the negative controls of the tests. Honoured only in a
-   * test JVM: with lease's test support or conformance runner on the class path ({@link
-   * #TEST_MARKERS}; the agent's test JVMs carry them too); refused anywhere else, so the hook in
-   * the shipped jar cannot break a production manager.
+   * Builds a manager whose dialect runs deliberately weakened SQL {@code rules} (their
+   * implementations live in test sources and the conformance runner only): the negative controls of
+   * the tests. Honoured only in a test JVM: with lease's test support or conformance runner on the
+   * class path ({@link #TEST_MARKERS}; the agent's test JVMs carry them too); refused anywhere
+   * else, so the hook in the shipped jar cannot break a production manager.
    *
    * @throws IllegalStateException outside a test JVM
    */
-  public static LeaseManager.Builder faultForTesting(
-      LeaseManager.Builder builder, TestFault fault) {
+  public static LeaseManager.Builder sqlRulesForTesting(
+      LeaseManager.Builder builder, SqlRules rules) {
     if (!testJvm()) {
       throw new IllegalStateException(
-          "TestFault."
-              + fault
-              + " deliberately breaks a lease manager (negative controls of lease's own tests);"
-              + " it is honoured only with lease's test support or conformance runner on the"
+          "weakened SqlRules ("
+              + rules.getClass().getName()
+              + ") deliberately break a lease manager (negative controls of lease's own tests);"
+              + " they are honoured only with lease's test support or conformance runner on the"
               + " class path, and refused here");
     }
-    access().fault(builder, fault);
+    access().sqlRules(builder, rules);
     return builder;
   }
 
   /**
    * Builds a manager whose lifecycle runs deliberately weakened {@code rules} (their
    * implementations live in test sources only): the negative controls of the tests. Honoured only
-   * in a test JVM, exactly as {@link #faultForTesting}; refused anywhere else, so the hook in the
-   * shipped jar cannot weaken a production manager.
+   * in a test JVM, exactly as {@link #sqlRulesForTesting}; refused anywhere else, so the hook in
+   * the shipped jar cannot weaken a production manager.
    *
    * @throws IllegalStateException outside a test JVM
    */

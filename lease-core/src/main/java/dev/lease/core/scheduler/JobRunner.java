@@ -144,16 +144,15 @@ final class JobRunner {
                   }));
       return null;
     }
-    boolean ignoreLast = scheduler.has(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
-    long after = state.lastMs() != null && !ignoreLast ? state.lastMs() : floor - 1;
+    boolean afterLast = scheduler.rules().claimsOnlyAfterLastInstant();
+    long after = state.lastMs() != null && afterLast ? state.lastMs() : floor - 1;
     if (state.free() && !busy.get()) {
       Long due = instants.latestIn(after, nowMs);
       Long unfinished = state.unfinishedMs();
       if (due != null) {
         submit(executor, () -> claimAndRun(due));
       } else if (unfinished != null
-          && (!unfinished.equals(state.rerunMs())
-              || scheduler.has(LeaseScheduler.Fault.UNLIMITED_RERUNS))) {
+          && (!unfinished.equals(state.rerunMs()) || !scheduler.rules().rerunsOnce())) {
         submit(executor, () -> claimAgainAndRun(unfinished));
       }
     }
@@ -221,7 +220,7 @@ final class JobRunner {
     String holder = LeaseInternals.mintHolder(manager);
     long start = LeaseInternals.clock(manager).nanoTime();
     long leaseMs = manager.timings().leaseDuration().toMillis();
-    boolean requireLater = !scheduler.has(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
+    boolean requireLater = scheduler.rules().claimsOnlyAfterLastInstant();
     Dialect.SlotClaimed claimed =
         LeaseInternals.execute(
             manager,
@@ -261,7 +260,7 @@ final class JobRunner {
     String holder = LeaseInternals.mintHolder(manager);
     long start = LeaseInternals.clock(manager).nanoTime();
     long leaseMs = manager.timings().leaseDuration().toMillis();
-    boolean once = !scheduler.has(LeaseScheduler.Fault.UNLIMITED_RERUNS);
+    boolean once = scheduler.rules().rerunsOnce();
     Long term =
         LeaseInternals.execute(
             manager,
@@ -376,8 +375,7 @@ final class JobRunner {
     Lease lease = claim.lease;
     long instantMs = claim.instantMs;
     String name = job.name();
-    boolean recordOverrun = !scheduler.has(LeaseScheduler.Fault.NO_OVERRUN_RECORD);
-    Long[] overrun = new Long[1];
+    long[] recorded = {instantMs};
     try {
       BooleanSupplier end =
           () ->
@@ -385,12 +383,12 @@ final class JobRunner {
                   manager,
                   "finish instant " + Instant.ofEpochMilli(instantMs) + " of job " + name,
                   c -> {
-                    overrun[0] =
+                    Long overrun =
                         instants.latestIn(
                             instantMs, scheduler.dueTime(LeaseInternals.dialect(manager).now(c)));
-                    long recordMs = overrun[0] != null && recordOverrun ? overrun[0] : instantMs;
+                    recorded[0] = scheduler.rules().finishRecords(instantMs, overrun);
                     return dialect.finishSlot(
-                        c, name, lease.holder(), lease.term(), instantMs, recordMs);
+                        c, name, lease.holder(), lease.term(), instantMs, recorded[0]);
                   });
       AtomicBoolean endedHere = new AtomicBoolean();
       boolean done =
@@ -400,7 +398,7 @@ final class JobRunner {
                 endedHere.set(true);
                 return end.getAsBoolean();
               });
-      if (!endedHere.get() && !scheduler.has(LeaseScheduler.Fault.NO_FINISH_WITHOUT_LEASE)) {
+      if (!endedHere.get() && scheduler.rules().finishesWithoutLease()) {
         // The work returned, but the lease object is no longer held here: lost after the work
         // ended (its local deadline passed meanwhile), or released by a close. The round did run
         // to its end, so record it if the row is still our claim: finishSlot matches holder, term
@@ -418,10 +416,10 @@ final class JobRunner {
       if (!done) {
         return Outcome.NOT_RECORDED;
       }
-      if (overrun[0] != null && recordOverrun) {
+      if (recorded[0] > instantMs) {
         reportSkipped(
             instantMs,
-            overrun[0] + 1,
+            recorded[0] + 1,
             "overrun by the round of " + Instant.ofEpochMilli(instantMs));
       }
       return Outcome.FINISHED;

@@ -8,7 +8,6 @@ import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseInternals;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
@@ -55,25 +54,11 @@ public final class LeaseScheduler implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(LeaseScheduler.class);
 
-  /** Deliberate faults for the negative controls of the tests; never set in production. */
-  enum Fault {
-    /** Claims the latest due instant even if it is not later than the last on record. */
-    IGNORE_LAST_INSTANT,
-    /** Claims an unfinished instant again however often it was cut short. */
-    UNLIMITED_RERUNS,
-    /** Finishes without taking along the instants the round overran. */
-    NO_OVERRUN_RECORD,
-    /** Records no finish when the round's lease ended after its work returned. */
-    NO_FINISH_WITHOUT_LEASE,
-    /** The poll thread keeps polling after an interrupt, with the interrupt still set. */
-    POLL_KEEPS_INTERRUPT
-  }
-
   private final LeaseManager manager;
   private final List<JobRunner> jobs;
   private final List<List<String>> nameChunks;
   private final long pollNanos;
-  private final Set<Fault> faults;
+  private final SchedulerRules rules;
   private final LongSupplier dueClock;
   private final ExecutorService attempts;
   private final ReentrantLock lock = new ReentrantLock();
@@ -88,7 +73,7 @@ public final class LeaseScheduler implements AutoCloseable {
   private LeaseScheduler(Builder b) {
     this.manager = b.manager;
     this.pollNanos = b.pollInterval.toNanos();
-    this.faults = b.faults.isEmpty() ? EnumSet.noneOf(Fault.class) : EnumSet.copyOf(b.faults);
+    this.rules = b.rules;
     this.dueClock = b.dueClock;
     List<JobRunner> runners = new ArrayList<>();
     for (ScheduledJob job : b.jobs) {
@@ -218,8 +203,8 @@ public final class LeaseScheduler implements AutoCloseable {
     return closing;
   }
 
-  boolean has(Fault fault) {
-    return faults.contains(fault);
+  SchedulerRules rules() {
+    return rules;
   }
 
   /**
@@ -303,11 +288,7 @@ public final class LeaseScheduler implements AutoCloseable {
       woken = false;
       return true;
     } catch (InterruptedException e) {
-      if (has(Fault.POLL_KEEPS_INTERRUPT)) {
-        Thread.currentThread().interrupt(); // the bug: every later wait returns at once
-        return true;
-      }
-      return false;
+      return rules.pollInterrupted();
     } finally {
       lock.unlock();
     }
@@ -319,7 +300,7 @@ public final class LeaseScheduler implements AutoCloseable {
     private final List<ScheduledJob> jobs = new ArrayList<>();
     private final Set<String> names = new HashSet<>();
     private Duration pollInterval = Duration.ofSeconds(1);
-    private final Set<Fault> faults = new HashSet<>();
+    private SchedulerRules rules = SchedulerRules.PRODUCTION;
     private LongSupplier dueClock;
 
     private Builder(LeaseManager manager) {
@@ -364,9 +345,9 @@ public final class LeaseScheduler implements AutoCloseable {
       return this;
     }
 
-    /** Test only: builds a deliberately broken scheduler (negative controls). */
-    Builder faultForTesting(Fault fault) {
-      faults.add(fault);
+    /** Test only: builds a scheduler with deliberately weakened rules (negative controls). */
+    Builder rulesForTesting(SchedulerRules rules) {
+      this.rules = Objects.requireNonNull(rules, "rules");
       return this;
     }
 

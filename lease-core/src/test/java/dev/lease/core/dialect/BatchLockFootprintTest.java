@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.LeaseManager;
+import dev.lease.core.WeakenedSql;
 import dev.lease.core.dialect.Dialect.Held;
 import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -16,7 +16,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -36,7 +35,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * batched renewal waited for any other holder's open transaction (and ran out of its lock wait:
  * leases lost) and two group members' claims deadlocked. The rows here: 1,000 held at term 1,
  * another transaction share-locks row {@code k0900} exactly as a strict verify does; the batches
- * name up to 400 other rows. The negative control ({@link TestFault#BATCH_SCANS_TABLE}, MySQL and
+ * name up to 400 other rows. The negative control ({@link WeakenedSql#batchScansTable}, MySQL and
  * MariaDB) leaves the index to the optimizer: the renewal waits for the verify and runs out of its
  * lock wait. PostgreSQL locks only the rows it changes whatever its plan; SQLite has one write lock
  * for the whole database (its strict verify takes it, so every lease statement waits for it).
@@ -177,10 +176,7 @@ class BatchLockFootprintTest {
     open(db);
     Dialect scanning =
         new MySqlDialect(
-            table,
-            null,
-            "MariaDB".equals(dialect.product()),
-            EnumSet.of(TestFault.BATCH_SCANS_TABLE));
+            table, null, "MariaDB".equals(dialect.product()), WeakenedSql.batchScansTable());
     SQLException e =
         assertThrows(
             SQLException.class,

@@ -14,8 +14,7 @@ import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.WeakenedLifecycle;
-import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
+import dev.lease.core.WeakenedSql;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -66,7 +65,7 @@ class SessionRestoreTest {
           thrownByTheRenewal(cause),
           "the renewal's own error, not a restore's: " + describe(cause));
       assertTrue(cause.getSuppressed().length > 0, "the failed restores ride along, suppressed");
-      Throwable hidden = renewalErrorWhileItsSessionIsKilled(f, TestFault.RESTORE_HIDES_ERROR);
+      Throwable hidden = renewalErrorWhileItsSessionIsKilled(f, WeakenedSql.restoreHidesError());
       assertFalse(
           thrownByTheRenewal(hidden),
           "negative control: the old restore hides the renewal's error behind its own: "
@@ -75,12 +74,12 @@ class SessionRestoreTest {
   }
 
   /** Renews while the test holds the row's lock, kills the renewal's session, returns the cause. */
-  private static Throwable renewalErrorWhileItsSessionIsKilled(Fixture f, TestFault fault)
+  private static Throwable renewalErrorWhileItsSessionIsKilled(Fixture f, WeakenedSql fault)
       throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(2), "killed-" + fault).timings(TIMINGS);
     WeakenedLifecycle.stepInSession().applyTo(b);
     if (fault != null) {
-      LeaseInternals.faultForTesting(b, fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     String name = "killed-" + fault;
@@ -166,18 +165,18 @@ class SessionRestoreTest {
     try (Fixture f = new Fixture(db)) {
       assertNull(leftInTheSession(f, null), "nothing left behind");
       assertNotNull(
-          leftInTheSession(f, TestFault.SESSION_USER_VARIABLES),
+          leftInTheSession(f, WeakenedSql.sessionUserVariables()),
           "negative control: the old restore leaves its @lease_* variables");
     }
   }
 
   /** The @lease_* variables a lease attempt left in the pool's one connection, or null if none. */
-  private static String leftInTheSession(Fixture f, TestFault fault) throws SQLException {
+  private static String leftInTheSession(Fixture f, WeakenedSql fault) throws SQLException {
     HikariDataSource one = f.pool(1);
     LeaseManager.Builder b = f.builder(one, "vars-" + fault).timings(TIMINGS);
     WeakenedLifecycle.stepInSession().applyTo(b);
     if (fault != null) {
-      LeaseInternals.faultForTesting(b, fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     m.tryClaim("vars-" + fault).orElseThrow().release();

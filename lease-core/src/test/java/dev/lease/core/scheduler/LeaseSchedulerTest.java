@@ -64,8 +64,7 @@ class LeaseSchedulerTest {
   void checkerCatchesReplicasThatIgnoreTheLastInstant(TestDatabase db) {
     // a longer period leaves time after each round for a broken replica to run the instant again,
     // even on a loaded machine
-    Outcome o =
-        threeReplicas(db, 6, LeaseScheduler.Fault.IGNORE_LAST_INSTANT, Duration.ofSeconds(1));
+    Outcome o = threeReplicas(db, 6, WeakenedScheduler.IGNORE_LAST_INSTANT, Duration.ofSeconds(1));
     AssertionError caught =
         assertThrows(
             AssertionError.class,
@@ -83,13 +82,12 @@ class LeaseSchedulerTest {
       Schedule schedule) {}
 
   private static Outcome threeReplicas(
-      TestDatabase db, int instants, LeaseScheduler.Fault fault, Duration period) {
+      TestDatabase db, int instants, WeakenedScheduler fault, Duration period) {
     try (SchedulerReplicas r = new SchedulerReplicas(db)) {
       LeaseManager a = r.manager("a");
       Schedule schedule = Schedule.fixedRate(period, Instant.ofEpochMilli(a.databaseTimeMillis()));
       for (LeaseManager m : List.of(a, r.manager("b"), r.manager("c"))) {
-        r.start(
-            m, "report", schedule, round -> {}, b -> fault == null ? b : b.faultForTesting(fault));
+        r.start(m, "report", schedule, round -> {}, b -> fault == null ? b : fault.applyTo(b));
       }
       awaitUntil(
           Duration.ofSeconds(40),
@@ -190,7 +188,7 @@ class LeaseSchedulerTest {
   void checkerCatchesAnOverrunInstantRunLate(TestDatabase db) {
     // the long round ends just after the third overrun instant, leaving most of a long period for
     // the other replica to claim that instant late, even on a loaded machine
-    Overrun o = overrun(db, LeaseScheduler.Fault.NO_OVERRUN_RECORD, 800, 80);
+    Overrun o = overrun(db, WeakenedScheduler.NO_OVERRUN_RECORD, 800, 80);
     AssertionError caught = assertThrows(AssertionError.class, () -> assertOverrunSkipped(o));
     assertTrue(caught.getMessage().contains("overrun instant"), caught.getMessage());
   }
@@ -220,7 +218,7 @@ class LeaseSchedulerTest {
 
   /** The first round ends {@code endAfterMs} after the third instant it overran. */
   private static Overrun overrun(
-      TestDatabase db, LeaseScheduler.Fault fault, long periodMs, long endAfterMs) {
+      TestDatabase db, WeakenedScheduler fault, long periodMs, long endAfterMs) {
     try (SchedulerReplicas r = new SchedulerReplicas(db)) {
       LeaseManager a = r.manager("a");
       long anchor = a.databaseTimeMillis() + 600;
@@ -239,7 +237,7 @@ class LeaseSchedulerTest {
             }
           };
       for (LeaseManager m : List.of(a, r.manager("b"))) {
-        r.start(m, "report", schedule, work, b -> fault == null ? b : b.faultForTesting(fault));
+        r.start(m, "report", schedule, work, b -> fault == null ? b : fault.applyTo(b));
       }
       awaitUntil(
           Duration.ofSeconds(40),
@@ -295,7 +293,7 @@ class LeaseSchedulerTest {
     // the later instant comes late enough for the broken third run to happen first, even on a
     // loaded machine
     CutShort o =
-        cutShortTwice(db, LeaseScheduler.Fault.UNLIMITED_RERUNS, Stop.SCHEDULER_CLOSED, 2_500);
+        cutShortTwice(db, WeakenedScheduler.UNLIMITED_RERUNS, Stop.SCHEDULER_CLOSED, 2_500);
     assertThrows(AssertionError.class, () -> assertEquals(2, o.runsOfX));
   }
 
@@ -303,7 +301,7 @@ class LeaseSchedulerTest {
 
   /** Cuts X short twice, then adds instant Y {@code laterMs} after the second cut. */
   private static CutShort cutShortTwice(
-      TestDatabase db, LeaseScheduler.Fault fault, Stop stop, long laterMs) throws Exception {
+      TestDatabase db, WeakenedScheduler fault, Stop stop, long laterMs) throws Exception {
     try (SchedulerReplicas r = new SchedulerReplicas(db)) {
       LeaseManager a = r.manager("a");
       long x = a.databaseTimeMillis() + 700;
@@ -331,8 +329,7 @@ class LeaseSchedulerTest {
         managers.put(m.instance(), m);
         schedulers.put(
             m.instance(),
-            r.start(
-                m, "nightly", schedule, work, b -> fault == null ? b : b.faultForTesting(fault)));
+            r.start(m, "nightly", schedule, work, b -> fault == null ? b : fault.applyTo(b)));
       }
       assertTrue(firstStarted.await(30, TimeUnit.SECONDS), "X started");
       // cut 1: the replica loses its lease (the row expires in the database, as after a long pause)

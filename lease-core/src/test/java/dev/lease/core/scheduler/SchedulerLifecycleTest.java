@@ -8,8 +8,8 @@ import dev.lease.core.Fixture;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.WeakenedLifecycle;
+import dev.lease.core.WeakenedSql;
 import dev.lease.core.internal.LeaseInternals;
-import dev.lease.core.internal.TestFault;
 import dev.lease.testing.ConnectionSource;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -159,7 +159,7 @@ class SchedulerLifecycleTest {
           "negative control: counted as cut short, the round ran again");
       assertEquals(
           2,
-          runsWhenLostAfterReturn(f, LeaseScheduler.Fault.NO_FINISH_WITHOUT_LEASE),
+          runsWhenLostAfterReturn(f, WeakenedScheduler.NO_FINISH_WITHOUT_LEASE),
           "negative control: without the finish without the lease, the round ran again");
     }
   }
@@ -189,8 +189,8 @@ class SchedulerLifecycleTest {
         LeaseScheduler.builder(m)
             .pollInterval(POLL)
             .job(job, soon(m, 300), r -> runs.add(r.rerun()));
-    if (fault instanceof LeaseScheduler.Fault sf) {
-      sb.faultForTesting(sf);
+    if (fault instanceof WeakenedScheduler w) {
+      w.applyTo(sb);
     }
     LeaseScheduler s = f.track(sb.build());
     s.start();
@@ -214,13 +214,13 @@ class SchedulerLifecycleTest {
     try (Fixture f = new Fixture(db)) {
       int polls = pollsAfterAnInterrupt(f, null);
       assertTrue(polls <= 1, "stopped polling: " + polls + " polls after the interrupt");
-      int spinning = pollsAfterAnInterrupt(f, LeaseScheduler.Fault.POLL_KEEPS_INTERRUPT);
+      int spinning = pollsAfterAnInterrupt(f, WeakenedScheduler.POLL_KEEPS_INTERRUPT);
       assertTrue(
           spinning >= 10, "negative control: the old poll thread spins: " + spinning + " polls");
     }
   }
 
-  private static int pollsAfterAnInterrupt(Fixture f, LeaseScheduler.Fault fault) throws Exception {
+  private static int pollsAfterAnInterrupt(Fixture f, WeakenedScheduler fault) throws Exception {
     Counting counting = new Counting(f.pool(2));
     // the poll thread is found by its name, which has the instance in it: one per database run
     String instance = "poll-" + f.db + "-" + fault;
@@ -233,7 +233,7 @@ class SchedulerLifecycleTest {
                 Schedule.fixedRate(Duration.ofDays(365), Instant.parse("2100-01-01T00:00:00Z")),
                 r -> {});
     if (fault != null) {
-      sb.faultForTesting(fault);
+      fault.applyTo(sb);
     }
     LeaseScheduler s = f.track(sb.build());
     s.start();
@@ -291,7 +291,7 @@ class SchedulerLifecycleTest {
       long[] terms = termsAroundADelete(f, null);
       assertTrue(
           terms[1] > terms[0], "term " + terms[1] + " after the delete, " + terms[0] + " before");
-      long[] broken = termsAroundADelete(f, TestFault.TERM_FROM_ZERO);
+      long[] broken = termsAroundADelete(f, WeakenedSql.termFromZero());
       assertTrue(
           broken[1] <= broken[0],
           "negative control: a row recreated at term 0 repeats terms: "
@@ -302,10 +302,10 @@ class SchedulerLifecycleTest {
   }
 
   /** The highest term of a round before the row is deleted, and the first one after. */
-  private static long[] termsAroundADelete(Fixture f, TestFault fault) throws Exception {
+  private static long[] termsAroundADelete(Fixture f, WeakenedSql fault) throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(3), "recreate-" + fault).timings(TIMINGS);
     if (fault != null) {
-      LeaseInternals.faultForTesting(b, fault);
+      fault.applyTo(b);
     }
     LeaseManager m = f.track(b.build());
     String job = "recreated-" + fault;

@@ -76,7 +76,7 @@ public final class SchedulerReplicaMain {
                           "run",
                           LeaseInternals.dialect(manager).clock()));
       if (broken) {
-        b.faultForTesting(LeaseScheduler.Fault.IGNORE_LAST_INSTANT);
+        WeakenedScheduler.IGNORE_LAST_INSTANT.applyTo(b);
       }
       try (LeaseScheduler scheduler = b.build()) {
         scheduler.start();

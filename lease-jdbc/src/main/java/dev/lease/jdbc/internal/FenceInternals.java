@@ -91,8 +91,8 @@ public final class FenceInternals {
    * Negative controls of lease's own tests only: {@code builder} builds fences that run {@code
    * rules} (deliberately weakened: one mechanism switched off) in place of {@link
    * FenceRules#PRODUCTION}, and every connection they fence logs at ERROR that it is DELIBERATELY
-   * WEAKENED. Honoured only with lease's test support or conformance runner on the class path (or
-   * in lease-agent's own test JVMs), so no production fence can be weakened by a leftover.
+   * WEAKENED. Honoured only with lease's test support or conformance runner on the class path, so
+   * no production fence can be weakened.
    *
    * @return {@code builder}
    * @throws IllegalStateException anywhere else
@@ -119,17 +119,17 @@ public final class FenceInternals {
     return builder;
   }
 
-  /** Whether {@code loader} sees a test-only marker (or is lease-agent's own test JVM). */
+  /**
+   * Whether {@code loader} sees a test-only marker. lease-agent's jar carries none: its child-JVM
+   * tests put test support on the application's class path, which loads the agent's classes too.
+   */
   static boolean testJvm(ClassLoader loader) {
     for (String marker : TEST_MARKERS) {
       if (present(marker, loader)) {
         return true;
       }
     }
-    // lease-agent's jar carries no test support: its own test-JVM marker stands in (the agent
-    // refuses to start with -Dlease.agent.testJvm=true unless its test support is present)
-    return Boolean.getBoolean("lease.agent.testJvm")
-        && present("dev.lease.agent.LeaseAgent", loader);
+    return false;
   }
 
   private static boolean present(String name, ClassLoader loader) {

@@ -4,6 +4,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.jdbc.FencingOptions;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
@@ -13,7 +14,8 @@ import java.util.List;
  * The rules of the agent's mechanisms that its negative controls break one at a time: what is
  * woven, how hand-outs are fenced, the vendor faces' checks, the XA branch rules, the leader's
  * shutdown order, the binding of a configured method's thread, the lease connections, the lease
- * manager. The default methods are the agent's rules; production runs {@link #PRODUCTION}.
+ * manager, the fence of lease-jdbc the agent builds. The default methods are the agent's rules;
+ * production runs {@link #PRODUCTION}.
  *
  * <p>A weakened implementation (the control of one mechanism) lives in the agent's test sources
  * only, never in the jar: {@link TestingSwitches#rules} loads it in place of these in one of this
@@ -131,6 +133,17 @@ interface AgentRules {
 
   /** The agent's lease manager as configured, before it is built. */
   default LeaseManager.Builder leaseManager(LeaseManager.Builder builder) {
+    return builder;
+  }
+
+  // ---- the fence (FencingAdapter)
+
+  /**
+   * lease-jdbc's fencing options as configured, before they are built (a weakened implementation
+   * applies lease-jdbc's weakened rules through its guarded entry {@code
+   * FenceInternals.rulesForTesting}).
+   */
+  default FencingOptions.Builder fencing(FencingOptions.Builder builder) {
     return builder;
   }
 

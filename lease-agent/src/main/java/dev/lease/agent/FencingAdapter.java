@@ -20,11 +20,13 @@ final class FencingAdapter {
   static UnaryOperator<Connection> from(AgentConfig config) {
     XaTracking.fencing(config.fencing == AgentConfig.Fencing.STRICT);
     FencingOptions options =
-        FencingOptions.builder()
-            .mode(
-                config.fencing == AgentConfig.Fencing.STRICT
-                    ? FencingMode.STRICT
-                    : FencingMode.VERIFY)
+        AgentRules.current()
+            .fencing(
+                FencingOptions.builder()
+                    .mode(
+                        config.fencing == AgentConfig.Fencing.STRICT
+                            ? FencingMode.STRICT
+                            : FencingMode.VERIFY))
             .build();
     return c -> VendorFace.of(c, FencedConnections.wrap(c, options));
   }

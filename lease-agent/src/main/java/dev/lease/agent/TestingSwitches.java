@@ -7,13 +7,13 @@ import java.util.TreeMap;
 /**
  * The guard of the switches that break one mechanism on purpose for the negative controls of this
  * project's tests: {@value #RULES} (the class of weakened {@link AgentRules}, which the agent's
- * test sources hold, never the jar), the {@code lease.agent.testing.*} switches that class reads,
- * and lease-jdbc's {@code -Dlease.jdbc.testing.*}, which the agent jar carries. A leftover one must
- * never weaken a production JVM silently: they are honoured only in a JVM that says it is one of
- * this project's test JVMs ({@code -Dlease.agent.testJvm=true}, set by the child-JVM tests) and has
- * lease's test support or conformance runner on its class path ({@link #MARKERS}, as lease-jdbc's
- * weakenings); such a JVM logs an ERROR at start naming them, anywhere else the agent refuses to
- * start ({@link LeaseAgent#premain}).
+ * test sources hold, never the jar; it also weakens the lease-jdbc fence the agent builds, through
+ * {@link AgentRules#fencing}) and the {@code lease.agent.testing.*} switches that class reads. A
+ * leftover one must never weaken a production JVM silently: they are honoured only in a JVM that
+ * says it is one of this project's test JVMs ({@code -Dlease.agent.testJvm=true}, set by the
+ * child-JVM tests) and has lease's test support or conformance runner on its class path ({@link
+ * #MARKERS}, as lease-jdbc's weakenings); such a JVM logs an ERROR at start naming them, anywhere
+ * else the agent refuses to start ({@link LeaseAgent#premain}).
  */
 final class TestingSwitches {
 
@@ -28,7 +28,7 @@ final class TestingSwitches {
       List.of(
           "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
 
-  private static final String[] PREFIXES = {"lease.agent.testing.", "lease.jdbc.testing."};
+  private static final String[] PREFIXES = {"lease.agent.testing."};
 
   private TestingSwitches() {}
 

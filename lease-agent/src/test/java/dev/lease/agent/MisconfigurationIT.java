@@ -312,7 +312,7 @@ class MisconfigurationIT {
   /**
    * The negative-control switches weaken the fence on purpose: outside the project's test JVMs (no
    * {@code -Dlease.agent.testJvm=true}) a leftover one stops the JVM before the application runs,
-   * naming it, lease-jdbc's as well as the agent's.
+   * naming it.
    */
   @Test
   void testingSwitchesOutsideATestJvmStopTheJvm() throws Exception {
@@ -322,9 +322,7 @@ class MisconfigurationIT {
               runApp(
                   leader(table, ""),
                   List.of(
-                      "-Dlease.agent.testing.disable=vendor-faces",
-                      "-Dlease.jdbc.testing.weaken=x",
-                      "-Dlease.agent.testJvm=false"),
+                      "-Dlease.agent.testing.disable=vendor-faces", "-Dlease.agent.testJvm=false"),
                   "connections",
                   PG,
                   "plain",
@@ -333,8 +331,8 @@ class MisconfigurationIT {
               app,
               78,
               "configuration error: test-only switches are set (lease.agent.testing.disable="
-                  + "vendor-faces, lease.agent.testing.rules=dev.lease.agent.WeakenedRules,"
-                  + " lease.jdbc.testing.weaken=x): they weaken the fence on"
+                  + "vendor-faces, lease.agent.testing.rules=dev.lease.agent.WeakenedRules):"
+                  + " they weaken the fence on"
                   + " purpose and are honoured only in this project's test JVMs");
         });
   }

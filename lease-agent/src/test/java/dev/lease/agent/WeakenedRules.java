@@ -5,6 +5,9 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.LifecycleRules;
+import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.internal.FenceInternals;
+import dev.lease.jdbc.internal.FenceRules;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
@@ -48,7 +51,10 @@ final class WeakenedRules implements AgentRules {
           "ordered-shutdown", // the manager closes while the election still runs
           "bind-method-thread", // a configured method's thread is not the work under its lease
           "lease-pool", // a new lease connection per statement
-          "lease-pool-reset"); // lease connections kept whatever their session looks like
+          "lease-pool-reset", // lease connections kept whatever their session looks like
+          "fence-unwrap-checks"); // lease-jdbc hands out unwrap's driver objects after a verify
+
+  // only
 
   /** The lease manager's lifecycle rules {@code lease.agent.testing.faults} can break. */
   static final Set<String> LIFECYCLE = Set.of("RELEASE_BEFORE_STOPPING_WORK", "POLICY_ON_RELEASE");
@@ -174,6 +180,26 @@ final class WeakenedRules implements AgentRules {
   @Override
   public boolean checksLeaseConnectionSessions() {
     return !off("lease-pool-reset");
+  }
+
+  @Override
+  public FencingOptions.Builder fencing(FencingOptions.Builder builder) {
+    return off("fence-unwrap-checks")
+        ? FenceInternals.rulesForTesting(builder, new NoUnwrapChecks())
+        : builder;
+  }
+
+  /** lease-jdbc's rules with its checks of driver objects handed out by unwrap switched off. */
+  private static final class NoUnwrapChecks implements FenceRules {
+    @Override
+    public boolean checksUnwrap() {
+      return false;
+    }
+
+    @Override
+    public String toString() {
+      return "[NO_UNWRAP_CHECKS]";
+    }
   }
 
   @Override

@@ -264,12 +264,9 @@ class XaAndVendorIT {
    * so each control still shows what its own check stops.
    */
   private static List<String> controlOptions(String disable) {
-    List<String> options = new java.util.ArrayList<>();
-    options.add("-Dlease.agent.testing.disable=" + disable);
-    if (disable.equals("vendor-held-check") || disable.equals("vendor-raw-check")) {
-      options.add("-Dlease.jdbc.testing.weaken=NO_UNWRAP_CHECKS");
-    }
-    return options;
+    boolean vendorCheck = disable.equals("vendor-held-check") || disable.equals("vendor-raw-check");
+    return List.of(
+        "-Dlease.agent.testing.disable=" + disable + (vendorCheck ? ",fence-unwrap-checks" : ""));
   }
 
   private static AppProcess copyAfterLoss(LegacyDatabase d, String disable) throws Exception {

@@ -1,15 +1,49 @@
 package dev.lease.jdbc;
 
+import dev.lease.core.Lease;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.jdbc.internal.FenceRules;
+
 /**
- * Benchmarks only: fencing options with the mechanism before issue 25 ({@link Refusal#CLIENT}: the
- * client reads the verify's empty result, commits trust the fence's picture), so that one trial can
- * run it interleaved with today's. In the benchmarks' jar only, beside lease-jdbc's package.
+ * Benchmarks only: fencing options with the refusal mechanism before issue 25 (the client reads the
+ * verify's empty result, commits trust the fence's picture), so that one trial can run it
+ * interleaved with today's. In the benchmarks' jar only, beside lease-jdbc's package: its rules are
+ * set without the ERROR line a weakened fence logs for every connection (through {@code
+ * FenceInternals.rulesForTesting}), which would time the log as well.
  */
 public final class PreviousMechanism {
+
+  private static final FenceRules CLIENT_REFUSAL =
+      new FenceRules() {
+        @Override
+        public String verifySql(Lease lease, boolean strict) {
+          return LeaseInternals.clientCheckedVerifySql(lease, strict);
+        }
+
+        @Override
+        public String commitProofSql(Lease lease, boolean strict) {
+          return verifySql(lease, strict);
+        }
+
+        @Override
+        public boolean commitCarriesProof() {
+          return false;
+        }
+
+        @Override
+        public boolean readsServerTransactionState() {
+          return false;
+        }
+
+        @Override
+        public String toString() {
+          return "client refusal";
+        }
+      };
 
   private PreviousMechanism() {}
 
   public static FencingOptions.Builder of(FencingOptions.Builder b) {
-    return b.refusal(Refusal.CLIENT);
+    return b.rules(CLIENT_REFUSAL, false);
   }
 }

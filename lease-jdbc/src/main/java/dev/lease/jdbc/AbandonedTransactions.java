@@ -32,7 +32,7 @@ final class AbandonedTransactions {
     FencedTransaction t = f.state.txn;
     return t != null
         && t.by != Thread.currentThread()
-        && !f.options.weakened(Weakening.NO_ABANDON_CHECK);
+        && f.options.rules().checksAbandonedTransactions();
   }
 
   void rollbackAbandoned(Lease now) throws SQLException {
@@ -98,7 +98,7 @@ final class AbandonedTransactions {
       // closing completes the statement, as in autocommit mode
       f.autoCommits.finishPendingQuietly();
       if ((f.state.poisoned() || f.state.verified() != null)
-          && !f.options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)
+          && f.options.rules().rollsBackVerifiedTransactionAtClose()
           && !f.delegate.isClosed()) {
         rollbackOpenTransaction();
       }
@@ -120,7 +120,7 @@ final class AbandonedTransactions {
     // also a transaction the fence never verified that the server has open under the bound lease
     // (writes through a driver object): the next borrower must not commit it
     if ((f.state.poisoned() || f.state.verified() != null || f.verifier.unprovenUnderLease())
-        && !f.options.weakened(Weakening.NO_ROLLBACK_AT_CLOSE)) {
+        && f.options.rules().rollsBackVerifiedTransactionAtClose()) {
       try {
         if (!f.delegate.isClosed()) {
           rollbackOpenTransaction();

@@ -154,7 +154,7 @@ final class AutoCommitStatements {
     }
     boolean keepOpen = false;
     int fetchSize = 0;
-    boolean cursorFix = !f.options.weakened(Weakening.NO_CURSOR_FIX) && st != null;
+    boolean cursorFix = f.options.rules().keepsAutoCommitCursorsOpen() && st != null;
     T result;
     try {
       if (cursorFix && f.reader.lexer.dialect == SqlDialect.POSTGRESQL) {

@@ -66,7 +66,7 @@ final class Bypass {
   void beforeUnwrap(Class<?> iface) throws SQLException {
     verifyIfInTransaction();
     Lease lease = LeaseInternals.currentOrNull();
-    if (lease == null || f.options.weakened(Weakening.NO_UNWRAP_CHECKS)) {
+    if (lease == null || !f.options.rules().checksUnwrap()) {
       return;
     }
     if (f.view.mode() != Mode.AUTOCOMMIT) {

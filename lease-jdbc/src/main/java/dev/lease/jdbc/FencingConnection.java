@@ -28,7 +28,7 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
 
   final TransactionFence fence;
 
-  /** Negative controls only ({@link Weakening#RAW_DRIVER_OBJECTS}): values are not wrapped. */
+  /** Negative controls only ({@code FenceRules.wrapsDriverObjects}): values are not wrapped. */
   final boolean rawDriverObjects;
 
   private volatile boolean closed;
@@ -36,7 +36,7 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
   FencingConnection(Connection delegate, FencingOptions options) {
     super(delegate);
     this.fence = new TransactionFence(delegate, options);
-    this.rawDriverObjects = options.weakened(Weakening.RAW_DRIVER_OBJECTS);
+    this.rawDriverObjects = !options.rules().wrapsDriverObjects();
   }
 
   @Override

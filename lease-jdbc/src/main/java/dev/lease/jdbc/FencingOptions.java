@@ -1,11 +1,13 @@
 package dev.lease.jdbc;
 
 import dev.lease.core.LeaseListener;
+import dev.lease.jdbc.internal.FenceInternals;
+import dev.lease.jdbc.internal.FenceRules;
 import java.time.Duration;
-import java.util.EnumSet;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.Executor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * How fenced connections verify transactions; immutable. {@link #defaults()}: {@link
@@ -23,6 +25,13 @@ import java.util.concurrent.Executor;
  */
 public final class FencingOptions {
 
+  private static final Logger log = LoggerFactory.getLogger(FencingOptions.class);
+
+  static {
+    // the guarded entry of the negative controls' weakened rules (FenceInternals.rulesForTesting)
+    FenceInternals.registerRules((b, rules) -> b.rules(rules, true));
+  }
+
   private static final FencingOptions DEFAULTS = builder().build();
 
   private final FencingMode mode;
@@ -31,13 +40,10 @@ public final class FencingOptions {
   private final LeaseListener listener;
   private final Duration idleInTransactionTimeout;
   private final Duration lockWaitTimeout;
-  private final Set<Weakening> weakenings;
+  private final FenceRules rules;
+  private final boolean weakened;
   private final Executor cancelExecutor;
   private final boolean piggybackVerify;
-  private final Refusal refusal;
-  private final Reading reading;
-  private final DriverSessions sessions;
-  private final LockDoubt lockDoubt;
 
   private FencingOptions(Builder b) {
     this.mode = b.mode;
@@ -46,23 +52,10 @@ public final class FencingOptions {
     this.listener = b.listener;
     this.idleInTransactionTimeout = b.idleInTransactionTimeout;
     this.lockWaitTimeout = b.lockWaitTimeout;
-    Set<Weakening> w = EnumSet.noneOf(Weakening.class);
-    w.addAll(b.weakenings);
-    w.addAll(Weakening.fromSystemProperty());
-    this.weakenings = w;
+    this.rules = b.rules;
+    this.weakened = b.weakened;
     this.cancelExecutor = b.cancelExecutor;
     this.piggybackVerify = b.piggybackVerify;
-    // negative controls: the weakenings (the builder's or the system property's) choose the weaker
-    // strategies here, and nowhere else
-    this.refusal = w.contains(Weakening.PREVIOUS_REFUSAL) ? Refusal.CLIENT : b.refusal;
-    this.reading =
-        w.contains(Weakening.LEADING_KEYWORD)
-            ? Reading.LEADING_KEYWORD
-            : w.contains(Weakening.UNKNOWN_IMPLICIT_COMMITS)
-                ? Reading.UNKNOWN_IMPLICIT_COMMITS
-                : b.reading;
-    this.sessions = w.contains(Weakening.NO_DRIVER_SESSION) ? DriverSessions.IGNORED : b.sessions;
-    this.lockDoubt = w.contains(Weakening.NO_REVERIFY) ? LockDoubt.TRUST_THE_LOCK : b.lockDoubt;
   }
 
   public static FencingOptions defaults() {
@@ -82,13 +75,10 @@ public final class FencingOptions {
     b.listener = listener;
     b.idleInTransactionTimeout = idleInTransactionTimeout;
     b.lockWaitTimeout = lockWaitTimeout;
-    b.weakenings.addAll(weakenings);
+    b.rules = rules;
+    b.weakened = weakened;
     b.cancelExecutor = cancelExecutor;
     b.piggybackVerify = piggybackVerify;
-    b.refusal = refusal;
-    b.reading = reading;
-    b.sessions = sessions;
-    b.lockDoubt = lockDoubt;
     return b;
   }
 
@@ -128,33 +118,19 @@ public final class FencingOptions {
     return piggybackVerify;
   }
 
-  /** Negative controls only (see {@link Weakening}). */
-  boolean weakened(Weakening w) {
-    return !weakenings.isEmpty() && weakenings.contains(w);
+  /**
+   * The rules of the fence's mechanisms: {@link FenceRules#PRODUCTION}, or a negative control's
+   * weakened ones (test sources only, through {@link FenceInternals#rulesForTesting}).
+   */
+  FenceRules rules() {
+    return rules;
   }
 
-  Set<Weakening> weakenings() {
-    return weakenings;
-  }
-
-  /** How a lease no longer held stops a transaction ({@link Refusal#SERVER} but in tests). */
-  Refusal refusal() {
-    return refusal;
-  }
-
-  /** How a statement's text is read ({@link Reading#EVERY_STATEMENT} but in tests). */
-  Reading reading() {
-    return reading;
-  }
-
-  /** How the driver's view of the session is found ({@link DriverSessions#ASKED} but in tests). */
-  DriverSessions sessions() {
-    return sessions;
-  }
-
-  /** What a doubt about the verify's lock does ({@link LockDoubt#VERIFY_AGAIN} but in tests). */
-  LockDoubt lockDoubt() {
-    return lockDoubt;
+  /** A fence built with weakened rules says so at ERROR for every connection it fences. */
+  void warnIfWeakened(Object what) {
+    if (weakened) {
+      log.error("{} is fenced by a DELIBERATELY WEAKENED fence {} (tests only)", what, rules);
+    }
   }
 
   /** Where a lost lease's running statement is cancelled: off the thread that reported the loss. */
@@ -176,11 +152,7 @@ public final class FencingOptions {
         + lockWaitTimeout
         + ", piggybackVerify="
         + piggybackVerify
-        + (weakenings.isEmpty() ? "" : ", WEAKENED=" + weakenings)
-        + (refusal == Refusal.SERVER ? "" : ", REFUSAL=" + refusal)
-        + (reading == Reading.EVERY_STATEMENT ? "" : ", READING=" + reading)
-        + (sessions == DriverSessions.ASKED ? "" : ", DRIVER_SESSIONS=" + sessions)
-        + (lockDoubt == LockDoubt.VERIFY_AGAIN ? "" : ", LOCK_DOUBT=" + lockDoubt)
+        + (rules == FenceRules.PRODUCTION ? "" : (weakened ? ", WEAKENED=" : ", RULES=") + rules)
         + "]";
   }
 
@@ -192,13 +164,10 @@ public final class FencingOptions {
     private LeaseListener listener;
     private Duration idleInTransactionTimeout;
     private Duration lockWaitTimeout;
-    private final Set<Weakening> weakenings = EnumSet.noneOf(Weakening.class);
+    private FenceRules rules = FenceRules.PRODUCTION;
+    private boolean weakened;
     private Executor cancelExecutor = CancelThreads.SHARED;
     private boolean piggybackVerify = true;
-    private Refusal refusal = Refusal.SERVER;
-    private Reading reading = Reading.EVERY_STATEMENT;
-    private DriverSessions sessions = DriverSessions.ASKED;
-    private LockDoubt lockDoubt = LockDoubt.VERIFY_AGAIN;
 
     private Builder() {}
 
@@ -267,35 +236,14 @@ public final class FencingOptions {
       return this;
     }
 
-    /** Negative controls only: switches mechanisms of the fence off (see {@link Weakening}). */
-    Builder weaken(Weakening... ws) {
-      for (Weakening w : ws) {
-        weakenings.add(w);
-      }
-      return this;
-    }
-
-    /** Negative controls only: plugs in another refusal mechanism (see {@link Refusal}). */
-    Builder refusal(Refusal refusal) {
-      this.refusal = Objects.requireNonNull(refusal, "refusal");
-      return this;
-    }
-
-    /** Negative controls only: plugs in another reading of the text (see {@link Reading}). */
-    Builder reading(Reading reading) {
-      this.reading = Objects.requireNonNull(reading, "reading");
-      return this;
-    }
-
-    /** Negative controls only: plugs in another view of the driver's session. */
-    Builder sessions(DriverSessions sessions) {
-      this.sessions = Objects.requireNonNull(sessions, "sessions");
-      return this;
-    }
-
-    /** Negative controls only: plugs in another answer to a doubt about the verify's lock. */
-    Builder lockDoubt(LockDoubt lockDoubt) {
-      this.lockDoubt = Objects.requireNonNull(lockDoubt, "lockDoubt");
+    /**
+     * Other rules of the fence's mechanisms, for negative controls and comparisons only: {@code
+     * warn} (set by {@link FenceInternals#rulesForTesting}, the one entry of the tests) makes every
+     * fenced connection log at ERROR that its fence is weakened.
+     */
+    Builder rules(FenceRules rules, boolean warn) {
+      this.rules = Objects.requireNonNull(rules, "rules");
+      this.weakened = warn && rules != FenceRules.PRODUCTION;
       return this;
     }
 

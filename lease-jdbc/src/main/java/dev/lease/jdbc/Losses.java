@@ -42,7 +42,7 @@ final class Losses {
    */
   LeaseLostSQLException lostDuring(SQLException e) {
     FencedTransaction t = f.state.txn;
-    if (!notHeld(t) || f.options.weakened(Weakening.LOSS_AS_DATABASE_ERROR)) {
+    if (!notHeld(t) || !f.options.rules().reportsLossAsLeaseLost()) {
       return null;
     }
     Lease lease = t.lease;
@@ -108,7 +108,7 @@ final class Losses {
    * that fails because the server already ended the session is no error ({@link #closedQuietly}).
    */
   boolean rollbackOfLoss() {
-    return !f.options.weakened(Weakening.LOSS_AS_DATABASE_ERROR)
+    return f.options.rules().reportsLossAsLeaseLost()
         && (f.state.poisoned() || notHeld(f.state.txn));
   }
 
@@ -126,7 +126,7 @@ final class Losses {
    * commit that comes first.
    */
   void refuseIfLost(Lease verified) throws LeaseLostSQLException {
-    if (verified.isLost() && !f.options.weakened(Weakening.COMMIT_TRUSTS_LOSS_LISTENER)) {
+    if (verified.isLost() && f.options.rules().commitReadsLeaseState()) {
       poison(verified, "its lease was lost while it was open");
       throw poisonedException(null);
     }
@@ -216,10 +216,7 @@ final class Losses {
    * that merely echoes the marker from user data.
    */
   boolean refusedInServer(SQLException e) {
-    if (f.options.weakened(Weakening.REFUSAL_BY_MARKER_TEXT)) {
-      return Weakening.mentionsMarker(e);
-    }
-    return LeaseInternals.isRefusal(e);
+    return f.options.rules().isRefusal(e);
   }
 
   /**
@@ -233,7 +230,7 @@ final class Losses {
     // may run before this thread goes on) then finds it poisoned and does not report it again
     boolean first = markRefused(lease, why);
     boolean lostHere = false;
-    if (!f.options.weakened(Weakening.REFUSAL_NOT_REPORTED)) {
+    if (f.options.rules().reportsRefusalToLease()) {
       boolean lostBefore = lease.lossReason().isPresent();
       LeaseInternals.lostInDatabase(lease); // lost at once; later transactions refused locally
       lostHere = !lostBefore && lease.lossReason().orElse(null) == LossReason.DATABASE;

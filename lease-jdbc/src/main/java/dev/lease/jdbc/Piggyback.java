@@ -18,8 +18,8 @@ import org.slf4j.LoggerFactory;
  * configured with {@code allowMultiQueries=true}): the first statement of a transaction begun with
  * {@code setAutoCommit(false)} is sent as {@code <verify>;<statement>} in one text, and its results
  * are presented as if it had run alone. The verify fails in the server when the lease is gone, and
- * both servers stop a text at its first failing statement, so the statement never runs ({@link
- * Refusal}). Part of {@link TransactionFence}, which decides when it applies ({@link
+ * both servers stop a text at its first failing statement, so the statement never runs ({@code
+ * FenceRules.verifySql}). Part of {@link TransactionFence}, which decides when it applies ({@link
  * #piggybackable}).
  */
 final class Piggyback {
@@ -249,7 +249,7 @@ final class Piggyback {
       Lease lease, FencingStatement st, StatementSource source, String sql, CallShape shape)
       throws SQLException {
     Duration idle = f.verifier.idleBound(lease);
-    String verifySql = f.options.refusal().verifySql(lease, f.strategy.locks());
+    String verifySql = f.options.rules().verifySql(lease, f.strategy.locks());
     List<Object> values = LeaseInternals.verifyParameters(lease, f.strategy.locks(), idle);
     boolean mySql = f.reader.lexer.dialect == SqlDialect.MYSQL;
     // MySQL/MariaDB STRICT: the verify reads the session's bounds along, as the separate one does
@@ -301,8 +301,9 @@ final class Piggyback {
     } finally {
       t.running = null;
     }
-    if (!held && !f.options.weakened(Weakening.PIGGYBACK_IGNORES_REFUSAL)) {
-      // only a verify that returns no row instead of failing (Refusal.CLIENT) gets here: the
+    if (!held && f.options.rules().readsPiggybackedVerify()) {
+      // only a verify that returns no row instead of failing (a control's weakened FenceRules) gets
+      // here: the
       // statement sent along has run
       drain(s);
       throw f.losses.refusedByDatabase(lease, null);

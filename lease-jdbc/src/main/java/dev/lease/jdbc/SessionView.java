@@ -3,6 +3,7 @@ package dev.lease.jdbc;
 import dev.lease.jdbc.TransactionFence.Mode;
 import dev.lease.jdbc.internal.sql.SqlDialect;
 import java.sql.SQLException;
+import java.sql.Statement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -70,14 +71,31 @@ final class SessionView {
    */
   void ensureSqliteTransaction() throws SQLException {
     if (f.reader.lexer.dialect == SqlDialect.SQLITE) {
-      f.options.sessions().restoreSqliteTransaction(f.delegate);
+      restoreSqliteTransaction();
+    }
+  }
+
+  /** A BEGIN puts back the transaction sqlite-jdbc believes in (or fails: one is open). */
+  private void restoreSqliteTransaction() throws SQLException {
+    if (!f.options.rules().asksDriverSession()) {
+      return;
+    }
+    try (Statement s = f.delegate.createStatement()) {
+      s.execute("BEGIN");
+    } catch (SQLException e) {
+      if (!String.valueOf(e.getMessage()).contains("within a transaction")) {
+        throw e;
+      }
     }
   }
 
   DriverSession driverSession() {
     DriverSession s = session;
     if (s == null) {
-      s = f.options.sessions().lookUp(f.delegate);
+      s =
+          f.options.rules().asksDriverSession()
+              ? DriverSession.of(f.delegate)
+              : DriverSession.UNKNOWN;
       if (failedBeforeSession) {
         s.failed();
       }

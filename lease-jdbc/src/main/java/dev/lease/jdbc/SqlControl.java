@@ -30,13 +30,11 @@ final class SqlControl {
     if (kind == SqlKind.PREPARE_TRANSACTION
         && f.isMySql()
         && f.strategy.refusesXaPrepare()
-        && !f.options.weakened(Weakening.NO_COMMIT_CHECKS)
+        && f.options.rules().checksCommitsWrittenAsSql()
         && StatementReader.isXaPrepare(f.reader.lexer, text)) {
       throw Losses.xaPrepareRefused(lease);
     }
-    if (kind == SqlKind.IMPLICIT_COMMIT
-        && f.isMySql()
-        && !f.options.weakened(Weakening.LOCK_TABLES_UNCHECKED)) {
+    if (kind == SqlKind.IMPLICIT_COMMIT && f.isMySql() && f.options.rules().checksLockTables()) {
       if (text != null && LockTables.leavesOut(text, lease.manager().table())) {
         throw Losses.lockTablesRefused(lease);
       }

@@ -11,8 +11,8 @@ import java.util.List;
 /**
  * How a {@link TransactionFence} reads a statement under a lease: every statement of its text, by
  * the dialect's {@link SqlLexer} ({@link SqlSummary}), whatever call sends it (a text, a prepared
- * statement, a batch). What the fence takes the summary to say is its {@link Reading}: {@link
- * Reading#EVERY_STATEMENT}, or a weaker one plugged in by a negative control.
+ * statement, a batch). What the fence takes the summary to say is its rules' ({@code
+ * FenceRules.read}): the summary itself, or a weaker reading a negative control plugs in.
  */
 final class StatementReader {
 
@@ -59,7 +59,7 @@ final class StatementReader {
       default:
         s = st.summary(source, lexer);
     }
-    return f.options.reading().read(s, text(st, source, sql), lexer);
+    return f.options.rules().read(s, text(st, source, sql), lexer);
   }
 
   /** The text a call sends: {@code sql} of {@code execute(String)}, else the statement's own. */

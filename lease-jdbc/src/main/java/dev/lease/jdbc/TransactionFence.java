@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  *       <b>Every commit carries its proof</b> ({@link #commit}): on PostgreSQL the verify rides in
  *       the COMMIT's round trip; elsewhere it runs before the COMMIT when the fence's picture is in
  *       doubt, including when the driver says the verified transaction ended behind the fence
- *       ({@link Verifier#endedBehindTheFence}). The mechanism is a {@link Refusal}; DESIGN-NOTE.md.
+ *       ({@link Verifier#endedBehindTheFence}). The mechanism is in {@code FenceRules};
+ *       DESIGN-NOTE.md.
  *   <li><b>Where the transaction is</b> is asked of the driver, not assumed ({@link SessionView}):
  *       a BEGIN sent as SQL before the lease was bound, {@code SET autocommit} as SQL, a deadlock
  *       that rolled the transaction back. With a driver that cannot tell, the fence assumes only
@@ -101,10 +102,10 @@ final class TransactionFence {
     this.options = options;
     this.strategy = VerifyStrategy.of(options.mode());
     this.state = new TransactionState(options);
-    if (SessionBounds.used() && !options.weakened(Weakening.NO_SESSION_RESTORE)) {
+    if (SessionBounds.used() && options.rules().restoresSessionBounds()) {
       state.flags = TransactionState.SESSION_CHECK;
     }
-    Weakening.warn(options.weakenings(), delegate);
+    options.warnIfWeakened(delegate);
   }
 
   /** First statements that carried the verify along and ran (tests count them). */
@@ -387,7 +388,7 @@ final class TransactionFence {
       if (rides) {
         verifier.commitWithVerify(proof);
       } else {
-        if (proof != null && proof != state.verified() && options.refusal().commitCarriesProof()) {
+        if (proof != null && proof != state.verified() && options.rules().commitCarriesProof()) {
           verifier.verify(proof); // writes the fence did not see (a driver object): prove them now
         }
         delegate.commit();
@@ -518,7 +519,7 @@ final class TransactionFence {
    * outermost savepoint is released; review S8).
    */
   void beforeReleaseSavepoint() throws SQLException {
-    if (!options.weakened(Weakening.NO_COMMIT_CHECKS)) {
+    if (options.rules().checksCommitsWrittenAsSql()) {
       checkNotPoisoned();
     }
   }
@@ -533,7 +534,7 @@ final class TransactionFence {
    */
   void checkCommit(Lease lease) throws SQLException {
     checkNotPoisoned();
-    if (options.weakened(Weakening.NO_COMMIT_CHECKS)) {
+    if (!options.rules().checksCommitsWrittenAsSql()) {
       return;
     }
     if (verifier.endedBehindTheFence()) {

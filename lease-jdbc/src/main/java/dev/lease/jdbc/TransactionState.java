@@ -100,9 +100,11 @@ final class TransactionState {
   /**
    * The verify's lock may be gone although the transaction goes on (a driver error, a savepoint
    * rollback, a MySQL batch or driver object that may have committed behind the fence): the next
-   * statement and the commit verify again ({@link LockDoubt#VERIFY_AGAIN}).
+   * statement and the commit verify again ({@code FenceRules.reverifiesAfterDoubt}).
    */
   void lockMayBeGone() {
-    options.lockDoubt().lockMayBeGone(this);
+    if (options.rules().reverifiesAfterDoubt() && verified() != null) {
+      reverify = true;
+    }
   }
 }

@@ -93,7 +93,7 @@ final class Verifier {
     try {
       held =
           LeaseInternals.verifyInTransaction(
-              lease, f.delegate, f.options.refusal().verifySql(lease, lock), lock, idle, session);
+              lease, f.delegate, f.options.rules().verifySql(lease, lock), lock, idle, session);
       if (held && session != null && session[0] >= 0) {
         applySessionBounds(lease, session, idle);
       }
@@ -134,7 +134,7 @@ final class Verifier {
     t.confirmed = true;
     if (t.registration == null) {
       // the listener knows its transaction: a loss never reaches the next one
-      FencedTransaction mine = f.options.weakened(Weakening.NO_GENERATIONS) ? null : t;
+      FencedTransaction mine = f.options.rules().tiesLossToItsTransaction() ? t : null;
       t.registration = lease.onLoss(l -> f.losses.leaseLost(l, mine));
     }
   }
@@ -156,7 +156,7 @@ final class Verifier {
    */
   boolean readOnlyWithoutLocks(Lease lease) throws SQLException {
     String product = lease.manager().databaseProduct();
-    if ("SQLite".equals(product) || f.options.weakened(Weakening.TRUST_READ_ONLY_FLAG)) {
+    if ("SQLite".equals(product) || !f.options.rules().asksServerWhetherReadOnly()) {
       return f.delegate.isReadOnly();
     }
     if (!"PostgreSQL".equals(product) || !(f.delegate.isReadOnly() || readOnlyByDefault())) {
@@ -208,7 +208,7 @@ final class Verifier {
             SessionBounds.seconds(lockWait.toMillis()),
             SessionBounds.seconds(idle.toMillis()),
             statements)
-        && !f.options.weakened(Weakening.NO_SESSION_RESTORE)) {
+        && f.options.rules().restoresSessionBounds()) {
       f.state.flags |= TransactionState.SESSION_CHECK;
     }
   }
@@ -224,7 +224,7 @@ final class Verifier {
     if (v != null) {
       return v;
     }
-    if (bound == null || !f.options.refusal().commitCarriesProof() || f.state.poisoned()) {
+    if (bound == null || !f.options.rules().commitCarriesProof() || f.state.poisoned()) {
       return null;
     }
     return Boolean.TRUE.equals(f.view.driverSession().inTransaction()) ? bound : null;
@@ -243,7 +243,7 @@ final class Verifier {
    * verify covers. Free: the drivers keep the flag of the last OK packet or ReadyForQuery.
    */
   boolean endedBehindTheFence() {
-    if (!f.options.refusal().readsServerState() || f.state.verified() == null) {
+    if (!f.options.rules().readsServerTransactionState() || f.state.verified() == null) {
       return false;
     }
     return Boolean.FALSE.equals(f.view.driverSession().inTransaction());
@@ -259,10 +259,10 @@ final class Verifier {
    */
   boolean ridesInCommit(Lease proof) throws SQLException {
     return proof != null
-        && f.options.refusal().commitCarriesProof()
+        && f.options.rules().commitCarriesProof()
         && f.reader.lexer(proof).dialect == SqlDialect.POSTGRESQL
         && !((f.options.readOnly() == ReadOnlyPolicy.SKIP
-                || f.options.weakened(Weakening.NO_READ_ONLY_PROOF))
+                || !f.options.rules().provesReadOnlyCommits())
             && readOnlyWithoutLocks(proof));
   }
 
@@ -278,7 +278,7 @@ final class Verifier {
   }
 
   /**
-   * Runs the commit's proof ({@link Refusal#commitProofSql}), followed by {@code COMMIT} in the
+   * Runs the commit's proof ({@code FenceRules.commitProofSql}), followed by {@code COMMIT} in the
    * same text when {@code commit}; on failure rolls back and throws (LF001 for a refusal).
    */
   void proveCommit(Lease lease, boolean commit) throws SQLException {
@@ -288,7 +288,7 @@ final class Verifier {
     // prepared, so that pgjdbc server-prepares the text after its threshold like any statement
     try (PreparedStatement ps =
         f.delegate.prepareStatement(
-            f.options.refusal().commitProofSql(lease, lock) + (commit ? ";\nCOMMIT" : ""))) {
+            f.options.rules().commitProofSql(lease, lock) + (commit ? ";\nCOMMIT" : ""))) {
       LeaseInternals.bindVerify(lease, ps, 1, lock, idle);
       ps.execute();
     } catch (SQLException e) {

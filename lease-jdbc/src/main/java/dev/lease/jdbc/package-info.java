@@ -23,12 +23,13 @@
  *       MySQL's autocommit flag), reached by reflection;
  *   <li>{@code SessionBounds}: STRICT's MySQL/MariaDB session bounds, set when the verify finds
  *       them missing and restored for borrowers without a lease;
- *   <li>{@code Refusal}: how a lease no longer held stops a transaction (the server refuses the
- *       verify; every commit carries its proof; DESIGN-NOTE.md in this module), with the previous
- *       mechanism kept as a seam for negative controls;
- *   <li>{@code Weakening}: deliberately broken variants for negative controls only; where a
- *       mechanism is a strategy ({@code Refusal}, {@code Reading}, {@code DriverSessions}, {@code
- *       LockDoubt}), the weakening plugs a weaker one in ({@code FencingOptions} chooses it);
+ *   <li>{@code dev.lease.jdbc.internal.FenceRules}: the rules of the fence's mechanisms (how a
+ *       lease no longer held stops a transaction: the server refuses the verify, every commit
+ *       carries its proof, DESIGN-NOTE.md in this module; how a text is read; the checks of
+ *       commits, sessions and driver objects). Production runs {@code FenceRules.PRODUCTION}; the
+ *       negative controls' weakened rules live in test sources only and reach a fence through
+ *       {@code FenceInternals.rulesForTesting}, refused without lease's test support on the class
+ *       path;
  *   <li>the {@code Fencing*} wrappers and the {@code *Delegate} base classes they extend, generated
  *       by the build ({@code tools/GenerateDelegates.java}, into {@code
  *       target/generated-sources/delegates}; not checked in).

@@ -107,7 +107,8 @@ class CursorReadTest {
     try (Fixture f = new Fixture(db, 3)) {
       fill(f);
       Lease lease = f.manager("reader", LeaseTimings.DEFAULTS).tryClaim("cursor").orElseThrow();
-      FencedDataSource weak = f.fenced(f.options().weaken(Weakening.NO_CURSOR_FIX).build());
+      FencedDataSource weak =
+          f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_CURSOR_FIX).build());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
         SQLException e = assertThrows(SQLException.class, () -> readAll(f, weak));
         String message = String.valueOf(e.getMessage());

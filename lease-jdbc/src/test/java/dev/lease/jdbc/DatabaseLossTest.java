@@ -81,7 +81,8 @@ class DatabaseLossTest {
       FencingOptions.Builder b = f.options();
       FencedDataSource ds =
           FencedDataSource.wrap(
-              counting, (weakened ? b.weaken(Weakening.REFUSAL_NOT_REPORTED) : b).build());
+              counting,
+              (weakened ? WeakenedFence.weaken(b, WeakenedFence.REFUSAL_NOT_REPORTED) : b).build());
       f.takeOver(lease); // a successor's claim, as the database sees it
       try (Connection c = ds.getConnection();
           LeaseContext.Scope scope = LeaseContext.bind(lease)) {
@@ -158,7 +159,9 @@ class DatabaseLossTest {
       Lease lease = m.tryClaim("late").orElseThrow();
       FencingOptions.Builder b = f.options();
       FencedDataSource ds =
-          f.fenced((weakened ? b.weaken(Weakening.COMMIT_TRUSTS_LOSS_LISTENER) : b).build());
+          f.fenced(
+              (weakened ? WeakenedFence.weaken(b, WeakenedFence.COMMIT_TRUSTS_LOSS_LISTENER) : b)
+                  .build());
       String state = null;
       try (Connection c = ds.getConnection();
           LeaseContext.Scope scope = LeaseContext.bind(lease)) {

@@ -125,7 +125,8 @@ class DriverObjectTest {
       }
       try {
         Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("obj").orElseThrow();
-        try (Connection c = f.fenced(f.options().refusal(refusal).build()).getConnection();
+        try (Connection c =
+                f.fenced(WeakenedFence.refusal(f.options(), refusal).build()).getConnection();
             LeaseContext.Scope scope = LeaseContext.bind(lease)) {
           Object reached = reach(c, path, cursor);
           if (driversOwn) {
@@ -272,7 +273,10 @@ class DriverObjectTest {
         // would refuse its write at the fenced commit)
         FencingOptions.Builder o = f.options();
         try (Connection c =
-                f.fenced((driversOwn ? o.refusal(Refusal.CLIENT) : o).build()).getConnection();
+                f.fenced(
+                        (driversOwn ? WeakenedFence.weaken(o, WeakenedFence.PREVIOUS_REFUSAL) : o)
+                            .build())
+                    .getConnection();
             LeaseContext.Scope scope = LeaseContext.bind(lease)) {
           c.setAutoCommit(false);
           Object lob;

@@ -233,7 +233,7 @@ class FenceRulesTest {
             "UPDATE t SET v = 2 -> database is locked",
             "UPDATE t SET v = 3",
             "commit()"),
-        afterDriverError(options().weaken(Weakening.NO_REVERIFY)));
+        afterDriverError(WeakenedFence.weaken(options(), WeakenedFence.NO_REVERIFY)));
   }
 
   private List<String> afterDriverError(FencingOptions.Builder options) throws SQLException {
@@ -279,7 +279,7 @@ class FenceRulesTest {
             "rollback(savepoint)",
             "UPDATE t SET v = 3",
             "commit()"),
-        afterSavepointRollback(options().weaken(Weakening.NO_REVERIFY)));
+        afterSavepointRollback(WeakenedFence.weaken(options(), WeakenedFence.NO_REVERIFY)));
   }
 
   private List<String> afterSavepointRollback(FencingOptions.Builder options) throws SQLException {
@@ -312,7 +312,8 @@ class FenceRulesTest {
     // negative control: a commit that trusts the loss listener alone commits in that window
     assertEquals(
         List.of("setAutoCommit(false)", BEGIN_REFUSED, VERIFY, "UPDATE t SET v = 1", "commit()"),
-        commitAfterLoss(options().weaken(Weakening.COMMIT_TRUSTS_LOSS_LISTENER), false));
+        commitAfterLoss(
+            WeakenedFence.weaken(options(), WeakenedFence.COMMIT_TRUSTS_LOSS_LISTENER), false));
   }
 
   private List<String> commitAfterLoss(FencingOptions.Builder options, boolean delivered)
@@ -357,7 +358,8 @@ class FenceRulesTest {
     // negative control: the first release's reading (the leading keyword only) sends it
     StubDriver weak = new StubDriver();
     try (LeaseContext.Scope scope = LeaseContext.bind(claim());
-        Connection c = fenced(weak, options().weaken(Weakening.LEADING_KEYWORD));
+        Connection c =
+            fenced(weak, WeakenedFence.weaken(options(), WeakenedFence.LEADING_KEYWORD));
         Statement s = c.createStatement()) {
       c.setAutoCommit(false);
       weak.clear();
@@ -399,7 +401,7 @@ class FenceRulesTest {
     // negative control: the pool gets the transaction back open (not every pool rolls back)
     assertEquals(
         List.of("setAutoCommit(false)", BEGIN_REFUSED, VERIFY, "UPDATE t SET v = 1"),
-        closedInTransaction(options().weaken(Weakening.NO_ROLLBACK_AT_CLOSE)));
+        closedInTransaction(WeakenedFence.weaken(options(), WeakenedFence.NO_ROLLBACK_AT_CLOSE)));
   }
 
   private List<String> closedInTransaction(FencingOptions.Builder options) throws SQLException {

@@ -94,7 +94,9 @@ class LockTablesTest {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("lock").orElseThrow();
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c =
-              f.fenced(f.options().weaken(Weakening.LOCK_TABLES_UNCHECKED).build())
+              f.fenced(
+                      WeakenedFence.weaken(f.options(), WeakenedFence.LOCK_TABLES_UNCHECKED)
+                          .build())
                   .getConnection();
           Statement s = c.createStatement()) {
         c.setAutoCommit(autoCommit);

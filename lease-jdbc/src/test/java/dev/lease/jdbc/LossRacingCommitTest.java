@@ -108,7 +108,8 @@ class LossRacingCommitTest {
               .orElseThrow();
       ConcurrentLinkedQueue<Runnable> cancels = new ConcurrentLinkedQueue<>();
       FencingOptions.Builder b = f.options().cancelExecutor(cancels::add);
-      FencedDataSource ds = f.fenced((weakened ? b.weaken(Weakening.NO_GENERATIONS) : b).build());
+      FencedDataSource ds =
+          f.fenced((weakened ? WeakenedFence.weaken(b, WeakenedFence.NO_GENERATIONS) : b).build());
       CountDownLatch[] running = {new CountDownLatch(1), new CountDownLatch(1)};
       CountDownLatch firstDone = new CountDownLatch(1);
       AtomicReference<String> firstCommit = new AtomicReference<>();

@@ -56,9 +56,10 @@ class MySqlInDoubtTest {
     try (Fixture f = new Fixture(db, 3, true)) {
       Lease lease =
           f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("b" + IDS.incrementAndGet()).get();
-      FencingOptions.Builder o = f.options().weaken(Weakening.UNKNOWN_IMPLICIT_COMMITS);
+      FencingOptions.Builder o =
+          WeakenedFence.weaken(f.options(), WeakenedFence.UNKNOWN_IMPLICIT_COMMITS);
       if (weakened) {
-        o.weaken(Weakening.NO_REVERIFY);
+        WeakenedFence.weaken(o, WeakenedFence.NO_REVERIFY);
       }
       String seq = TestDatabase.uniqueTable("ts");
       String insert = "INSERT INTO " + f.data + " (id, term) VALUES (2, 0)";
@@ -132,7 +133,8 @@ class MySqlInDoubtTest {
           f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("u" + IDS.incrementAndGet()).get();
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c =
-              f.fenced(f.options().weaken(Weakening.NO_REVERIFY).build()).getConnection()) {
+              f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_REVERIFY).build())
+                  .getConnection()) {
         c.setAutoCommit(false);
         f.insert(c, 1, lease.term());
         Connection raw = c.unwrap(vendor);
@@ -187,7 +189,8 @@ class MySqlInDoubtTest {
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
         try (Connection c =
                 FencedDataSource.wrap(
-                        db.unpooled(), f.options().weaken(Weakening.NO_COMMIT_CHECKS).build())
+                        db.unpooled(),
+                        WeakenedFence.weaken(f.options(), WeakenedFence.NO_COMMIT_CHECKS).build())
                     .getConnection();
             Statement s = c.createStatement()) {
           s.execute("XA START " + xid);

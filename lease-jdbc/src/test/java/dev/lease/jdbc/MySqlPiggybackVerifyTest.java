@@ -548,7 +548,7 @@ class MySqlPiggybackVerifyTest {
       try {
         for (Refusal refusal : new Refusal[] {Refusal.SERVER, Refusal.CLIENT}) {
           for (boolean prepared : new boolean[] {false, true}) {
-            FencedDataSource ds = f.fenced(f.options().refusal(refusal).build());
+            FencedDataSource ds = f.fenced(WeakenedFence.refusal(f.options(), refusal).build());
             Lease lease =
                 f.manager("holder", LeaseTimings.DEFAULTS)
                     .tryClaim("n" + IDS.incrementAndGet())
@@ -615,9 +615,11 @@ class MySqlPiggybackVerifyTest {
       for (boolean prepared : new boolean[] {false, true}) {
         FencedDataSource ds =
             f.fenced(
-                f.options()
-                    .refusal(Refusal.CLIENT) // the server no longer refuses the text
-                    .weaken(Weakening.PIGGYBACK_IGNORES_REFUSAL)
+                // the server no longer refuses the text
+                WeakenedFence.weaken(
+                        f.options(),
+                        WeakenedFence.PREVIOUS_REFUSAL,
+                        WeakenedFence.PIGGYBACK_IGNORES_REFUSAL)
                     .build());
         Outcome o = refusedAheadOfWrite(f, ds, prepared);
         assertEquals(1, o.piggybacked(), o.toString());

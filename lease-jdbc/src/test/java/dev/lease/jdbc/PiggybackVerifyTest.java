@@ -460,9 +460,11 @@ class PiggybackVerifyTest {
     try (Fixture f = new Fixture(db, 4)) {
       FencedDataSource ds =
           f.fenced(
-              f.options()
-                  .refusal(Refusal.CLIENT) // the server no longer runs the write at all
-                  .weaken(Weakening.PIGGYBACK_IGNORES_REFUSAL)
+              // the server no longer runs the write at all
+              WeakenedFence.weaken(
+                      f.options(),
+                      WeakenedFence.PREVIOUS_REFUSAL,
+                      WeakenedFence.PIGGYBACK_IGNORES_REFUSAL)
                   .build());
       Outcome o = refusedAheadOfWrite(f, ds, false);
       assertEquals(1, o.piggybacked, o.toString());

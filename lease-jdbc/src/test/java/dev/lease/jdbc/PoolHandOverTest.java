@@ -65,7 +65,8 @@ class PoolHandOverTest {
     ExecutorService nextThread = Executors.newSingleThreadExecutor();
     try (Fixture f = new Fixture(db, 2)) {
       FencingOptions.Builder b = f.options();
-      FencedDriver.setDefaultOptions((weakened ? b.weaken(Weakening.NO_ABANDON_CHECK) : b).build());
+      FencedDriver.setDefaultOptions(
+          (weakened ? WeakenedFence.weaken(b, WeakenedFence.NO_ABANDON_CHECK) : b).build());
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("pool").orElseThrow();
       DataSource pool = tomcat(f);
       try {

@@ -83,7 +83,9 @@ class ReadOnlyFlagTest {
   void negativeControlTrustingTheFlagTheWriteTakesNoLock(TestDatabase db) throws Exception {
     assertEquals(
         List.of(false, false),
-        lockHeld(db, FencingOptions.builder().weaken(Weakening.TRUST_READ_ONLY_FLAG)));
+        lockHeld(
+            db,
+            WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.TRUST_READ_ONLY_FLAG)));
   }
 
   /** Per sequence: whether the lease row was locked after a write in the flagged transaction. */
@@ -171,7 +173,9 @@ class ReadOnlyFlagTest {
   void negativeControlTrustingTheFlagSkipLetsTheStaleWriteCommit(TestDatabase db) throws Exception {
     assertEquals(
         List.of("committed", "committed"),
-        afterTakeover(db, FencingOptions.builder().weaken(Weakening.TRUST_READ_ONLY_FLAG)));
+        afterTakeover(
+            db,
+            WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.TRUST_READ_ONLY_FLAG)));
   }
 
   /** Per sequence: what became of a flagged, writable transaction's write after a takeover. */

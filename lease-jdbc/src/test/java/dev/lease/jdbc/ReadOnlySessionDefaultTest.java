@@ -85,7 +85,9 @@ class ReadOnlySessionDefaultTest {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ro").orElseThrow();
       try (Connection c =
-              f.fenced(f.options().weaken(Weakening.TRUST_READ_ONLY_FLAG).build()).getConnection();
+              f.fenced(
+                      WeakenedFence.weaken(f.options(), WeakenedFence.TRUST_READ_ONLY_FLAG).build())
+                  .getConnection();
           Statement s = c.createStatement()) {
         s.execute(ro);
         try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {

@@ -24,8 +24,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * and by the refusal's own SQLState; a read-only PostgreSQL transaction's commit carries the plain
  * verify. Beside the fixed fence: the negative controls of {@code ReviewFenceHolesTest}'s
  * userDataInAnErrorMessageDoesNotLoseAHeldLease and aNotifyInAReadOnlyTransactionIsNotDelivered-
- * AfterTheTakeover ({@link Weakening#REFUSAL_BY_MARKER_TEXT}, {@link
- * Weakening#NO_READ_ONLY_PROOF}).
+ * AfterTheTakeover ({@link WeakenedFence#REFUSAL_BY_MARKER_TEXT}, {@link
+ * WeakenedFence#NO_READ_ONLY_PROOF}).
  */
 class RefusalSignatureTest {
 
@@ -51,7 +51,9 @@ class RefusalSignatureTest {
             f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("c" + IDS.incrementAndGet()).get();
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
             Connection c =
-                f.fenced(f.options().weaken(Weakening.REFUSAL_BY_MARKER_TEXT).build())
+                f.fenced(
+                        WeakenedFence.weaken(f.options(), WeakenedFence.REFUSAL_BY_MARKER_TEXT)
+                            .build())
                     .getConnection()) {
           c.setAutoCommit(false);
           f.insert(c, 1, lease.term());
@@ -117,7 +119,7 @@ class RefusalSignatureTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("postgres")
   void controlAReadOnlyCommitWithoutProofDeliversTheNotify(TestDatabase db) throws Exception {
-    assertEquals(1, notificationsAfterTakeover(db, Weakening.NO_READ_ONLY_PROOF));
+    assertEquals(1, notificationsAfterTakeover(db, WeakenedFence.NO_READ_ONLY_PROOF));
   }
 
   /** The fixed fence, and its commit in the same round trip as the proof: nothing delivered. */
@@ -152,7 +154,7 @@ class RefusalSignatureTest {
     }
   }
 
-  private static int notificationsAfterTakeover(TestDatabase db, Weakening... weakenings)
+  private static int notificationsAfterTakeover(TestDatabase db, WeakenedFence... weakenings)
       throws Exception {
     String channel = TestDatabase.uniqueTable("ch");
     try (Fixture f = new Fixture(db, 3);
@@ -161,7 +163,8 @@ class RefusalSignatureTest {
       Lease lease =
           f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("n" + IDS.incrementAndGet()).get();
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-          Connection c = f.fenced(f.options().weaken(weakenings).build()).getConnection()) {
+          Connection c =
+              f.fenced(WeakenedFence.weaken(f.options(), weakenings).build()).getConnection()) {
         c.setReadOnly(true);
         c.setAutoCommit(false);
         try (Statement s = c.createStatement()) {

@@ -38,7 +38,8 @@ class RequestBoundaryTest {
     assertEquals(
         1,
         committedAfterEndRequest(
-            db, FencingOptions.builder().weaken(Weakening.NO_ROLLBACK_AT_CLOSE)));
+            db,
+            WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_ROLLBACK_AT_CLOSE)));
   }
 
   private static int committedAfterEndRequest(TestDatabase db, FencingOptions.Builder options)
@@ -73,7 +74,8 @@ class RequestBoundaryTest {
   void negativeControlWithoutTheCheckTheReleaseRuns(TestDatabase db) throws Exception {
     assertEquals(
         "released",
-        releaseAfterLoss(db, FencingOptions.builder().weaken(Weakening.NO_COMMIT_CHECKS)));
+        releaseAfterLoss(
+            db, WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_COMMIT_CHECKS)));
   }
 
   private static String releaseAfterLoss(TestDatabase db, FencingOptions.Builder options)

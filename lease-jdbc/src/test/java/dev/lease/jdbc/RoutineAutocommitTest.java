@@ -42,7 +42,8 @@ class RoutineAutocommitTest {
       throws Exception {
     assertEquals(
         List.of(false, 3),
-        afterCall(db, FencingOptions.builder().weaken(Weakening.NO_DRIVER_SESSION)));
+        afterCall(
+            db, WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_DRIVER_SESSION)));
   }
 
   /** What the driver reports after the statement that follows the CALL, and the verifies. */

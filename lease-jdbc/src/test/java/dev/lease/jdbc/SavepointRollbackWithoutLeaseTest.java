@@ -46,7 +46,11 @@ class SavepointRollbackWithoutLeaseTest {
       assertEquals(
           1,
           verifiesAfterUnleasedRollbackTo(
-              f, lease, f.options().refusal(Refusal.CLIENT).weaken(Weakening.NO_REVERIFY).build()));
+              f,
+              lease,
+              WeakenedFence.weaken(
+                      f.options(), WeakenedFence.PREVIOUS_REFUSAL, WeakenedFence.NO_REVERIFY)
+                  .build()));
     }
   }
 
@@ -77,7 +81,8 @@ class SavepointRollbackWithoutLeaseTest {
       s.execute("ROLLBACK TO SAVEPOINT a"); // no lease bound
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
         f.insert(c, 2, lease.term());
-        if (f.db == TestDatabase.POSTGRESQL && !o.weakened(Weakening.NO_REVERIFY)) {
+        if (f.db == TestDatabase.POSTGRESQL
+            && !WeakenedFence.of(o).contains(WeakenedFence.NO_REVERIFY)) {
           assertFalse(ReadOnlyFlagTest.leaseRowFree(f, lease), "verified again: locked");
         }
         c.commit();
@@ -91,7 +96,10 @@ class SavepointRollbackWithoutLeaseTest {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
       FencingOptions.Builder o = f.options();
       if (weakened) {
-        o.refusal(Refusal.CLIENT).weaken(Weakening.NO_REVERIFY); // the commit proof would catch it
+        WeakenedFence.weaken(
+            o,
+            WeakenedFence.PREVIOUS_REFUSAL,
+            WeakenedFence.NO_REVERIFY); // the commit proof would catch it
       }
       try (Connection c = f.fenced(o.build()).getConnection();
           Statement s = c.createStatement()) {

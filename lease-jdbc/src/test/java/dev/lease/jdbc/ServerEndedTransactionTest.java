@@ -66,7 +66,11 @@ class ServerEndedTransactionTest {
     assertEquals(
         "committed",
         afterDeadlock(
-            db, f -> f.options().refusal(Refusal.CLIENT).weaken(Weakening.NO_REVERIFY).build()));
+            db,
+            f ->
+                WeakenedFence.weaken(
+                        f.options(), WeakenedFence.PREVIOUS_REFUSAL, WeakenedFence.NO_REVERIFY)
+                    .build()));
   }
 
   interface Options {
@@ -202,7 +206,9 @@ class ServerEndedTransactionTest {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
       FencingOptions weak =
-          f.options().refusal(Refusal.CLIENT).weaken(Weakening.NO_REVERIFY).build();
+          WeakenedFence.weaken(
+                  f.options(), WeakenedFence.PREVIOUS_REFUSAL, WeakenedFence.NO_REVERIFY)
+              .build();
       assertEquals("committed", savepointPastTheVerify(f, lease, weak, false));
     }
   }

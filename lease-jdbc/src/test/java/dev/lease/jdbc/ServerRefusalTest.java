@@ -49,11 +49,11 @@ class ServerRefusalTest {
   }
 
   private static FencedDataSource fenced(Fixture f, Refusal refusal) {
-    FencingOptions.Builder b = f.options().refusal(refusal);
+    FencingOptions.Builder b = WeakenedFence.refusal(f.options(), refusal);
     if (refusal == Refusal.CLIENT) {
       // the whole previous mechanism: a refusal was not reported to the lease either (issue 23),
       // so the next statement is sent again instead of being refused locally
-      b.weaken(Weakening.REFUSAL_NOT_REPORTED);
+      WeakenedFence.weaken(b, WeakenedFence.REFUSAL_NOT_REPORTED);
     }
     return f.fenced(b.build());
   }
@@ -327,9 +327,9 @@ class ServerRefusalTest {
             // the lexer knows this one commits (the review): read as one it does not know
             Connection c =
                 f.fenced(
-                        f.options()
-                            .refusal(refusal)
-                            .weaken(Weakening.UNKNOWN_IMPLICIT_COMMITS)
+                        WeakenedFence.weaken(
+                                WeakenedFence.refusal(f.options(), refusal),
+                                WeakenedFence.UNKNOWN_IMPLICIT_COMMITS)
                             .build())
                     .getConnection()) {
           c.setAutoCommit(false);

@@ -103,7 +103,9 @@ class SessionBoundsTest {
     try (Fixture f = new Fixture(db, 1)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("bounds").orElseThrow();
       DataSource ds =
-          f.fenced(bounds().listener(f.counter).weaken(Weakening.NO_SESSION_RESTORE).build());
+          f.fenced(
+              WeakenedFence.weaken(bounds().listener(f.counter), WeakenedFence.NO_SESSION_RESTORE)
+                  .build());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection()) {
         c.setAutoCommit(false);

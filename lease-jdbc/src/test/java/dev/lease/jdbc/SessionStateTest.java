@@ -89,7 +89,8 @@ class SessionStateTest {
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sql-begin").orElseThrow();
-      FencedDataSource weak = f.fenced(f.options().weaken(Weakening.NO_DRIVER_SESSION).build());
+      FencedDataSource weak =
+          f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_DRIVER_SESSION).build());
       try (Connection c = weak.getConnection()) {
         sql(c, begin(db));
         try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
@@ -153,7 +154,8 @@ class SessionStateTest {
     }
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("set-ac").orElseThrow();
-      FencedDataSource weak = f.fenced(f.options().weaken(Weakening.NO_DRIVER_SESSION).build());
+      FencedDataSource weak =
+          f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_DRIVER_SESSION).build());
       try (Connection c = weak.getConnection();
           LeaseContext.Scope scope = LeaseContext.bind(lease)) {
         sql(c, "SET autocommit = 0");
@@ -233,7 +235,10 @@ class SessionStateTest {
       FencingOptions.Builder b = f.options().mode(FencingMode.VERIFY);
       FencedDataSource ds =
           f.fenced(
-              (weakened ? b.refusal(Refusal.CLIENT).weaken(Weakening.NO_COMMIT_CHECKS) : b)
+              (weakened
+                      ? WeakenedFence.weaken(
+                          b, WeakenedFence.PREVIOUS_REFUSAL, WeakenedFence.NO_COMMIT_CHECKS)
+                      : b)
                   .build());
       int id = 0;
       for (String path : commitPaths(db)) {
@@ -327,7 +332,10 @@ class SessionStateTest {
       assertEquals(
           1,
           staleAfterNextBorrower(
-              f, lease, f.options().weaken(Weakening.NO_ROLLBACK_AT_CLOSE).build(), 2),
+              f,
+              lease,
+              WeakenedFence.weaken(f.options(), WeakenedFence.NO_ROLLBACK_AT_CLOSE).build(),
+              2),
           "negative control: left open, the next borrower's COMMIT commits the stale row");
     }
   }

@@ -244,7 +244,8 @@ class SqlTextFencingTest {
       Fixture f = counter.f;
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("text").orElseThrow();
       f.takeOver(lease);
-      FencedDataSource weak = f.fenced(f.options().weaken(Weakening.LEADING_KEYWORD).build());
+      FencedDataSource weak =
+          f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.LEADING_KEYWORD).build());
       // sqlite-jdbc runs every statement of a text only in executeUpdate
       Path path = db.isSqlite() ? Path.EXECUTE_UPDATE : Path.EXECUTE;
       String begin = db.isMySqlFamily() ? "START TRANSACTION" : "BEGIN";

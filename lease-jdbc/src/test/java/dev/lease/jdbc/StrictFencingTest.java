@@ -182,7 +182,10 @@ class StrictFencingTest {
       DataSource ds =
           db.isSqlite()
               ? f.pool
-              : f.fenced(f.options().mode(FencingMode.VERIFY).refusal(Refusal.CLIENT).build());
+              : f.fenced(
+                  WeakenedFence.weaken(
+                          f.options().mode(FencingMode.VERIFY), WeakenedFence.PREVIOUS_REFUSAL)
+                      .build());
       Pause pause = db.isSqlite() ? Pause.BEFORE_FIRST_STATEMENT : Pause.AFTER_WRITE;
       Run run = pausedHolder(f, ds, pause, 3000, h, "weakened");
       assertEquals("committed", run.holderOutcome(), run.toString());

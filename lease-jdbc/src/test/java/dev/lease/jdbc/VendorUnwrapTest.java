@@ -46,7 +46,8 @@ class VendorUnwrapTest {
       throws Exception {
     assertEquals(
         "handed out",
-        unwrapAfterTakeover(db, FencingOptions.builder().weaken(Weakening.NO_UNWRAP_CHECKS)));
+        unwrapAfterTakeover(
+            db, WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_UNWRAP_CHECKS)));
   }
 
   private static String unwrapAfterTakeover(TestDatabase db, FencingOptions.Builder options)
@@ -84,7 +85,9 @@ class VendorUnwrapTest {
   @MethodSource("postgresql")
   void negativeControlWithoutTheUnwrapChecksTheCopyCommits(TestDatabase db) throws Exception {
     assertEquals(
-        1, copyAfterTakeover(db, FencingOptions.builder().weaken(Weakening.NO_UNWRAP_CHECKS)));
+        1,
+        copyAfterTakeover(
+            db, WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_UNWRAP_CHECKS)));
   }
 
   /** Rows the COPY left in the data table. */
@@ -138,7 +141,8 @@ class VendorUnwrapTest {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("base").orElseThrow();
       try (Connection c =
-              f.fenced(f.options().weaken(Weakening.NO_UNWRAP_CHECKS).build()).getConnection();
+              f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_UNWRAP_CHECKS).build())
+                  .getConnection();
           LeaseContext.Scope scope = LeaseContext.bind(lease)) {
         assertFalse(c.unwrap(BaseConnection.class) instanceof FencedConnection);
       }

@@ -5,7 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.jdbc.internal.FenceInternals;
+import dev.lease.jdbc.internal.FenceRules;
 import dev.lease.testing.TestDatabase;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -24,10 +27,12 @@ import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.beans.factory.annotation.Value;
+import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.annotation.Bean;
+import org.springframework.core.Ordered;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.transaction.annotation.Transactional;
 
@@ -59,6 +64,59 @@ class LeaseLostDataAccessExceptionTest {
     @Bean
     Caller caller(Writer writer) {
       return new Caller(writer);
+    }
+
+    /**
+     * The negative control ({@code app.weaken-loss-reporting=true}): the fenced DataSource the
+     * starter made, fenced again with lease-jdbc's rules weakened to report the database's error
+     * alone ({@link LossAsDatabaseError}), through lease-jdbc's guarded entry for tests.
+     */
+    @Bean
+    static BeanPostProcessor weakenLossReporting(
+        @Value("${app.weaken-loss-reporting:false}") boolean weaken) {
+      return new WeakenLossReporting(weaken);
+    }
+  }
+
+  /** Runs after the starter's fencing post-processor (its order is LOWEST_PRECEDENCE - 10). */
+  static final class WeakenLossReporting implements BeanPostProcessor, Ordered {
+    private final boolean weaken;
+
+    WeakenLossReporting(boolean weaken) {
+      this.weaken = weaken;
+    }
+
+    @Override
+    public Object postProcessAfterInitialization(Object bean, String beanName) {
+      if (!weaken || !(bean instanceof FencedDataSource f)) {
+        return bean;
+      }
+      return FencedDataSource.wrap(
+          f.target(),
+          FenceInternals.rulesForTesting(f.options().toBuilder(), new LossAsDatabaseError())
+              .build());
+    }
+
+    @Override
+    public int getOrder() {
+      return Ordered.LOWEST_PRECEDENCE;
+    }
+  }
+
+  /**
+   * lease-jdbc's rules with one mechanism off: a failure of a transaction whose lease is no longer
+   * held is reported as the database's error alone, and the rollback of the session the server
+   * ended fails (lease-jdbc's control LOSS_AS_DATABASE_ERROR).
+   */
+  static final class LossAsDatabaseError implements FenceRules {
+    @Override
+    public boolean reportsLossAsLeaseLost() {
+      return false;
+    }
+
+    @Override
+    public String toString() {
+      return "[LOSS_AS_DATABASE_ERROR]";
     }
   }
 
@@ -150,7 +208,7 @@ class LeaseLostDataAccessExceptionTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("servers")
   void transactionalCallerCatchesLeaseLostDataAccessException(TestDatabase db) throws Exception {
-    RuntimeException caught = scenario(db);
+    RuntimeException caught = scenario(db, false);
     assertLeaseLost(caught);
   }
 
@@ -225,17 +283,7 @@ class LeaseLostDataAccessExceptionTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("servers")
   void negativeControlTheDatabaseErrorAloneReachesTheCaller(TestDatabase db) throws Exception {
-    String was = System.setProperty("lease.jdbc.testing.weaken", "LOSS_AS_DATABASE_ERROR");
-    RuntimeException caught;
-    try {
-      caught = scenario(db);
-    } finally {
-      if (was == null) {
-        System.clearProperty("lease.jdbc.testing.weaken");
-      } else {
-        System.setProperty("lease.jdbc.testing.weaken", was);
-      }
-    }
+    RuntimeException caught = scenario(db, true);
     assertNotNull(caught, "the stale write failed");
     String all = chain(caught);
     assertFalse(caught instanceof LeaseLostDataAccessException, all);
@@ -243,12 +291,13 @@ class LeaseLostDataAccessExceptionTest {
   }
 
   /** Runs the frozen-replica scenario on {@code db}; what the caller caught. */
-  private static RuntimeException scenario(TestDatabase db) throws Exception {
+  private static RuntimeException scenario(TestDatabase db, boolean weakened) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String table = replicas.table("sb_lost");
       Map<String, Object> p = new HashMap<>();
       p.put("lease.fencing.enabled", true);
       p.put("lease.duration", "2s");
+      p.put("app.weaken-loss-reporting", weakened);
       p.put("app.table", table);
       p.put(
           "app.session-id-sql",

@@ -2,7 +2,6 @@ package dev.lease.conformance.failover;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
-import dev.lease.conformance.FencingSwitch;
 import dev.lease.conformance.Mutation;
 import dev.lease.conformance.Mutations;
 import dev.lease.conformance.failover.FailoverProperty.Break;
@@ -256,7 +255,7 @@ final class HolderProcess {
               .build();
       fenced =
           FencedDataSource.wrap(
-              dataPool, FencingSwitch.build(FencingOptions.builder().mode(FencingMode.STRICT)));
+              dataPool, FencingOptions.builder().mode(FencingMode.STRICT).build());
       thread = new Thread(this, "failover-holder");
       thread.setDaemon(true);
       thread.start();

@@ -1,6 +1,6 @@
 package dev.lease.conformance.fault;
 
-import dev.lease.conformance.FencingSwitch;
+import dev.lease.conformance.WeakenedFences;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
@@ -27,21 +27,23 @@ public enum Fence {
       case STRICT ->
           FencedDataSource.wrap(
               ds,
-              FencingSwitch.build(
-                  FencingOptions.builder()
-                      .mode(FencingMode.STRICT)
-                      .idleInTransactionTimeout(idleInTransaction)));
+              FencingOptions.builder()
+                  .mode(FencingMode.STRICT)
+                  .idleInTransactionTimeout(idleInTransaction)
+                  .build());
       case VERIFY -> FencedDataSource.wrap(ds, previousRefusal(FencingMode.VERIFY));
       case NONE -> ds;
     };
   }
 
   /**
-   * VERIFY with lease-jdbc's refusal before issue 25 (its {@code PREVIOUS_REFUSAL} weakening,
-   * through its testing switch while the options are built): the current commit proof refuses a
-   * stale VERIFY commit on PostgreSQL by itself, and this control must show the lock's absence.
+   * VERIFY with lease-jdbc's refusal before issue 25 ({@link WeakenedFences#PREVIOUS_REFUSAL}): the
+   * current commit proof refuses a stale VERIFY commit on PostgreSQL by itself, and this control
+   * must show the lock's absence.
    */
   static FencingOptions previousRefusal(FencingMode mode) {
-    return FencingSwitch.build(FencingOptions.builder().mode(mode), "PREVIOUS_REFUSAL");
+    return WeakenedFences.weaken(
+            FencingOptions.builder().mode(mode), WeakenedFences.PREVIOUS_REFUSAL)
+        .build();
   }
 }

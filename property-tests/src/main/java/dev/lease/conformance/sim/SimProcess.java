@@ -1,6 +1,5 @@
 package dev.lease.conformance.sim;
 
-import dev.lease.conformance.FencingSwitch;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.DataSourceAdapter;
@@ -30,8 +29,7 @@ public final class SimProcess {
   final ProcessScheduler scheduler;
   final DataSource dataSource = new Pool();
   final DataSource fenced =
-      FencedDataSource.wrap(
-          dataSource, FencingSwitch.build(FencingOptions.builder().mode(FencingMode.STRICT)));
+      FencedDataSource.wrap(dataSource, FencingOptions.builder().mode(FencingMode.STRICT).build());
   final List<Lease> leases = new ArrayList<>();
   private final List<SimConnection> connections = new ArrayList<>();
   private final Deque<SimConnection> idle = new ArrayDeque<>();

@@ -1,6 +1,6 @@
 package dev.lease.conformance.text;
 
-import dev.lease.conformance.FencingSwitch;
+import dev.lease.conformance.WeakenedFences;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
@@ -15,8 +15,7 @@ public enum TextFence {
   STRICT,
   /**
    * The fence as its first release read SQL text: by the leading keyword only (lease-jdbc's own
-   * weakening for negative controls, switched on through its system property while the options are
-   * built).
+   * weakening for negative controls, {@link WeakenedFences#LEADING_KEYWORD}).
    */
   LEADING_KEYWORD,
   /** The plain verify: no lock orders the claim after the holder's commit (servers). */
@@ -38,8 +37,10 @@ public enum TextFence {
         // on PostgreSQL now, and this control shows what the missing lock lets through
         return FencedDataSource.wrap(
             ds,
-            FencingSwitch.build(
-                FencingOptions.builder().mode(FencingMode.VERIFY), "PREVIOUS_REFUSAL"));
+            WeakenedFences.weaken(
+                    FencingOptions.builder().mode(FencingMode.VERIFY),
+                    WeakenedFences.PREVIOUS_REFUSAL)
+                .build());
       case LEADING_KEYWORD:
       case RAW_DRIVER_OBJECTS:
         // the first release's reading, or raw driver objects, each with the refusal before issue
@@ -47,17 +48,19 @@ public enum TextFence {
         // weakened part lets through)
         return FencedDataSource.wrap(
             ds,
-            FencingSwitch.build(
-                FencingOptions.builder().idleInTransactionTimeout(idleInTransaction),
-                name() + ",PREVIOUS_REFUSAL"));
+            WeakenedFences.weaken(
+                    FencingOptions.builder().idleInTransactionTimeout(idleInTransaction),
+                    WeakenedFences.valueOf(name()),
+                    WeakenedFences.PREVIOUS_REFUSAL)
+                .build());
       case STRICT:
       default:
         return FencedDataSource.wrap(
             ds,
-            FencingSwitch.build(
-                FencingOptions.builder()
-                    .mode(FencingMode.STRICT)
-                    .idleInTransactionTimeout(idleInTransaction)));
+            FencingOptions.builder()
+                .mode(FencingMode.STRICT)
+                .idleInTransactionTimeout(idleInTransaction)
+                .build());
     }
   }
 }

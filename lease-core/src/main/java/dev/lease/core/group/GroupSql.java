@@ -59,6 +59,16 @@ final class GroupSql {
         .replace("{lock}", lock);
   }
 
+  /** The members table's name. */
+  String members() {
+    return members;
+  }
+
+  /** The database clock in milliseconds, as an SQL expression. */
+  String clock() {
+    return clock;
+  }
+
   static List<String> ddl(Database database, String members) {
     return List.of(GroupSqlText.of(database).membersDdl().replace("{members}", members));
   }
@@ -96,21 +106,6 @@ final class GroupSql {
         draining ? 1 : 0,
         group,
         member);
-  }
-
-  /** Live (heartbeat within {@code timeoutMs} of the database clock) members not draining. */
-  int liveMembers(Connection c, String group, long timeoutMs) throws SQLException {
-    return query(
-            c,
-            "SELECT COUNT(*) FROM "
-                + members
-                + " WHERE group_name = ? AND draining = 0 AND heartbeat_ms > "
-                + clock
-                + " - ?",
-            rs -> rs.getInt(1),
-            group,
-            timeoutMs)
-        .get(0);
   }
 
   /** A live member of the group as the members table has it. */
@@ -250,19 +245,6 @@ final class GroupSql {
             + " - ?",
         group,
         dead,
-        olderThanMs);
-  }
-
-  /**
-   * The purge as it was, one range DELETE: on MySQL/MariaDB it locks every row of the group it
-   * scans, and waits for a peer's row inserted in a transaction still open. Only the tests'
-   * negative control ({@code GroupRules.announcesApart()} false) runs it.
-   */
-  int forgetDeadInRange(Connection c, String group, long olderThanMs) throws SQLException {
-    return update(
-        c,
-        "DELETE FROM " + members + " WHERE group_name = ? AND heartbeat_ms < " + clock + " - ?",
-        group,
         olderThanMs);
   }
 

@@ -354,15 +354,14 @@ public final class LeaseGroup implements AutoCloseable {
       boolean firstPass = !announced;
       passes++;
       int live;
-      List<GroupSql.MemberRow> rows = List.of();
-      if (firstPass && !rules.announcesApart()) {
-        live = membership.firstPassInOneTransaction(leaving);
+      List<GroupSql.MemberRow> rows;
+      if (firstPass) {
+        Membership.FirstPass steps = membership.firstPass(leaving);
+        live = rules.firstPass(steps);
+        rows = steps.rows();
       } else {
-        if (!announced) {
-          membership.announce(leaving);
-        }
         rows = membership.heartbeat(leaving);
-        live = (int) rows.stream().filter(r -> !r.draining()).count();
+        live = Membership.notDraining(rows);
       }
       announced = true;
       if (firstPass && !leaving) {

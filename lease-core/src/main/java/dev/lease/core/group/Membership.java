@@ -3,7 +3,9 @@ package dev.lease.core.group;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.dialect.Dialect;
+import dev.lease.core.internal.GroupFirstPass;
 import dev.lease.core.internal.LeaseInternals;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.List;
 import org.slf4j.Logger;
@@ -70,24 +72,73 @@ final class Membership {
         "count the members of group " + group, c -> sql.liveMemberRows(c, group, memberTimeoutMs));
   }
 
-  /**
-   * The first pass as it was before members announced themselves on their own (run only where
-   * {@link dev.lease.core.internal.GroupRules#announcesApart} is false, the tests' negative
-   * control): heartbeat, purge and count in one transaction, not retried.
-   *
-   * @return the live members
-   */
-  int firstPassInOneTransaction(boolean leaving) {
-    return LeaseInternals.execute(
-        manager,
-        "heartbeat of member " + member + " of group " + group,
-        c -> {
-          if (sql.beat(c, group, member, leaving) == 0) {
-            sql.announce(c, group, member, manager.instance(), leaving);
-          }
-          sql.forgetDeadInRange(c, group, 10 * memberTimeoutMs);
-          return sql.liveMembers(c, group, memberTimeoutMs);
-        });
+  /** This member's first pass, for {@link dev.lease.core.internal.GroupRules#firstPass}. */
+  FirstPass firstPass(boolean leaving) {
+    return new FirstPass(leaving);
+  }
+
+  /** The live members that are not draining. */
+  static int notDraining(List<GroupSql.MemberRow> rows) {
+    return (int) rows.stream().filter(r -> !r.draining()).count();
+  }
+
+  /** The first pass and its pieces; {@link #rows} holds the members the production pass read. */
+  final class FirstPass implements GroupFirstPass {
+
+    private final boolean leaving;
+    private List<GroupSql.MemberRow> rows = List.of();
+
+    private FirstPass(boolean leaving) {
+      this.leaving = leaving;
+    }
+
+    /** The live members the production pass read (none if the pass ran otherwise). */
+    List<GroupSql.MemberRow> rows() {
+      return rows;
+    }
+
+    @Override
+    public int announceApart() {
+      Membership.this.announce(leaving);
+      rows = heartbeat(leaving);
+      return notDraining(rows);
+    }
+
+    @Override
+    public <T> T inOneTransaction(Dialect.SqlCall<T> call) {
+      return LeaseInternals.execute(
+          manager, "heartbeat of member " + member + " of group " + group, call);
+    }
+
+    @Override
+    public int beat(Connection c) throws SQLException {
+      return sql.beat(c, group, member, leaving);
+    }
+
+    @Override
+    public void announce(Connection c) throws SQLException {
+      sql.announce(c, group, member, manager.instance(), leaving);
+    }
+
+    @Override
+    public String group() {
+      return group;
+    }
+
+    @Override
+    public String membersTable() {
+      return sql.members();
+    }
+
+    @Override
+    public String clock() {
+      return sql.clock();
+    }
+
+    @Override
+    public long memberTimeoutMs() {
+      return memberTimeoutMs;
+    }
   }
 
   /** Deletes the rows of members silent for ten member timeouts. */

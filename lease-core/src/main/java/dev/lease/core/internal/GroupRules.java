@@ -58,13 +58,15 @@ public interface GroupRules {
   }
 
   /**
-   * Whether a member's first pass writes its row apart: the announcement in a transaction of its
-   * own (retried on a deadlock), then the heartbeat with the live members in another. One
-   * transaction of heartbeat, purge and count deadlocked on MySQL/MariaDB when members started
-   * together.
+   * A member's first pass writes its row apart: the announcement in a transaction of its own
+   * (retried on a deadlock), then the heartbeat with the live members in another. One transaction
+   * of heartbeat, purge and count deadlocked on MySQL/MariaDB when members started together.
+   *
+   * @param steps the production pass ({@link GroupFirstPass#announceApart}) and its pieces
+   * @return the live members that are not draining
    */
-  default boolean announcesApart() {
-    return true;
+  default int firstPass(GroupFirstPass steps) {
+    return steps.announceApart();
   }
 
   /**

@@ -1,7 +1,10 @@
 package dev.lease.core.group;
 
+import dev.lease.core.internal.GroupFirstPass;
 import dev.lease.core.internal.GroupInternals;
 import dev.lease.core.internal.GroupRules;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.util.function.Supplier;
 
 /**
@@ -43,8 +46,43 @@ enum WeakenedGroup implements GroupRules {
    */
   FIRST_PASS_IN_ONE_TRANSACTION {
     @Override
-    public boolean announcesApart() {
-      return false;
+    public int firstPass(GroupFirstPass steps) {
+      String members = steps.membersTable();
+      String clock = steps.clock();
+      return steps.inOneTransaction(
+          c -> {
+            if (steps.beat(c) == 0) {
+              steps.announce(c);
+            }
+            // the purge of members silent for ten member timeouts, one range DELETE: on
+            // MySQL/MariaDB it locks every row of the group it scans, and waits for a peer's row
+            // inserted in a transaction still open
+            try (PreparedStatement ps =
+                c.prepareStatement(
+                    "DELETE FROM "
+                        + members
+                        + " WHERE group_name = ? AND heartbeat_ms < "
+                        + clock
+                        + " - ?")) {
+              ps.setString(1, steps.group());
+              ps.setLong(2, 10 * steps.memberTimeoutMs());
+              ps.executeUpdate();
+            }
+            try (PreparedStatement ps =
+                c.prepareStatement(
+                    "SELECT COUNT(*) FROM "
+                        + members
+                        + " WHERE group_name = ? AND draining = 0 AND heartbeat_ms > "
+                        + clock
+                        + " - ?")) {
+              ps.setString(1, steps.group());
+              ps.setLong(2, steps.memberTimeoutMs());
+              try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+              }
+            }
+          });
     }
   },
 

@@ -37,11 +37,25 @@ class FaultRunNegativeControlTest {
     return TestDatabase.servers();
   }
 
+  /**
+   * The control's run, again with the next seed (up to three) while a run is inconclusive: one that
+   * saw too few of the events it needs (seen once in CI: the claim-keeps-term run on PostgreSQL
+   * ended after one claim) proves neither way. A conclusive run that holds fails at once.
+   */
   private static PropertyResult run(TestDatabase db, FaultRunProperty broken) {
-    PropertyResult r =
-        broken.check(
-            new Target(db.url(), null, null), Size.QUICK, 11L, ConformanceProperty.Progress.NONE);
-    System.out.println(db + " " + broken.id() + ": " + r);
+    PropertyResult r = null;
+    for (long seed = 11L; seed < 14L; seed++) {
+      r =
+          broken.check(
+              new Target(db.url(), null, null),
+              Size.QUICK,
+              seed,
+              ConformanceProperty.Progress.NONE);
+      System.out.println(db + " " + broken.id() + " (seed " + seed + "): " + r);
+      if (r.verdict() != PropertyResult.Verdict.INCONCLUSIVE) {
+        break;
+      }
+    }
     assertTrue(NegativeControl.caught(r), broken.id() + " must be caught: " + r);
     return r;
   }

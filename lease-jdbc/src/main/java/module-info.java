@@ -2,8 +2,8 @@
  * Fencing inside the application's own transaction: {@link dev.lease.jdbc.FencedDataSource}, the
  * {@code jdbc:fenced:} {@link dev.lease.jdbc.FencedDriver} and {@link
  * dev.lease.jdbc.FencedConnections}. The bridge to lease-agent ({@code dev.lease.jdbc.internal}) is
- * exported to the agent's module only; the SQL reading ({@code dev.lease.jdbc.internal.sql}) to
- * none.
+ * exported to the agent's module only; the fence ({@code dev.lease.jdbc.internal.fence}) and the
+ * SQL reading ({@code dev.lease.jdbc.internal.sql}) to none.
  */
 module dev.lease.jdbc {
   requires transitive dev.lease.core;

@@ -38,6 +38,8 @@ import javax.sql.DataSource;
  *   stdin "release N": lets the running nightly(N) or stubborn(N) return
  * java [-javaagent:...] -cp ... legacy.LegacyApp isolated
  *   loads RoutingDataSource again in a loader that cannot see the agent (ISOLATED-LOADED)
+ * java [-javaagent:...] -cp ... legacy.LegacyApp isolated-jobs
+ *   the same with Jobs, the class of the methods= tests
  * java [-javaagent:...] -cp ... legacy.LegacyApp xa ... / vendor ...   (see XaAndVendor)
  * java [-javaagent:...] -cp ... legacy.LegacyApp first-query URL hikari|plain
  *   prints FIRST-QUERY uptime-ms after its first query, then exits
@@ -98,6 +100,9 @@ public final class LegacyApp {
       case "vendor-copy":
         XaAndVendor.vendorCopy(args[1], args[2], args[3]);
         System.exit(0);
+        break;
+      case "isolated-jobs":
+        isolated(Jobs.class);
         break;
       case "isolated":
         isolated();
@@ -284,11 +289,16 @@ public final class LegacyApp {
    * the agent (its parent is the platform loader), as an isolated plugin loader would.
    */
   private static void isolated() throws Exception {
+    isolated(RoutingDataSource.class);
+  }
+
+  /** Loads {@code own} a second time, in a class loader that cannot see the agent. */
+  private static void isolated(Class<?> own) throws Exception {
     java.net.URL classes = LegacyApp.class.getProtectionDomain().getCodeSource().getLocation();
     try (java.net.URLClassLoader isolated =
         new java.net.URLClassLoader(
             new java.net.URL[] {classes}, ClassLoader.getPlatformClassLoader())) {
-      Class<?> c = Class.forName(RoutingDataSource.class.getName(), true, isolated);
+      Class<?> c = Class.forName(own.getName(), true, isolated);
       System.out.println("ISOLATED-LOADED " + c.getName());
     }
   }

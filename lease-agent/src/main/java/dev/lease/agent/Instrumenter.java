@@ -244,7 +244,27 @@ final class Instrumenter {
                       .include(Instrumenter.class.getClassLoader())
                       .advice(
                           isMethod().and(named(m.methodName())).and(not(isAbstract())),
-                          MethodLeaseAdvice.class.getName()));
+                          MethodLeaseAdvice.class.getName()))
+              // the same class in a loader that cannot see the agent: its method would run
+              // without the lease, on every replica at once
+              .type(named(m.className()), not(seesAgent))
+              .transform(
+                  (b, type, loader, module, domain) -> {
+                    unfenced(
+                        "class "
+                            + type.getName()
+                            + " of methods="
+                            + m.key()
+                            + " (class loader "
+                            + loader
+                            + ") cannot see the agent's classes, so "
+                            + m.methodName()
+                            + " would run without its lease "
+                            + m.leaseName()
+                            + "; load it in a class loader that delegates to the system class"
+                            + " loader (see docs/agent.md, class-loader limits)");
+                    return b;
+                  });
     }
     builder.installOn(inst);
   }

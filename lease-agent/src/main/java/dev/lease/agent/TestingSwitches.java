@@ -1,6 +1,6 @@
 package dev.lease.agent;
 
-import java.util.List;
+import dev.lease.core.internal.LeaseInternals;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -11,9 +11,9 @@ import java.util.TreeMap;
  * {@link AgentRules#fencing}) and the {@code lease.agent.testing.*} switches that class reads. A
  * leftover one must never weaken a production JVM silently: they are honoured only in a JVM that
  * says it is one of this project's test JVMs ({@code -Dlease.agent.testJvm=true}, set by the
- * child-JVM tests) and has lease's test support or conformance runner on its class path ({@link
- * #MARKERS}, as lease-jdbc's weakenings); such a JVM logs an ERROR at start naming them, anywhere
- * else the agent refuses to start ({@link LeaseAgent#premain}).
+ * child-JVM tests) and has lease's test support or conformance runner on its class path ({@code
+ * LeaseInternals.testJvm}, as lease-jdbc's weakenings); such a JVM logs an ERROR at start naming
+ * them, anywhere else the agent refuses to start ({@link LeaseAgent#premain}).
  */
 final class TestingSwitches {
 
@@ -22,11 +22,6 @@ final class TestingSwitches {
 
   /** The class of the weakened rules to load in place of {@link AgentRules#PRODUCTION}. */
   static final String RULES = "lease.agent.testing.rules";
-
-  /** Classes only lease's test support and conformance runner contain (lease-jdbc's too). */
-  static final List<String> MARKERS =
-      List.of(
-          "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
 
   private static final String[] PREFIXES = {"lease.agent.testing."};
 
@@ -37,8 +32,7 @@ final class TestingSwitches {
   }
 
   static boolean isTestJvm(ClassLoader loader) {
-    return Boolean.parseBoolean(System.getProperty(TEST_JVM))
-        && MARKERS.stream().anyMatch(m -> present(m, loader));
+    return Boolean.parseBoolean(System.getProperty(TEST_JVM)) && LeaseInternals.testJvm(loader);
   }
 
   /** Every switch that is set, by property name. */
@@ -85,15 +79,6 @@ final class TestingSwitches {
     } catch (ReflectiveOperationException | ClassCastException | LinkageError e) {
       throw new IllegalStateException(
           RULES + "=" + className + " cannot be loaded as the agent's rules: " + e, e);
-    }
-  }
-
-  private static boolean present(String name, ClassLoader loader) {
-    try {
-      Class.forName(name, false, loader);
-      return true;
-    } catch (ClassNotFoundException | LinkageError e) {
-      return false;
     }
   }
 

@@ -99,6 +99,14 @@ class MisconfigurationIT {
   }
 
   /** Leader-mode arguments with a lease table of the test's own. */
+  private static String jobs(String table, String more) {
+    return "mode=methods,methods=legacy.Jobs#nightly=billing,create-table=true,table="
+        + table
+        + ",url="
+        + PG
+        + more;
+  }
+
   private static String leader(String table, String more) {
     return "mode=leader,lease=l,create-table=true,table=" + table + ",url=" + PG + more;
   }
@@ -159,6 +167,39 @@ class MisconfigurationIT {
           assertEquals(0, app.awaitExit(), app.describe());
           assertTrue(app.lines().contains("ISOLATED-LOADED legacy.RoutingDataSource"));
           assertTrue(app.stderr().contains("it runs UNFENCED (on-unfenced=log)"), app.describe());
+        });
+  }
+
+  /**
+   * A methods= class loaded again by a loader that cannot see the agent: its method would run
+   * without the lease (on every replica at once), so the JVM stops, naming it.
+   */
+  @Test
+  void methodsClassInALoaderThatCannotSeeTheAgentStopsTheJvm() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app = runApp(jobs(table, ""), List.of(), "isolated-jobs");
+          assertEquals(78, app.awaitExit(), app.describe());
+          assertTrue(
+              app.stderr()
+                  .contains(
+                      "lease-agent: class legacy.Jobs of methods=legacy.Jobs#nightly (class loader"
+                          + " java.net.URLClassLoader@"),
+              app.describe());
+          assertTrue(app.stderr().contains("would run without its lease billing"), app.describe());
+          assertFalse(app.lines().stream().anyMatch(l -> l.startsWith("ISOLATED-LOADED")));
+        });
+  }
+
+  /** Beside it: with on-unfenced=log the class loads, and the log says the method is unleased. */
+  @Test
+  void methodsClassInALoaderThatCannotSeeTheAgentIsLoggedWithOnUnfencedLog() throws Exception {
+    withTable(
+        table -> {
+          AppProcess app = runApp(jobs(table, ",on-unfenced=log"), List.of(), "isolated-jobs");
+          assertEquals(0, app.awaitExit(), app.describe());
+          assertTrue(app.lines().contains("ISOLATED-LOADED legacy.Jobs"), app.describe());
+          assertTrue(app.stderr().contains("would run without its lease billing"), app.describe());
         });
   }
 

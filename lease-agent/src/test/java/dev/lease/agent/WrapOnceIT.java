@@ -99,7 +99,7 @@ class WrapOnceIT {
         assertTrue(
             face
                 ? classes.get(i).contains("$Proxy")
-                : classes.get(i).equals("dev.lease.jdbc.FencingConnection"),
+                : classes.get(i).equals("dev.lease.jdbc.internal.fence.FencingConnection"),
             classes + app.describe());
       }
     }

@@ -1,5 +1,6 @@
 package dev.lease.jdbc;
 
+import dev.lease.jdbc.internal.fence.Fences;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.Objects;
@@ -26,7 +27,7 @@ public final class FencedConnections {
     if (isFenced(connection)) {
       return connection;
     }
-    return new FencingConnection(connection, options);
+    return Fences.wrap(connection, options.fence());
   }
 
   /** True if {@code connection} is fenced or wraps a fenced connection. */

@@ -1,6 +1,6 @@
 package dev.lease.jdbc;
 
-import dev.lease.core.Lease;
+import dev.lease.jdbc.internal.fence.DriverSession;
 import java.sql.Connection;
 import java.sql.Driver;
 import java.sql.DriverManager;
@@ -104,65 +104,12 @@ public final class FencedDriver implements Driver {
       return null; // the Driver contract: not ours (p6spy PR #72)
     }
     String real = realUrl(url);
-    refuseSilentReplay(silentReplayOption(real, info), null);
+    DriverSession.refuseSilentReplay(DriverSession.silentReplayOption(real, info), null);
     Connection c = findDriver(real).connect(real, info);
     if (c == null) {
       throw new SQLException("the driver for " + real + " returned no connection", "08001");
     }
     return FencedConnections.wrap(c, options);
-  }
-
-  /** Driver options that reconnect, or replay an open transaction, without telling the caller. */
-  private static final String[] SILENT_REPLAY = {
-    "transactionReplay", "autoReconnect", "autoReconnectForPools"
-  };
-
-  /**
-   * The first option of {@link #SILENT_REPLAY} set to true in the URL's query or in {@code info},
-   * as {@code name=true}; null if none is.
-   */
-  static String silentReplayOption(String url, Properties info) {
-    for (String option : SILENT_REPLAY) {
-      if (info != null
-          && "true".equalsIgnoreCase(String.valueOf(info.getProperty(option)).trim())) {
-        return option + "=true";
-      }
-      int q = url.indexOf('?');
-      if (q < 0) {
-        continue;
-      }
-      for (String pair : url.substring(q + 1).split("[&;]")) {
-        int eq = pair.indexOf('=');
-        if (eq > 0
-            && pair.substring(0, eq).trim().equalsIgnoreCase(option)
-            && "true".equalsIgnoreCase(pair.substring(eq + 1).trim())) {
-          return option + "=true";
-        }
-      }
-    }
-    return null;
-  }
-
-  /**
-   * Refuses a connection whose driver reconnects or replays silently ({@code option}, null: none).
-   * A replayed transaction runs its verify again on the new session, and the server refuses it
-   * there when the lease is gone, so the replay cannot commit a stale write; but the application
-   * was never told its session died, locks it held were gone meanwhile, and a driver that
-   * reconnects without replaying runs the rest of the transaction in autocommit. Fencing needs a
-   * failure the application sees.
-   */
-  static void refuseSilentReplay(String option, Lease lease) throws SQLException {
-    if (option == null) {
-      return;
-    }
-    throw new SQLException(
-        "refused a fenced connection with the driver option "
-            + option
-            + (lease == null ? "" : " under " + lease)
-            + ": it reconnects (and replays the open transaction) without telling the"
-            + " application, which fencing cannot allow; remove the option (let the pool replace"
-            + " broken connections and the application retry the transaction)",
-        "08004");
   }
 
   @Override

@@ -3,11 +3,11 @@ package dev.lease.jdbc;
 import dev.lease.core.LeaseListener;
 import dev.lease.jdbc.internal.FenceInternals;
 import dev.lease.jdbc.internal.FenceRules;
+import dev.lease.jdbc.internal.fence.CancelThreads;
+import dev.lease.jdbc.internal.fence.FenceConfig;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Executor;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * How fenced connections verify transactions; immutable. {@link #defaults()}: {@link
@@ -24,8 +24,6 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  */
 public final class FencingOptions {
-
-  private static final Logger log = LoggerFactory.getLogger(FencingOptions.class);
 
   static {
     // the guarded entry of the negative controls' weakened rules (FenceInternals.rulesForTesting)
@@ -119,23 +117,12 @@ public final class FencingOptions {
   }
 
   /**
-   * The rules of the fence's mechanisms: {@link FenceRules#PRODUCTION}, or a negative control's
-   * weakened ones (test sources only, through {@link FenceInternals#rulesForTesting}).
+   * What the fence is built from: these options, and the rules of its mechanisms ({@link
+   * FenceRules#PRODUCTION}, or a negative control's weakened ones, test sources only, through
+   * {@link FenceInternals#rulesForTesting}) and the executor of its cancels, which are not API.
    */
-  FenceRules rules() {
-    return rules;
-  }
-
-  /** A fence built with weakened rules says so at ERROR for every connection it fences. */
-  void warnIfWeakened(Object what) {
-    if (weakened) {
-      log.error("{} is fenced by a DELIBERATELY WEAKENED fence {} (tests only)", what, rules);
-    }
-  }
-
-  /** Where a lost lease's running statement is cancelled: off the thread that reported the loss. */
-  Executor cancelExecutor() {
-    return cancelExecutor;
+  FenceConfig fence() {
+    return new FenceConfig(this, rules, weakened, cancelExecutor);
   }
 
   @Override

@@ -433,7 +433,10 @@ public final class LeaseInternals {
     return builder;
   }
 
-  /** Classes only lease's test support and conformance runner contain. */
+  /**
+   * Classes only lease's test support and conformance runner contain: their presence is the one
+   * gate of every weakened rule (lease-core's, lease-jdbc's, lease-agent's).
+   */
   static final List<String> TEST_MARKERS =
       List.of(
           "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
@@ -441,7 +444,15 @@ public final class LeaseInternals {
   static boolean testJvm() {
     // the only way in, also inside lease-agent's jar: the agent's test JVMs carry lease's test
     // support, whose marker its own switches require too
-    ClassLoader loader = LeaseInternals.class.getClassLoader();
+    return testJvm(LeaseInternals.class.getClassLoader());
+  }
+
+  /**
+   * Whether {@code loader} sees one of lease's test-only marker classes ({@link #TEST_MARKERS}):
+   * the gate lease-jdbc's and lease-agent's weakened rules use too, so all three open and close
+   * alike.
+   */
+  public static boolean testJvm(ClassLoader loader) {
     return TEST_MARKERS.stream().anyMatch(marker -> present(marker, loader));
   }
 

@@ -1,10 +1,10 @@
 package dev.lease.jdbc.internal;
 
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.internal.fence.Fences;
 import java.sql.Connection;
-import java.util.List;
 import java.util.function.BiConsumer;
-import java.util.function.Consumer;
 
 /**
  * What lease-agent and lease's own tests need from lease-jdbc and applications must not call:
@@ -12,39 +12,16 @@ import java.util.function.Consumer;
  * could call it could make a fence forget a refused or poisoned transaction, so it is not on {@code
  * FencedConnections}), and the guarded entry of the negative controls' weakened {@link FenceRules}.
  *
- * <p><b>Not API.</b> It may change in any release. How: the "shared secrets" pattern, as
- * lease-core's {@code LeaseInternals}: {@code dev.lease.jdbc} registers the operation when its
- * fenced connection class loads, and {@code FencingOptions} the rules' setter when it loads.
+ * <p><b>Not API.</b> It may change in any release. The fence itself is in {@code
+ * dev.lease.jdbc.internal.fence}; the rules' setter is package-private in {@code FencingOptions},
+ * which registers it here when it loads (the "shared secrets" pattern, as lease-core's {@code
+ * LeaseInternals}).
  */
 public final class FenceInternals {
 
-  /** Classes only lease's test support and conformance runner contain. */
-  static final List<String> TEST_MARKERS =
-      List.of(
-          "dev.lease.testing.WeakenedFencesAllowed", "dev.lease.conformance.WeakenedFencesAllowed");
-
-  private static volatile Consumer<Connection> endedElsewhere;
   private static volatile BiConsumer<FencingOptions.Builder, FenceRules> rulesSetter;
 
   private FenceInternals() {}
-
-  /**
-   * Called once, by {@code dev.lease.jdbc} when its fenced connection class is initialised.
-   *
-   * @throws IllegalStateException if called again, or from another package
-   */
-  public static void register(Consumer<Connection> implementation) {
-    if (!implementation.getClass().getName().startsWith("dev.lease.jdbc.FencingConnection")
-        || implementation.getClass().getClassLoader() != FenceInternals.class.getClassLoader()) {
-      throw new IllegalStateException("only lease-jdbc registers its internal access");
-    }
-    synchronized (FenceInternals.class) {
-      if (endedElsewhere != null) {
-        throw new IllegalStateException("lease-jdbc's internal access is already registered");
-      }
-      endedElsewhere = implementation;
-    }
-  }
 
   /**
    * The transaction of a fenced connection ended outside the connection: an XA branch was ended,
@@ -53,20 +30,7 @@ public final class FenceInternals {
    * XA support; a no-op for connections that are not fenced.
    */
   public static void transactionEndedElsewhere(Connection connection) {
-    Consumer<Connection> hook = endedElsewhere;
-    if (hook == null) {
-      try {
-        Class.forName(
-            "dev.lease.jdbc.FencingConnection", true, FenceInternals.class.getClassLoader());
-      } catch (ClassNotFoundException e) {
-        throw new IllegalStateException("lease-jdbc is incomplete: no FencingConnection", e);
-      }
-      hook = endedElsewhere;
-      if (hook == null) {
-        throw new IllegalStateException("lease-jdbc did not register its internal access");
-      }
-    }
-    hook.accept(connection);
+    Fences.endedElsewhere(connection);
   }
 
   /**
@@ -99,7 +63,7 @@ public final class FenceInternals {
    */
   public static FencingOptions.Builder rulesForTesting(
       FencingOptions.Builder builder, FenceRules rules) {
-    if (!testJvm(FenceInternals.class.getClassLoader())) {
+    if (!LeaseInternals.testJvm(FenceInternals.class.getClassLoader())) {
       throw new IllegalStateException(
           "weakened FenceRules ("
               + rules.getClass().getName()
@@ -117,27 +81,5 @@ public final class FenceInternals {
     }
     setter.accept(builder, rules);
     return builder;
-  }
-
-  /**
-   * Whether {@code loader} sees a test-only marker. lease-agent's jar carries none: its child-JVM
-   * tests put test support on the application's class path, which loads the agent's classes too.
-   */
-  static boolean testJvm(ClassLoader loader) {
-    for (String marker : TEST_MARKERS) {
-      if (present(marker, loader)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private static boolean present(String name, ClassLoader loader) {
-    try {
-      Class.forName(name, false, loader);
-      return true;
-    } catch (ClassNotFoundException | LinkageError e) {
-      return false;
-    }
   }
 }

@@ -1,0 +1,24 @@
+package dev.lease.jdbc.internal.fence;
+
+import dev.lease.core.Lease;
+import java.sql.Statement;
+
+/**
+ * One fenced transaction: the lease it was verified (or refused) under, the thread that did it,
+ * whether the database confirmed it, its poison, the statement running in it. Written by the owner
+ * thread; the loss listener reads and poisons it under the monitor of the fence's TransactionState.
+ */
+final class FencedTransaction {
+  final Lease lease;
+  final Thread by;
+  volatile boolean confirmed;
+  volatile boolean poisoned;
+  volatile String poisonReason;
+  volatile Statement running;
+  Lease.Registration registration;
+
+  FencedTransaction(Lease lease) {
+    this.lease = lease;
+    this.by = Thread.currentThread();
+  }
+}

@@ -1,0 +1,186 @@
+package dev.lease.jdbc.internal.fence;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseTimings;
+import dev.lease.jdbc.FencedDataSource;
+import dev.lease.jdbc.FencingMode;
+import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.ConnectionSource;
+import dev.lease.testing.TestDatabase;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.stream.Stream;
+import javax.sql.DataSource;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * How fenced transactions end when the application does not end them itself: a connection closed
+ * with a verified transaction open, a lease released under an open VERIFY transaction, poison
+ * across {@code setAutoCommit(false)}.
+ */
+class ConnectionEndTest {
+
+  static Stream<TestDatabase> databases() {
+    return TestDatabase.all();
+  }
+
+  /**
+   * A "pool" that hands out one physical connection and never rolls back when it is returned
+   * (Tomcat JDBC's default {@code rollbackOnReturn=false} behaves so): close() is a no-op.
+   */
+  private static final class NoRollbackOnReturn extends ConnectionSource implements AutoCloseable {
+    private final Connection physical;
+
+    NoRollbackOnReturn(DataSource real) throws SQLException {
+      this.physical = real.getConnection();
+    }
+
+    @Override
+    public Connection getConnection() {
+      return (Connection)
+          Proxy.newProxyInstance(
+              Connection.class.getClassLoader(),
+              new Class<?>[] {Connection.class},
+              (proxy, method, args) -> {
+                if (method.getName().equals("close")) {
+                  return null; // back to the "pool", transaction and all
+                }
+                if (method.getName().equals("isClosed")) {
+                  return false;
+                }
+                try {
+                  return method.invoke(physical, args);
+                } catch (InvocationTargetException e) {
+                  throw e.getCause();
+                }
+              });
+    }
+
+    @Override
+    public void close() throws SQLException {
+      physical.rollback();
+      physical.setAutoCommit(true);
+      physical.close();
+    }
+  }
+
+  /**
+   * The holder writes under its lease and closes the connection without committing; the next
+   * borrower of the same physical connection, with no lease, commits. The fenced connection rolled
+   * the stale transaction back at close, so nothing of it commits. Negative control: the same flow
+   * without the fence commits the first borrower's row, and the same count catches it.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void closingAFencedConnectionRollsBackItsTransactionWhenThePoolWouldNot(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      LeaseManager m = f.manager("holder", LeaseTimings.DEFAULTS);
+      Lease lease = m.tryClaim("close-test").orElseThrow();
+      assertEquals(0, staleRowsAfterNextBorrowerCommits(f, lease, true, 1));
+      assertEquals(
+          1,
+          staleRowsAfterNextBorrowerCommits(f, lease, false, 2),
+          "negative control: without the fence the next borrower commits the stale row");
+    }
+  }
+
+  private static int staleRowsAfterNextBorrowerCommits(
+      Fixture f, Lease lease, boolean fenced, int id) throws Exception {
+    try (NoRollbackOnReturn pool = new NoRollbackOnReturn(f.pool)) {
+      DataSource ds = fenced ? FencedDataSource.wrap(pool) : pool;
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        f.insert(c, id, lease.term());
+        // no commit, no rollback: the connection goes back to the pool with the transaction open
+      }
+      try (Connection next = ds.getConnection()) {
+        next.setAutoCommit(false);
+        try (Statement s = next.createStatement()) {
+          s.executeQuery("SELECT 1").close();
+        }
+        next.commit();
+      }
+    }
+    return f.count("id = " + id);
+  }
+
+  /**
+   * VERIFY mode orders nothing in the database, and a release makes the lease claimable at once: a
+   * transaction verified before the release must not commit after it. (Under STRICT a release from
+   * another connection waits for the holder's open transactions on MySQL, MariaDB and SQLite, whose
+   * verify lock conflicts with it: release a lease after its transactions end.)
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void verifyModeRefusesTheCommitOfATransactionWhoseLeaseWasReleased(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      LeaseManager m = f.manager("holder", LeaseTimings.DEFAULTS);
+      FencedDataSource verifyMode = f.fenced(f.options().mode(FencingMode.VERIFY).build());
+      Lease lease = m.tryClaim("release-test").orElseThrow();
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = verifyMode.getConnection()) {
+        c.setAutoCommit(false);
+        if (db.isSqlite()) {
+          // a write would hold SQLite's one write lock and the release would wait for it
+          assertEquals(0, f.count(c, "id = 1"));
+        } else {
+          f.insert(c, 1, lease.term());
+        }
+        assertEquals(1, f.verified.get());
+        lease.release();
+        LeaseLostSQLException refused = assertThrows(LeaseLostSQLException.class, c::commit);
+        assertEquals(LeaseLostSQLException.REFUSED, refused.getSQLState());
+        c.rollback();
+      }
+      assertEquals(0, f.count("id = 1"), "nothing of the refused transaction committed");
+    }
+  }
+
+  static Stream<TestDatabase> servers() {
+    return TestDatabase.servers();
+  }
+
+  /**
+   * A transaction begun with BEGIN as SQL and refused stays poisoned across setAutoCommit(false).
+   * Not on SQLite: sqlite-jdbc's setAutoCommit(false) itself runs BEGIN, which fails there.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("servers")
+  void poisonSurvivesSetAutoCommitFalse(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      LeaseManager m = f.manager("holder", LeaseTimings.DEFAULTS);
+      FencedDataSource ds = f.fenced(f.options().build());
+      Lease lease = m.tryClaim("poison-test").orElseThrow();
+      f.takeOver(lease);
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
+        try (Statement s = c.createStatement()) {
+          s.execute("BEGIN");
+        }
+        assertEquals(
+            LeaseLostSQLException.REFUSED,
+            assertThrows(LeaseLostSQLException.class, () -> f.insert(c, 1, lease.term()))
+                .getSQLState());
+        c.setAutoCommit(false);
+        assertEquals(
+            LeaseLostSQLException.POISONED,
+            assertThrows(LeaseLostSQLException.class, () -> f.insert(c, 1, lease.term()))
+                .getSQLState());
+        c.rollback();
+      }
+      assertEquals(0, f.count("id = 1"));
+    }
+  }
+}

@@ -1,0 +1,199 @@
+package dev.lease.jdbc.internal.fence;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.core.FailurePolicy;
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseListener;
+import dev.lease.core.LeaseManager;
+import dev.lease.core.LeaseTimings;
+import dev.lease.core.internal.LeaseInternals;
+import dev.lease.core.internal.MonotonicClock;
+import dev.lease.jdbc.FencedDataSource;
+import dev.lease.jdbc.FencingOptions;
+import dev.lease.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+
+/**
+ * One database of a test: a pool, a lease table, a data table {@code (id, term)} and lease managers
+ * on it. Counts the fencing events of every connection made through {@link #options()}.
+ */
+final class Fixture implements AutoCloseable {
+
+  final TestDatabase db;
+  final HikariDataSource pool;
+  final String leaseTable;
+  final String data;
+  final AtomicInteger verified = new AtomicInteger();
+  final AtomicInteger refused = new AtomicInteger();
+  final AtomicInteger poisoned = new AtomicInteger();
+
+  /** The holder manager's process clock: real time plus {@link #skew}, movable by tests. */
+  final AtomicLong skew = new AtomicLong();
+
+  private final List<AutoCloseable> closeables = new ArrayList<>();
+
+  final LeaseListener counter =
+      new LeaseListener() {
+        @Override
+        public void transactionVerified(Lease lease) {
+          verified.incrementAndGet();
+        }
+
+        @Override
+        public void transactionRefused(Lease lease) {
+          refused.incrementAndGet();
+        }
+
+        @Override
+        public void transactionPoisoned(Lease lease) {
+          poisoned.incrementAndGet();
+        }
+      };
+
+  Fixture(TestDatabase db, int poolSize) throws SQLException {
+    this(db, poolSize, false);
+  }
+
+  /**
+   * @param multiQueries MySQL/MariaDB: connect with {@code allowMultiQueries=true}, so that texts
+   *     of several statements reach the server as they do for applications that turn it on
+   */
+  Fixture(TestDatabase db, int poolSize, boolean multiQueries) throws SQLException {
+    this.db = db;
+    this.pool =
+        multiQueries && db.isMySqlFamily() ? multiQueryPool(db, poolSize) : db.pooled(poolSize);
+    this.leaseTable = TestDatabase.uniqueTable("jl");
+    this.data = TestDatabase.uniqueTable("jd");
+    try (Connection c = pool.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "CREATE TABLE "
+              + data
+              + " (id INTEGER NOT NULL PRIMARY KEY, term BIGINT NOT NULL,"
+              + " note VARCHAR(40))");
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    }
+  }
+
+  private static HikariDataSource multiQueryPool(TestDatabase db, int poolSize) {
+    com.zaxxer.hikari.HikariConfig cfg = new com.zaxxer.hikari.HikariConfig();
+    cfg.setJdbcUrl(db.url() + "&allowMultiQueries=true");
+    cfg.setMaximumPoolSize(poolSize);
+    cfg.setMinimumIdle(0);
+    cfg.setConnectionTimeout(10_000);
+    cfg.setPoolName(db + "-multi-" + TestDatabase.uniqueTable("p"));
+    return new HikariDataSource(cfg);
+  }
+
+  /** A manager on this database whose process clock is the test's ({@link #skew}). */
+  LeaseManager manager(String instance, LeaseTimings timings) {
+    MonotonicClock clock = () -> System.nanoTime() + skew.get();
+    return manager(instance, timings, clock);
+  }
+
+  LeaseManager manager(String instance, LeaseTimings timings, MonotonicClock clock) {
+    return manager(pool, instance, timings, clock);
+  }
+
+  LeaseManager manager(DataSource ds, String instance, LeaseTimings timings, MonotonicClock clock) {
+    LeaseManager m =
+        LeaseInternals.clock(
+                LeaseManager.builder(ds)
+                    .table(leaseTable)
+                    .instance(instance)
+                    .timings(timings)
+                    .failurePolicy(FailurePolicy.logOnly())
+                    .createTableIfMissing(),
+                clock)
+            .build();
+    closeables.add(0, m);
+    return m;
+  }
+
+  FencingOptions.Builder options() {
+    return FencingOptions.builder().listener(counter);
+  }
+
+  FencedDataSource fenced(FencingOptions options) {
+    return FencedDataSource.wrap(pool, options);
+  }
+
+  <T extends AutoCloseable> T closeLater(T c) {
+    closeables.add(0, c);
+    return c;
+  }
+
+  /** Makes the database give {@code lease}'s name to someone else, as a successor's claim would. */
+  void takeOver(Lease lease) throws SQLException {
+    try (Connection c = pool.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "UPDATE "
+                    + leaseTable
+                    + " SET holder = 'successor', term = term + 1 WHERE name = ?")) {
+      ps.setString(1, lease.name());
+      ps.executeUpdate();
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    }
+  }
+
+  int count(String where) throws SQLException {
+    try (Connection c = pool.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs =
+            s.executeQuery(
+                "SELECT COUNT(*) FROM " + data + (where == null ? "" : " WHERE " + where))) {
+      rs.next();
+      int n = rs.getInt(1);
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+      return n;
+    }
+  }
+
+  /** Counts rows of the data table on {@code c}, inside its transaction. */
+  int count(Connection c, String where) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + data + " WHERE " + where)) {
+      rs.next();
+      return rs.getInt(1);
+    }
+  }
+
+  /** Inserts {@code (id, term)} into the data table on {@code c}. */
+  void insert(Connection c, int id, long term) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement("INSERT INTO " + data + " (id, term) VALUES (?, ?)")) {
+      ps.setInt(1, id);
+      ps.setLong(2, term);
+      ps.executeUpdate();
+    }
+  }
+
+  @Override
+  public void close() {
+    for (AutoCloseable c : closeables) {
+      try {
+        c.close();
+      } catch (Exception e) {
+        // best effort
+      }
+    }
+    TestDatabase.dropQuietly(pool, data, leaseTable);
+    pool.close();
+  }
+}

@@ -1,0 +1,212 @@
+package dev.lease.jdbc.internal.fence;
+
+import static org.junit.jupiter.api.Assertions.assertAll;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseTimings;
+import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The server's refusal is told from an application's error by this process's nonce in the marker
+ * and by the refusal's own SQLState; a read-only PostgreSQL transaction's commit carries the plain
+ * verify. Beside the fixed fence: the negative controls of {@code ReviewFenceHolesTest}'s
+ * userDataInAnErrorMessageDoesNotLoseAHeldLease and aNotifyInAReadOnlyTransactionIsNotDelivered-
+ * AfterTheTakeover ({@link WeakenedFence#REFUSAL_BY_MARKER_TEXT}, {@link
+ * WeakenedFence#NO_READ_ONLY_PROOF}).
+ */
+class RefusalSignatureTest {
+
+  private static final AtomicInteger IDS = new AtomicInteger();
+
+  static Stream<TestDatabase> postgres() {
+    return Stream.of(TestDatabase.POSTGRESQL);
+  }
+
+  /**
+   * Negative control: the check before the review (the marker anywhere in the message) takes a
+   * duplicate key on a user's value holding the marker for the server's refusal and loses the
+   * lease.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void controlTheMarkerTextAloneLosesAHeldLeaseToUserData(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      String users = TestDatabase.uniqueTable("ru");
+      createUsers(f, users);
+      try {
+        Lease lease =
+            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("c" + IDS.incrementAndGet()).get();
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Connection c =
+                f.fenced(
+                        WeakenedFence.weaken(f.options(), WeakenedFence.REFUSAL_BY_MARKER_TEXT)
+                            .build())
+                    .getConnection()) {
+          c.setAutoCommit(false);
+          f.insert(c, 1, lease.term());
+          try (PreparedStatement ps =
+              c.prepareStatement("INSERT INTO " + users + " (k) VALUES (?)")) {
+            ps.setString(1, "LF001 lease not held");
+            SQLException e = assertThrows(SQLException.class, ps::executeUpdate);
+            c.rollback();
+            assertAll(
+                () -> assertFalse(lease.isHeld(), "the weakened check kept the lease"),
+                () -> assertTrue(e instanceof LeaseLostSQLException, e.toString()));
+          }
+        }
+      } finally {
+        TestDatabase.dropQuietly(f.pool, users);
+      }
+    }
+  }
+
+  /**
+   * An application error with the refusal's own SQLState whose message holds the documented marker
+   * (user data cast like the verify casts): without this process's nonce it is not a refusal. This
+   * is what the nonce adds to the SQLState check.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  void theRefusalsOwnErrorOnUserDataDoesNotLoseAHeldLease(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      Lease lease =
+          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("s" + IDS.incrementAndGet()).get();
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = f.fenced(f.options().build()).getConnection()) {
+        c.setAutoCommit(false);
+        f.insert(c, 1, lease.term());
+        String forged =
+            db == TestDatabase.POSTGRESQL
+                ? "SELECT CAST('LF001 lease not held: 0' AS bigint)" // 22P02
+                : "SELECT 9223372036854775807 + LENGTH('LF001 lease not held')"; // 1690 (22003)
+        SQLException e;
+        try (Statement s = c.createStatement()) {
+          e = assertThrows(SQLException.class, () -> s.executeQuery(forged).close());
+        }
+        c.rollback();
+        SQLException shown = e;
+        assertAll(
+            () -> assertTrue(shown.getMessage().contains("LF001 lease not held"), shown.toString()),
+            () ->
+                assertTrue(
+                    "22P02".equals(shown.getSQLState()) || shown.getErrorCode() == 1690,
+                    "not the refusal's SQLState: " + shown),
+            () ->
+                assertTrue(
+                    lease.isHeld(), "a healthy lease was marked lost: " + lease.lossReason()),
+            () -> assertFalse(shown instanceof LeaseLostSQLException, shown.toString()));
+      }
+    }
+  }
+
+  /**
+   * Negative control: a read-only PostgreSQL transaction committed without its proof, as before the
+   * review, delivers the stale holder's NOTIFY after the successor's claim.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgres")
+  void controlAReadOnlyCommitWithoutProofDeliversTheNotify(TestDatabase db) throws Exception {
+    assertEquals(1, notificationsAfterTakeover(db, WeakenedFence.NO_READ_ONLY_PROOF));
+  }
+
+  /** The fixed fence, and its commit in the same round trip as the proof: nothing delivered. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgres")
+  void aReadOnlyCommitCarriesThePlainProof(TestDatabase db) throws Exception {
+    assertEquals(0, notificationsAfterTakeover(db));
+  }
+
+  /** A read-only transaction under a held lease still commits (its NOTIFY is delivered). */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgres")
+  void aReadOnlyTransactionUnderAHeldLeaseCommits(TestDatabase db) throws Exception {
+    String channel = TestDatabase.uniqueTable("ch");
+    try (Fixture f = new Fixture(db, 3);
+        Connection listener = db.unpooled().getConnection()) {
+      listen(listener, channel);
+      Lease lease =
+          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("h" + IDS.incrementAndGet()).get();
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = f.fenced(f.options().build()).getConnection()) {
+        c.setReadOnly(true);
+        c.setAutoCommit(false);
+        try (Statement s = c.createStatement()) {
+          s.execute("NOTIFY " + channel + ", 'fresh'");
+        }
+        c.commit();
+        c.setReadOnly(false);
+      }
+      assertEquals(1, received(listener));
+      assertTrue(lease.isHeld());
+    }
+  }
+
+  private static int notificationsAfterTakeover(TestDatabase db, WeakenedFence... weakenings)
+      throws Exception {
+    String channel = TestDatabase.uniqueTable("ch");
+    try (Fixture f = new Fixture(db, 3);
+        Connection listener = db.unpooled().getConnection()) {
+      listen(listener, channel);
+      Lease lease =
+          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("n" + IDS.incrementAndGet()).get();
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c =
+              f.fenced(WeakenedFence.weaken(f.options(), weakenings).build()).getConnection()) {
+        c.setReadOnly(true);
+        c.setAutoCommit(false);
+        try (Statement s = c.createStatement()) {
+          s.execute("NOTIFY " + channel + ", 'stale'");
+        }
+        f.takeOver(lease);
+        try {
+          c.commit();
+        } catch (LeaseLostSQLException expected) {
+          c.rollback();
+        }
+        c.setReadOnly(false);
+      }
+      return received(listener);
+    }
+  }
+
+  private static void listen(Connection listener, String channel) throws SQLException {
+    listener.setAutoCommit(true);
+    try (Statement s = listener.createStatement()) {
+      s.execute("LISTEN " + channel);
+    }
+  }
+
+  private static int received(Connection listener) throws SQLException {
+    try (Statement s = listener.createStatement()) {
+      s.execute("SELECT 1"); // pgjdbc reads pending notifications with the next response
+    }
+    org.postgresql.PGNotification[] got =
+        listener.unwrap(org.postgresql.PGConnection.class).getNotifications(1000);
+    return got == null ? 0 : got.length;
+  }
+
+  private static void createUsers(Fixture f, String users) throws SQLException {
+    try (Connection c = f.pool.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute("CREATE TABLE " + users + " (k VARCHAR(60) PRIMARY KEY)");
+      s.execute("INSERT INTO " + users + " (k) VALUES ('LF001 lease not held')");
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    }
+  }
+}

@@ -1,0 +1,114 @@
+package dev.lease.jdbc.internal.fence;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseTimings;
+import dev.lease.jdbc.FencedDataSource;
+import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.TestDatabase;
+import java.sql.CallableStatement;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * MySQL/MariaDB stored procedures may commit inside: the fence cannot see their statements. A CALL
+ * under a lease is preceded by a fresh verify (a stale lease never reaches the procedure) and
+ * followed by another before anything else runs or commits (what the procedure left open is
+ * verified again). PostgreSQL refuses a procedure's COMMIT inside the fence's transaction.
+ */
+class RoutineTest {
+
+  static Stream<TestDatabase> mysqlFamily() {
+    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mysqlFamily")
+  void aCallIsVerifiedBeforeAndAfterAndAStaleLeaseNeverReachesTheProcedure(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      String proc = TestDatabase.uniqueTable("p");
+      try (Connection c = f.pool.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "CREATE PROCEDURE "
+                + proc
+                + "(IN base INT) BEGIN INSERT INTO "
+                + f.data
+                + " (id, term) VALUES (base, 0); COMMIT; INSERT INTO "
+                + f.data
+                + " (id, term) VALUES (base + 1, 0); END");
+      }
+      try {
+        Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("call").orElseThrow();
+        FencedDataSource ds = f.fenced(f.options().build());
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Connection c = ds.getConnection()) {
+          c.setAutoCommit(false);
+          f.insert(c, 1, lease.term());
+          try (CallableStatement cs = c.prepareCall("{call " + proc + "(?)}")) {
+            cs.setInt(1, 100);
+            cs.execute();
+          }
+          assertEquals(2, f.verified.get(), "a fresh verify right before the call");
+          c.commit();
+          assertEquals(3, f.verified.get(), "verified again before the commit after it");
+        }
+        assertEquals(3, f.count("id IN (1, 100, 101)"));
+        f.takeOver(lease);
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Connection c = ds.getConnection();
+            Statement s = c.createStatement()) {
+          SQLException e =
+              assertThrows(SQLException.class, () -> s.execute("CALL " + proc + "(200)"));
+          assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState());
+        }
+        assertEquals(0, f.count("id IN (200, 201)"), "the procedure never ran");
+      } finally {
+        try (Connection c = f.pool.getConnection();
+            Statement s = c.createStatement()) {
+          s.execute("DROP PROCEDURE IF EXISTS " + proc);
+        }
+      }
+    }
+  }
+
+  /** PostgreSQL: a procedure's COMMIT is refused inside the fence's own transaction. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void postgresqlRefusesAProceduresCommitInsideTheFencesTransaction(TestDatabase db)
+      throws Exception {
+    if (db != TestDatabase.POSTGRESQL) {
+      return;
+    }
+    try (Fixture f = new Fixture(db, 3)) {
+      String proc = TestDatabase.uniqueTable("p");
+      try (Connection c = f.pool.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "CREATE PROCEDURE "
+                + proc
+                + "() LANGUAGE plpgsql AS $$ BEGIN INSERT INTO "
+                + f.data
+                + " (id, term) VALUES (1, 0); COMMIT; INSERT INTO "
+                + f.data
+                + " (id, term) VALUES (2, 0); END $$");
+      }
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("call").orElseThrow();
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = f.fenced(f.options().build()).getConnection();
+          Statement s = c.createStatement()) {
+        SQLException e = assertThrows(SQLException.class, () -> s.execute("CALL " + proc + "()"));
+        assertEquals("2D000", e.getSQLState(), e.toString()); // invalid transaction termination
+      }
+      assertEquals(0, f.count("id IN (1, 2)"));
+    }
+  }
+}

@@ -1,0 +1,121 @@
+package dev.lease.jdbc.internal.fence;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseTimings;
+import dev.lease.jdbc.FencingOptions;
+import dev.lease.testing.TestDatabase;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.stream.Stream;
+import javax.sql.DataSource;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Issue 9, path 9: STRICT's session bounds on MySQL/MariaDB ({@code innodb_lock_wait_timeout},
+ * MariaDB's {@code idle_transaction_timeout}) live in the pooled physical connection's session. A
+ * borrower without a lease must find the session's own values; a borrower with one must find the
+ * bounds, also after a pool reset the session.
+ */
+class SessionBoundsTest {
+
+  static Stream<TestDatabase> mysqlFamily() {
+    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
+  }
+
+  /** {lock wait, idle timeout (MariaDB) or -1} of the connection's session. */
+  private static long[] bounds(TestDatabase db, Connection c) throws SQLException {
+    String sql =
+        db == TestDatabase.MARIADB || isMariaDbServer(c)
+            ? "SELECT @@session.innodb_lock_wait_timeout, @@session.idle_transaction_timeout"
+            : "SELECT @@session.innodb_lock_wait_timeout, -1";
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      rs.next();
+      return new long[] {rs.getLong(1), rs.getLong(2)};
+    }
+  }
+
+  private static boolean isMariaDbServer(Connection c) throws SQLException {
+    return c.getMetaData().getDatabaseProductVersion().toLowerCase().contains("mariadb");
+  }
+
+  private static FencingOptions.Builder bounds() {
+    return FencingOptions.builder()
+        .lockWaitTimeout(Duration.ofSeconds(7))
+        .idleInTransactionTimeout(Duration.ofSeconds(9));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mysqlFamily")
+  void borrowersWithoutALeaseFindTheSessionsOwnValuesAndHoldersFindTheBounds(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 1)) { // one physical connection for every borrower
+      long[] own;
+      try (Connection c = f.pool.getConnection()) {
+        own = bounds(db, c);
+      }
+      long[] strict = {7, own[1] < 0 ? -1 : 9};
+      assertFalse(Arrays.equals(own, strict), "the test needs bounds that differ from the own");
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("bounds").orElseThrow();
+      DataSource ds = f.fenced(bounds().listener(f.counter).build());
+      for (int round = 0; round < 2; round++) {
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Connection c = ds.getConnection()) {
+          c.setAutoCommit(false);
+          f.insert(c, 10 + round, lease.term());
+          assertArrayEquals(strict, bounds(db, c), "the lease's bounds inside its transaction");
+          c.commit();
+        }
+        try (Connection c = ds.getConnection()) {
+          assertArrayEquals(own, bounds(db, c), "a borrower without a lease: the session's own");
+        }
+      }
+      // a pool's session reset: the server's defaults are back; the next verify sees it
+      try (Connection c = f.pool.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute("SET SESSION innodb_lock_wait_timeout = DEFAULT");
+        assertEquals(own[0], bounds(db, c)[0]);
+      }
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        f.insert(c, 20, lease.term());
+        assertArrayEquals(strict, bounds(db, c), "re-applied after the reset");
+        c.commit();
+      }
+    }
+  }
+
+  /** Negative control: without the restore the lease's bounds reach the next borrower. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mysqlFamily")
+  void negativeControlWithoutTheRestoreABorrowerWithoutALeaseRunsWithTheLeasesBounds(
+      TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 1)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("bounds").orElseThrow();
+      DataSource ds =
+          f.fenced(
+              WeakenedFence.weaken(bounds().listener(f.counter), WeakenedFence.NO_SESSION_RESTORE)
+                  .build());
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        f.insert(c, 1, lease.term());
+        c.commit();
+      }
+      try (Connection c = ds.getConnection()) {
+        assertEquals(7, bounds(db, c)[0], "the lease's lock wait leaked to this borrower");
+      }
+    }
+  }
+}

@@ -1,0 +1,154 @@
+package dev.lease.jdbc.internal.fence;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseTimings;
+import dev.lease.jdbc.FencedConnection;
+import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.TestDatabase;
+import java.io.StringReader;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.postgresql.PGConnection;
+import org.postgresql.core.BaseConnection;
+
+/**
+ * Review S4: under a bound lease, {@code unwrap} must not hand out a driver object that writes past
+ * the fence. In autocommit mode what a vendor object runs commits on its own (pgjdbc's COPY), so it
+ * is handed out only after a verify; the driver's own {@code Connection} and {@code Statement}
+ * types are never handed out under a lease.
+ */
+class VendorUnwrapTest {
+
+  static Stream<TestDatabase> postgresql() {
+    return Stream.of(TestDatabase.POSTGRESQL);
+  }
+
+  // ---- a lost lease in autocommit mode, every database
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void aVendorObjectIsNotHandedOutInAutocommitUnderALostLease(TestDatabase db) throws Exception {
+    assertEquals("refused", unwrapAfterTakeover(db, FencingOptions.builder()));
+  }
+
+  /** Negative control: checking only an open transaction hands the vendor object out. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void negativeControlWithoutTheUnwrapChecksTheVendorObjectIsHandedOut(TestDatabase db)
+      throws Exception {
+    assertEquals(
+        "handed out",
+        unwrapAfterTakeover(
+            db, WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_UNWRAP_CHECKS)));
+  }
+
+  private static String unwrapAfterTakeover(TestDatabase db, FencingOptions.Builder options)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("vendor").orElseThrow();
+      f.takeOver(lease); // the holder does not know yet
+      Class<?> vendor = Class.forName(WrapperTest.vendorConnection(db));
+      try (Connection c = f.fenced(options.listener(f.counter).build()).getConnection();
+          Statement s = c.createStatement()) {
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+          try {
+            assertTrue(vendor.isInstance(c.unwrap(vendor)));
+            return "handed out";
+          } catch (SQLException e) {
+            return "refused";
+          }
+        } finally {
+          assertTrue(c.getAutoCommit(), "still in autocommit mode");
+        }
+      }
+    }
+  }
+
+  // ---- pgjdbc's COPY in autocommit, and BaseConnection
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgresql")
+  void copyInAutocommitUnderALostLeaseWritesNothing(TestDatabase db) throws Exception {
+    assertEquals(0, copyAfterTakeover(db, FencingOptions.builder()));
+  }
+
+  /** Negative control: the COPY commits on its own under the lost lease. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgresql")
+  void negativeControlWithoutTheUnwrapChecksTheCopyCommits(TestDatabase db) throws Exception {
+    assertEquals(
+        1,
+        copyAfterTakeover(
+            db, WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_UNWRAP_CHECKS)));
+  }
+
+  /** Rows the COPY left in the data table. */
+  private static int copyAfterTakeover(TestDatabase db, FencingOptions.Builder options)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("copy").orElseThrow();
+      f.takeOver(lease);
+      try (Connection c = f.fenced(options.listener(f.counter).build()).getConnection();
+          LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+        try {
+          PGConnection pg = c.unwrap(PGConnection.class);
+          pg.getCopyAPI()
+              .copyIn("COPY " + f.data + " (id, term) FROM STDIN", new StringReader("1\t1\n"));
+        } catch (LeaseLostSQLException e) {
+          assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState());
+        }
+      }
+      return f.count(null);
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgresql")
+  void theDriversOwnConnectionTypeIsNotHandedOutInAutocommitUnderALease(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("base").orElseThrow();
+      try (Connection c = f.fenced(f.options().build()).getConnection();
+          Statement s = c.createStatement()) {
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+          assertThrows(SQLException.class, () -> c.unwrap(BaseConnection.class));
+          assertThrows(SQLException.class, () -> s.unwrap(org.postgresql.jdbc.PgStatement.class));
+          assertEquals(0, f.verified.get());
+          c.setAutoCommit(false);
+          // inside a transaction: verified first, for use in it (the agent's vendor faces)
+          assertFalse(c.unwrap(BaseConnection.class) instanceof FencedConnection);
+          assertEquals(1, f.verified.get());
+          c.rollback();
+        }
+        assertTrue(c.unwrap(BaseConnection.class) != null, "no lease bound: passes through");
+      }
+    }
+  }
+
+  /** Negative control: without the checks the raw driver connection is handed out. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgresql")
+  void negativeControlWithoutTheUnwrapChecksTheRawConnectionIsHandedOut(TestDatabase db)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("base").orElseThrow();
+      try (Connection c =
+              f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_UNWRAP_CHECKS).build())
+                  .getConnection();
+          LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+        assertFalse(c.unwrap(BaseConnection.class) instanceof FencedConnection);
+      }
+    }
+  }
+}

@@ -49,6 +49,15 @@ public class GenerateDelegates {
     }
     out = Path.of(args[0]).resolve("dev/lease/jdbc/internal/fence");
     Files.createDirectories(out);
+    // before the fence moved to internal.fence the delegates were written one package up: a target
+    // directory from then would compile them beside the new ones and fail
+    try (var old = Files.newDirectoryStream(Path.of(args[0]).resolve("dev/lease/jdbc"), "*Delegate.java")) {
+      for (Path p : old) {
+        Files.delete(p);
+      }
+    } catch (java.nio.file.NoSuchFileException e) {
+      // nothing was generated there
+    }
     gen("StatementDelegate", Statement.class, null, "Statement",
         Set.of("getConnection", "unwrap", "isWrapperFor", "close", "isClosed", "addBatch",
             "clearBatch", "executeBatch", "executeLargeBatch"), "delegate");

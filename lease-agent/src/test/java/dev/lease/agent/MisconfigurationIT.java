@@ -98,7 +98,7 @@ class MisconfigurationIT {
     assertFalse(app.stderr().contains("LeaseManager"), app.describe());
   }
 
-  /** Leader-mode arguments with a lease table of the test's own. */
+  /** Methods-mode arguments (legacy.Jobs#nightly under lease billing), a lease table of its own. */
   private static String jobs(String table, String more) {
     return "mode=methods,methods=legacy.Jobs#nightly=billing,create-table=true,table="
         + table
@@ -107,6 +107,7 @@ class MisconfigurationIT {
         + more;
   }
 
+  /** Leader-mode arguments with a lease table of the test's own. */
   private static String leader(String table, String more) {
     return "mode=leader,lease=l,create-table=true,table=" + table + ",url=" + PG + more;
   }

@@ -3,7 +3,6 @@ package dev.lease.jdbc;
 import dev.lease.core.LeaseListener;
 import dev.lease.jdbc.internal.FenceInternals;
 import dev.lease.jdbc.internal.FenceRules;
-import dev.lease.jdbc.internal.fence.CancelThreads;
 import dev.lease.jdbc.internal.fence.FenceConfig;
 import java.time.Duration;
 import java.util.Objects;
@@ -153,7 +152,7 @@ public final class FencingOptions {
     private Duration lockWaitTimeout;
     private FenceRules rules = FenceRules.PRODUCTION;
     private boolean weakened;
-    private Executor cancelExecutor = CancelThreads.SHARED;
+    private Executor cancelExecutor; // null: the fence's shared cancel threads
     private boolean piggybackVerify = true;
 
     private Builder() {}
@@ -234,7 +233,7 @@ public final class FencingOptions {
       return this;
     }
 
-    /** Tests: runs the cancels of lost leases' statements (default: {@link CancelThreads}). */
+    /** Tests: runs the cancels of lost leases' statements (default: the fence's cancel threads). */
     Builder cancelExecutor(Executor executor) {
       this.cancelExecutor = Objects.requireNonNull(executor, "executor");
       return this;

@@ -16,14 +16,14 @@ import org.slf4j.LoggerFactory;
  * shares (review L1). Bounded: at most {@value #THREADS} daemon threads, idle ones end; a cancel
  * that does not fit the queue is dropped with a warning (its transaction stays poisoned).
  */
-public final class CancelThreads {
+final class CancelThreads {
 
   static final int THREADS = 4;
   private static final int QUEUE = 10_000;
   private static final Logger log = LoggerFactory.getLogger(CancelThreads.class);
   private static final AtomicInteger COUNT = new AtomicInteger();
 
-  public static final Executor SHARED = create();
+  static final Executor SHARED = create();
 
   private CancelThreads() {}
 

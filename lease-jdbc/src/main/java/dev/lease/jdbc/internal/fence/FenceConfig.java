@@ -1,6 +1,7 @@
 package dev.lease.jdbc.internal.fence;
 
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.internal.FenceInternals;
 import dev.lease.jdbc.internal.FenceRules;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -9,19 +10,35 @@ import java.util.concurrent.Executor;
  * What a fence is built from: the user's {@link FencingOptions} and what {@code FencingOptions}
  * holds but does not publish: the rules of the fence's mechanisms ({@link FenceRules#PRODUCTION},
  * or a negative control's weakened ones), whether to log at ERROR that they are weakened, and where
- * a lost lease's running statement is cancelled.
+ * a lost lease's running statement is cancelled (null: the shared cancel threads).
+ *
+ * <p>Only {@code FencingOptions} builds one with rules other than {@link FenceRules#PRODUCTION}:
+ * weakened rules reach a fence through {@link FenceInternals#rulesForTesting} alone, whose gate
+ * this constructor would otherwise bypass.
  */
 public record FenceConfig(
     FencingOptions options, FenceRules rules, boolean weakened, Executor cancelExecutor) {
 
+  private static final StackWalker WALKER =
+      StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE);
+
+  /**
+   * @throws IllegalStateException for rules other than the production ones, unless called by {@code
+   *     FencingOptions}
+   */
   public FenceConfig {
     Objects.requireNonNull(options, "options");
     Objects.requireNonNull(rules, "rules");
-    Objects.requireNonNull(cancelExecutor, "cancelExecutor");
+    if (rules != FenceRules.PRODUCTION && WALKER.getCallerClass() != FencingOptions.class) {
+      throw new IllegalStateException(
+          "a fence with rules other than FenceRules.PRODUCTION is built by FencingOptions only"
+              + " (weakened rules: FenceInternals.rulesForTesting, in lease's own tests)");
+    }
   }
 
-  /** Production: {@code options} with {@link FenceRules#PRODUCTION} and {@link CancelThreads}. */
-  public static FenceConfig of(FencingOptions options) {
-    return new FenceConfig(options, FenceRules.PRODUCTION, false, CancelThreads.SHARED);
+  /** Where a lost lease's running statement is cancelled: off the thread that reported the loss. */
+  @Override
+  public Executor cancelExecutor() {
+    return cancelExecutor != null ? cancelExecutor : CancelThreads.SHARED;
   }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.OptionsAccess;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -102,7 +103,8 @@ class ReachableObjectsTest {
   @Test
   void everyGetterOfEveryWrapperReturnsAWrapper() throws Exception {
     FencingConnection c =
-        new FencingConnection(stub(Connection.class), FenceConfig.of(FencingOptions.defaults()));
+        new FencingConnection(
+            stub(Connection.class), OptionsAccess.fence(FencingOptions.defaults()));
     List<String> raw = new ArrayList<>();
     raw.addAll(rawReturns(c, Connection.class));
     raw.addAll(rawReturns(c.createStatement(), Statement.class));

@@ -4,13 +4,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
+import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.jdbc.OptionsAccess;
 import dev.lease.testing.TestDatabase;
 import java.io.PrintWriter;
 import java.lang.reflect.InvocationHandler;
@@ -21,6 +24,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -44,10 +48,12 @@ class SlowCancelTest {
 
   @Test
   void cancelsRunOnNamedDaemonThreadsNotTheCommonPool() throws Exception {
-    assertNotSame(ForkJoinPool.commonPool(), CancelThreads.SHARED);
+    Executor cancels = OptionsAccess.fence(FencingOptions.defaults()).cancelExecutor();
+    assertNotSame(ForkJoinPool.commonPool(), cancels);
+    assertSame(CancelThreads.SHARED, cancels);
     AtomicReference<Thread> ran = new AtomicReference<>();
     CountDownLatch done = new CountDownLatch(1);
-    CancelThreads.SHARED.execute(
+    cancels.execute(
         () -> {
           ran.set(Thread.currentThread());
           done.countDown();

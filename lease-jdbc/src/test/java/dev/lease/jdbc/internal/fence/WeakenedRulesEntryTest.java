@@ -74,6 +74,30 @@ class WeakenedRulesEntryTest {
     assertFalse(FencingOptions.defaults().toString().contains("WEAKENED"));
   }
 
+  /**
+   * The fence's own input does not open a second way in: a {@link FenceConfig} with weakened rules
+   * is built by {@code FencingOptions} only (whose rules came through the gate), not by a direct
+   * call, which gets a clear error; production rules may be given by anyone.
+   */
+  @Test
+  void aFenceConfigWithWeakenedRulesIsBuiltByFencingOptionsOnly() {
+    FenceRules weak = WeakenedFence.NO_REVERIFY.rules();
+    IllegalStateException refused =
+        assertThrows(
+            IllegalStateException.class,
+            () -> new FenceConfig(FencingOptions.defaults(), weak, false, null));
+    assertTrue(refused.getMessage().contains("built by FencingOptions only"), refused.getMessage());
+    assertSame(
+        FenceRules.PRODUCTION,
+        new FenceConfig(FencingOptions.defaults(), FenceRules.PRODUCTION, false, null).rules());
+    // beside it: the same rules through the gate and FencingOptions build a fence
+    FencingOptions gated =
+        WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_REVERIFY).build();
+    FenceConfig config = OptionsAccess.fence(gated);
+    assertFalse(config.rules().reverifiesAfterDoubt());
+    assertTrue(config.weakened());
+  }
+
   private static URL location(Class<?> c) {
     return c.getProtectionDomain().getCodeSource().getLocation();
   }

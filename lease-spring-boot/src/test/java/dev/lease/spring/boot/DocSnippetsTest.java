@@ -36,6 +36,8 @@ import javax.tools.ToolProvider;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.parallel.ResourceLock;
+import org.junit.jupiter.api.parallel.Resources;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -168,6 +170,7 @@ class DocSnippetsTest {
   @Test
   @DisplayName(
       "sqlite: the README's FencedDataSource example commits, then its stale write is refused")
+  @ResourceLock(Resources.SYSTEM_OUT) // reads what the example prints: System.out is swapped
   void readmeFencedBillingRunsOnSqlite(@TempDir Path out) throws Exception {
     Snippet example =
         snippets()

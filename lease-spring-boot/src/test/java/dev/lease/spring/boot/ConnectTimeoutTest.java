@@ -131,7 +131,8 @@ class ConnectTimeoutTest {
     try (SilentServer silent = new SilentServer()) {
       CompletableFuture<Object> start =
           CompletableFuture.supplyAsync(
-              () -> Replicas.builder(App.class, properties(db, silent.port(), "10m")).run());
+              () -> Replicas.builder(App.class, properties(db, silent.port(), "10m")).run(),
+              OwnThread.EXECUTOR);
       assertThrows(TimeoutException.class, () -> start.get(15, TimeUnit.SECONDS));
       assertFalse(start.isDone());
       silent.close(); // the silent database goes away: the driver's read ends, start-up fails

@@ -181,7 +181,8 @@ class FencedTransactionAcrossReplicasTest {
                 } catch (InterruptedException e) {
                   throw new IllegalStateException(e);
                 }
-              });
+              },
+              OwnThread.EXECUTOR);
       assertTrue(inMethod.await(20, TimeUnit.SECONDS));
       pause.pause(true); // A stops, holding the lease by its own (frozen) reckoning
 
@@ -245,7 +246,7 @@ class FencedTransactionAcrossReplicasTest {
       AtomicReference<Throwable> txFailure = new AtomicReference<>();
       CompletableFuture<String> call =
           CompletableFuture.supplyAsync(
-              () -> ledgerA.writeAfterLoss(started, txFailure, stuck, leave));
+              () -> ledgerA.writeAfterLoss(started, txFailure, stuck, leave), OwnThread.EXECUTOR);
       assertTrue(started.await(20, TimeUnit.SECONDS));
 
       // while it runs, its lease is renewed; lease.renewal.latency records each renewal: with every
@@ -330,7 +331,8 @@ class FencedTransactionAcrossReplicasTest {
       CountDownLatch started = new CountDownLatch(1);
       Ledger ledgerA = a.getBean(Ledger.class);
       CompletableFuture<String> call =
-          CompletableFuture.supplyAsync(() -> ledgerA.writeAfterLossAndReturn(started));
+          CompletableFuture.supplyAsync(
+              () -> ledgerA.writeAfterLossAndReturn(started), OwnThread.EXECUTOR);
       assertTrue(started.await(20, TimeUnit.SECONDS));
       PausedProcess pause = a.getBean(PausedProcess.class);
       pause.pause(false); // renewals stop: the local deadline passes, A gives up

@@ -238,7 +238,7 @@ class LeaseLostDataAccessExceptionTest {
       AtomicReference<RuntimeException> caught = new AtomicReference<>();
       CompletableFuture<Void> call =
           CompletableFuture.runAsync(
-              () -> a.getBean(Caller.class).callLater(inCall, proceed, caught));
+              () -> a.getBean(Caller.class).callLater(inCall, proceed, caught), OwnThread.EXECUTOR);
       assertTrue(inCall.await(20, TimeUnit.SECONDS));
       pause.pause(true);
       dev.lease.core.LeaseManager leasesB = b.getBean(dev.lease.core.LeaseManager.class);
@@ -317,7 +317,8 @@ class LeaseLostDataAccessExceptionTest {
       CountDownLatch go = new CountDownLatch(1);
       AtomicReference<RuntimeException> caught = new AtomicReference<>();
       CompletableFuture<Void> call =
-          CompletableFuture.runAsync(() -> caller.call(session, firstDone, go, caught));
+          CompletableFuture.runAsync(
+              () -> caller.call(session, firstDone, go, caught), OwnThread.EXECUTOR);
       assertTrue(firstDone.await(20, TimeUnit.SECONDS));
       pause.pause(true); // frozen inside its verified transaction
       if (!db.isSqlite()) {

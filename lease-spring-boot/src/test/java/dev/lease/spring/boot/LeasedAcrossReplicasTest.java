@@ -153,7 +153,7 @@ class LeasedAcrossReplicasTest {
       CountDownLatch started = new CountDownLatch(1);
       CountDownLatch proceed = new CountDownLatch(1);
       CompletableFuture<String> callA =
-          CompletableFuture.supplyAsync(() -> call(billingA, started, proceed));
+          CompletableFuture.supplyAsync(() -> call(billingA, started, proceed), OwnThread.EXECUTOR);
       assertTrue(started.await(20, TimeUnit.SECONDS), "A's call started");
 
       // B's call while A holds the lease: skipped, returns null, the body never ran
@@ -220,7 +220,8 @@ class LeasedAcrossReplicasTest {
       // releases its lease (not left to expire), so B claims at once
       CountDownLatch started2 = new CountDownLatch(1);
       CompletableFuture<String> callA2 =
-          CompletableFuture.supplyAsync(() -> call(billingA, started2, new CountDownLatch(1)));
+          CompletableFuture.supplyAsync(
+              () -> call(billingA, started2, new CountDownLatch(1)), OwnThread.EXECUTOR);
       assertTrue(started2.await(20, TimeUnit.SECONDS));
       assertEquals(2.0, Replicas.count(a, "lease.handovers", "lease", "billing-eu"));
       Events eventsA = a.getBean(Events.class);

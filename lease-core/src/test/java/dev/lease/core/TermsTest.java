@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -53,11 +54,10 @@ class TermsTest {
    * millisecond, so the test keeps to the bound as an application's rows do.
    */
   private static void pastTheMillisecondOf(LeaseManager m, long term) {
-    long deadline = System.nanoTime() + 5_000_000_000L;
-    while (m.databaseTimeMillis() <= term / 1000) {
-      assertTrue(System.nanoTime() < deadline, "the database clock did not pass " + term / 1000);
-      Thread.onSpinWait();
-    }
+    Fixture.await(
+        "the database clock to pass " + term / 1000,
+        Duration.ofSeconds(5),
+        () -> m.databaseTimeMillis() > term / 1000);
   }
 
   private static void execute(Fixture f, String sql) throws SQLException {

@@ -41,6 +41,7 @@ public final class FencingOptions {
   private final boolean weakened;
   private final Executor cancelExecutor;
   private final boolean piggybackVerify;
+  private final FenceConfig fence;
 
   private FencingOptions(Builder b) {
     this.mode = b.mode;
@@ -53,6 +54,7 @@ public final class FencingOptions {
     this.weakened = b.weakened;
     this.cancelExecutor = b.cancelExecutor;
     this.piggybackVerify = b.piggybackVerify;
+    this.fence = new FenceConfig(this, rules, weakened, cancelExecutor); // once, not per connection
   }
 
   public static FencingOptions defaults() {
@@ -121,7 +123,7 @@ public final class FencingOptions {
    * {@link FenceInternals#rulesForTesting}) and the executor of its cancels, which are not API.
    */
   FenceConfig fence() {
-    return new FenceConfig(this, rules, weakened, cancelExecutor);
+    return fence;
   }
 
   @Override

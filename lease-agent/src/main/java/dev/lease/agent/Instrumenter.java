@@ -20,6 +20,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiFunction;
 import net.bytebuddy.ByteBuddy;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
@@ -225,7 +226,17 @@ final class Instrumenter {
             .type(jdbcTypes, seesAgent)
             .transform(this::weave)
             .type(jdbcTypes, not(seesAgent))
-            .transform(new Unfenceable());
+            .transform(
+                new Unfenceable(
+                    (type, loader) ->
+                        "JDBC class "
+                            + type.getName()
+                            + " (class loader "
+                            + loader
+                            + ") cannot see the agent's classes, so its connections cannot be"
+                            + " fenced; put the application's JDBC classes in a class loader that"
+                            + " delegates to the system class loader (see docs/agent.md,"
+                            + " class-loader limits)"));
     if (!config.poolInternals.isEmpty()) {
       // only connections of configured scopes are ever checked (ConnectionFencing.statementOn):
       // without pool-internals nothing is woven for them
@@ -249,22 +260,20 @@ final class Instrumenter {
               // without the lease, on every replica at once
               .type(named(m.className()), not(seesAgent))
               .transform(
-                  (b, type, loader, module, domain) -> {
-                    unfenced(
-                        "class "
-                            + type.getName()
-                            + " of methods="
-                            + m.key()
-                            + " (class loader "
-                            + loader
-                            + ") cannot see the agent's classes, so "
-                            + m.methodName()
-                            + " would run without its lease "
-                            + m.leaseName()
-                            + "; load it in a class loader that delegates to the system class"
-                            + " loader (see docs/agent.md, class-loader limits)");
-                    return b;
-                  });
+                  new Unfenceable(
+                      (type, loader) ->
+                          "class "
+                              + type.getName()
+                              + " of methods="
+                              + m.key()
+                              + " (class loader "
+                              + loader
+                              + ") cannot see the agent's classes, so "
+                              + m.methodName()
+                              + " would run without its lease "
+                              + m.leaseName()
+                              + "; load it in a class loader that delegates to the system class"
+                              + " loader (see docs/agent.md, class-loader limits)"));
     }
     builder.installOn(inst);
   }
@@ -526,7 +535,17 @@ final class Instrumenter {
   }
 
   /** A JDBC class in a loader that cannot see the agent: its connections could not be fenced. */
+  /**
+   * A class the advice cannot reach (its loader does not see the agent): reported through {@link
+   * #unfenced} with the message {@code why} gives, and left as it is.
+   */
   private final class Unfenceable implements AgentBuilder.Transformer {
+    private final BiFunction<TypeDescription, ClassLoader, String> why;
+
+    Unfenceable(BiFunction<TypeDescription, ClassLoader, String> why) {
+      this.why = why;
+    }
+
     @Override
     public DynamicType.Builder<?> transform(
         DynamicType.Builder<?> b,
@@ -534,14 +553,7 @@ final class Instrumenter {
         ClassLoader loader,
         JavaModule module,
         java.security.ProtectionDomain domain) {
-      unfenced(
-          "JDBC class "
-              + type.getName()
-              + " (class loader "
-              + loader
-              + ") cannot see the agent's classes, so its connections cannot be fenced; put the"
-              + " application's JDBC classes in a class loader that delegates to the system class"
-              + " loader (see docs/agent.md, class-loader limits)");
+      unfenced(why.apply(type, loader));
       return b;
     }
   }

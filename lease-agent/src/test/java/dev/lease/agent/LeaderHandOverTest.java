@@ -96,7 +96,7 @@ class LeaderHandOverTest {
       Lease thirds = third.tryClaim("leader").orElse(null);
       Lease successors = successor.tryClaim("leader").orElse(null);
       if (successors != null) {
-        assertEquals(led.term() + 1, successors.term());
+        assertTrue(successors.term() > led.term());
       }
       return new Lease[] {thirds, successors};
     } finally {

@@ -79,7 +79,10 @@ final class Claims {
       manager.safely(l -> l.claimRefused(name));
       return Optional.empty();
     }
-    Lease lease = manager.track(new Lease(manager, name, holder, instance, claimed.term(), start));
+    Lease lease =
+        manager.track(
+            new Lease(
+                manager, name, holder, instance, claimed.term(), claimed.fromAnother(), start));
     log.info("claimed lease {} term {} instance {}", name, lease.term(), instance);
     manager.safely(l -> l.claimed(lease));
     return Optional.of(lease);
@@ -119,7 +122,8 @@ final class Claims {
     if (term == null) {
       return Optional.empty();
     }
-    Lease lease = manager.track(new Lease(manager, name, holder, instance, term, start));
+    // a transfer hands the name from the transferring instance to this one
+    Lease lease = manager.track(new Lease(manager, name, holder, instance, term, true, start));
     log.info("adopted lease {} term {} instance {} (transferred to it)", name, term, instance);
     manager.safely(l -> l.adopted(lease));
     return Optional.of(lease);
@@ -131,8 +135,11 @@ final class Claims {
    *
    * @throws IllegalStateException if this manager was closed meanwhile (the claim is released)
    */
-  Lease adoptClaim(String name, String holder, long term, long claimStartNanos) {
-    Lease lease = manager.track(new Lease(manager, name, holder, instance, term, claimStartNanos));
+  Lease adoptClaim(
+      String name, String holder, long term, boolean fromAnother, long claimStartNanos) {
+    Lease lease =
+        manager.track(
+            new Lease(manager, name, holder, instance, term, fromAnother, claimStartNanos));
     log.info("claimed lease {} term {} instance {}", name, term, instance);
     manager.safely(l -> l.claimed(lease));
     return lease;
@@ -143,7 +150,9 @@ final class Claims {
    * tracking and listeners, the per-lease line at DEBUG (the caller logs one line for the batch).
    */
   Lease adoptBatchClaim(String name, String holder, long term, long claimStartNanos) {
-    Lease lease = manager.track(new Lease(manager, name, holder, instance, term, claimStartNanos));
+    // a batch claim does not say who held each key before: counted as changing hands
+    Lease lease =
+        manager.track(new Lease(manager, name, holder, instance, term, true, claimStartNanos));
     log.debug("claimed lease {} term {} instance {}", name, term, instance);
     manager.safely(l -> l.claimed(lease));
     return lease;
@@ -155,7 +164,8 @@ final class Claims {
    * per-lease line at DEBUG (the caller logs one line for the batch).
    */
   Lease adoptBatchTransfer(String name, String holder, long term, long claimStartNanos) {
-    Lease lease = manager.track(new Lease(manager, name, holder, instance, term, claimStartNanos));
+    Lease lease =
+        manager.track(new Lease(manager, name, holder, instance, term, true, claimStartNanos));
     log.debug("adopted lease {} term {} instance {} (transferred to it)", name, term, instance);
     manager.safely(l -> l.adopted(lease));
     return lease;

@@ -104,8 +104,13 @@ final class InternalAccess extends LeaseAccess {
 
   @Override
   public Lease adoptClaim(
-      LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
-    return manager.claims().adoptClaim(name, holder, term, claimStartNanos);
+      LeaseManager manager,
+      String name,
+      String holder,
+      long term,
+      boolean fromAnother,
+      long claimStartNanos) {
+    return manager.claims().adoptClaim(name, holder, term, fromAnother, claimStartNanos);
   }
 
   @Override

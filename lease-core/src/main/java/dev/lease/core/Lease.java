@@ -51,6 +51,7 @@ public final class Lease implements AutoCloseable {
   private final String holder;
   private final String instance;
   private final long term;
+  private final boolean fromAnother;
   private final long localDeadlineNanos;
   private final Set<Consumer<Lease>> lossListeners = ConcurrentHashMap.newKeySet();
 
@@ -81,12 +82,14 @@ public final class Lease implements AutoCloseable {
       String holder,
       String instance,
       long term,
+      boolean fromAnother,
       long claimStartNanos) {
     this.manager = manager;
     this.name = name;
     this.holder = holder;
     this.instance = instance;
     this.term = term;
+    this.fromAnother = fromAnother;
     this.localDeadlineNanos = manager.timings().localDeadline().toNanos();
     this.lastRenewalStart = claimStartNanos;
     this.lastRenewalStartVolatile = claimStartNanos;
@@ -98,10 +101,22 @@ public final class Lease implements AutoCloseable {
 
   /**
    * The fencing token: grows on every hand-over of this name and never repeats for it, even if its
-   * row is deleted (a new row starts at the database clock in ms × 1000).
+   * row is deleted or a failover lost claims: each hand-over writes {@code max(previous term + 1,
+   * the database clock in µs)} (docs/high-availability.md has the clock bound). Not consecutive:
+   * compare terms, never count on + 1.
    */
   public long term() {
     return term;
+  }
+
+  /**
+   * Whether this lease's previous term (the term before this claim or adoption) was another
+   * instance's, or the name had none: the lease changed hands. False when this instance held the
+   * previous term itself. Read by the claim statement from the row it replaced; true where a
+   * statement cannot tell (a group's batch claims, the rerun of an instant cut short).
+   */
+  public boolean fromAnotherInstance() {
+    return fromAnother;
   }
 
   /** The random token of this claim; never reused. */

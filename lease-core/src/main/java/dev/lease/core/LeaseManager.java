@@ -253,7 +253,7 @@ public final class LeaseManager implements AutoCloseable {
    */
   Lease notHeld(String name) {
     LeaseNames.validate(name);
-    Lease lease = new Lease(this, name, Claims.newHolder(), instance, 0, clock.nanoTime());
+    Lease lease = new Lease(this, name, Claims.newHolder(), instance, 0, true, clock.nanoTime());
     lease.markNotHeld();
     return lease;
   }

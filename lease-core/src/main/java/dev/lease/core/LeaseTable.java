@@ -5,6 +5,7 @@ import dev.lease.core.internal.SqlRules;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
 import java.util.Locale;
 import javax.sql.DataSource;
 
@@ -57,10 +58,23 @@ final class LeaseTable {
         }
       }
       try {
-        dialect.checkTable(c);
+        dialect.resolve(c);
+        checkOrUpgrade(c, dialect, createTable);
       } catch (SQLException e) {
         if (dialect.isMissingTable(e)) {
           throw new LeaseException(missingTable(dialect), e);
+        }
+        List<String> upgrade = dialect.upgrade(e);
+        if (!upgrade.isEmpty()) {
+          throw new LeaseException(
+              "lease table "
+                  + table
+                  + " was created by an earlier version and must be upgraded before this one can"
+                  + " fence with it: run "
+                  + String.join("; ", upgrade)
+                  + " (createTableIfMissing() does it for you); "
+                  + e.getMessage(),
+              e);
         }
         // the table exists but is not a lease table of this shape: not a connection problem
         throw new LeaseException(
@@ -91,6 +105,32 @@ final class LeaseTable {
           e);
     }
     return dialect;
+  }
+
+  /**
+   * The table check; a table of an earlier version that the dialect can upgrade ({@link
+   * Dialect#upgrade}) is upgraded first when the builder creates tables, else the check's error
+   * stands (and {@link #open} says which statements to run).
+   */
+  private static void checkOrUpgrade(Connection c, Dialect dialect, boolean createTable)
+      throws SQLException {
+    try {
+      dialect.checkTable(c);
+    } catch (SQLException e) {
+      List<String> upgrade = dialect.upgrade(e);
+      if (!createTable || upgrade.isEmpty()) {
+        throw e;
+      }
+      if (!c.getAutoCommit()) {
+        c.rollback();
+      }
+      try (Statement s = c.createStatement()) {
+        for (String ddl : upgrade) {
+          s.execute(ddl);
+        }
+      }
+      dialect.checkTable(c);
+    }
   }
 
   static String missingTable(Dialect dialect) {

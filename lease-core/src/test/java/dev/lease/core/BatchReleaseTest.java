@@ -90,8 +90,8 @@ class BatchReleaseTest {
     LeaseManager successor = f.track(f.builder(f.pool(2), "successor").timings(TIMINGS).build());
     Lease first = leases.get(0);
     Lease last = leases.get(n - 1);
-    assertEquals(first.term() + 1, successor.tryClaim(first.name()).orElseThrow().term());
-    assertEquals(last.term() + 1, successor.tryClaim(last.name()).orElseThrow().term());
+    assertTrue(successor.tryClaim(first.name()).orElseThrow().term() > first.term());
+    assertTrue(successor.tryClaim(last.name()).orElseThrow().term() > last.term());
     successor.close();
     return releases;
   }

@@ -65,7 +65,7 @@ class DeadlineReleaseTest {
     while (System.nanoTime() < until) {
       Optional<Lease> next = successor.tryClaim(name);
       if (next.isPresent()) {
-        assertEquals(lease.term() + 1, next.get().term());
+        assertTrue(next.get().term() > lease.term());
         next.get().release();
         return true;
       }

@@ -61,7 +61,7 @@ class ExpiryAndReleaseTest {
           claimOnlyAfterExpiry(
               () -> b.tryClaim("expiry"), b::databaseTimeMillis, row.expiresAtMs());
       Fixture.Row taken = f.row("expiry");
-      assertEquals(first.term() + 1, second.get().term());
+      assertTrue(second.get().term() > first.term());
       assertEquals(second.get().holder(), taken.holder());
       assertNotEquals(first.holder(), second.get().holder());
       assertTrue(
@@ -152,7 +152,7 @@ class ExpiryAndReleaseTest {
       Lease second =
           b.tryClaim("release")
               .orElseThrow(() -> new AssertionError("b could not claim right after the release"));
-      assertEquals(first.term() + 1, second.term());
+      assertTrue(second.term() > first.term());
       assertFalse(first.renew(), "renew after release");
       assertFalse(first.verify(), "verify after release");
       first.release(); // idempotent

@@ -141,7 +141,7 @@ class RenewalKeeperTest {
           "the rival's claim after the expiry",
           Duration.ofSeconds(5),
           () -> rival.tryClaim("kept").isPresent());
-      assertEquals(lease.term() + 1, f.row("kept").term());
+      assertTrue(f.row("kept").term() > lease.term());
       failing.failing(false);
     }
   }

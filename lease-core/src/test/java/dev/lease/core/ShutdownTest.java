@@ -186,7 +186,7 @@ class ShutdownTest {
     LeaseReleasedException e = assertInstanceOf(LeaseReleasedException.class, failureOf(done));
     assertTrue(e.workStopped());
     Lease successor = other.tryClaim(name).orElseThrow(() -> new AssertionError("released"));
-    assertEquals(ran.get().term() + 1, successor.term());
+    assertTrue(successor.term() > ran.get().term());
     successor.release();
     return rowHeld.get();
   }

@@ -175,7 +175,7 @@ class UnreachableDatabaseTest {
           "a claim once the database let the lease expire",
           Duration.ofSeconds(5),
           () -> claim(next, "outage").isPresent());
-      assertEquals(lease.term() + 1, f.row("outage").term());
+      assertTrue(f.row("outage").term() > lease.term());
     }
   }
 

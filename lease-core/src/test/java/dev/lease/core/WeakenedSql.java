@@ -16,6 +16,7 @@ public final class WeakenedSql implements SqlRules {
 
   private enum Bug {
     TERM_FROM_ZERO,
+    TERM_PLUS_ONE,
     RESTORE_HIDES_ERROR,
     SESSION_USER_VARIABLES,
     TRANSFER_WITHOUT_FOR_UPDATE,
@@ -28,9 +29,21 @@ public final class WeakenedSql implements SqlRules {
     this.bug = bug;
   }
 
-  /** A new lease row starts at term 0 (terms repeat after the row is deleted). */
+  /**
+   * Terms count from 0 without the clock: a new lease row starts at term 0 and a hand-over writes
+   * term + 1 (terms repeat after the row is deleted). The clock floor of a hand-over alone would
+   * keep them apart, so this control drops both.
+   */
   public static WeakenedSql termFromZero() {
     return new WeakenedSql(Bug.TERM_FROM_ZERO);
+  }
+
+  /**
+   * A hand-over writes term + 1, without the database clock's floor: a claim lost with a failover
+   * (the promoted server never saw it) is granted again at the same term.
+   */
+  public static WeakenedSql termPlusOne() {
+    return new WeakenedSql(Bug.TERM_PLUS_ONE);
   }
 
   /** A failed session restore after a failed attempt replaces the attempt's own error. */
@@ -65,8 +78,15 @@ public final class WeakenedSql implements SqlRules {
   }
 
   @Override
-  public String startTerm(String clock) {
-    return bug == Bug.TERM_FROM_ZERO ? "0" : SqlRules.super.startTerm(clock);
+  public String startTerm(String clockMicros) {
+    return bug == Bug.TERM_FROM_ZERO ? "0" : SqlRules.super.startTerm(clockMicros);
+  }
+
+  @Override
+  public String nextTerm(String greatest, String term, String clockMicros) {
+    return bug == Bug.TERM_FROM_ZERO || bug == Bug.TERM_PLUS_ONE
+        ? term + " + 1"
+        : SqlRules.super.nextTerm(greatest, term, clockMicros);
   }
 
   @Override

@@ -155,7 +155,7 @@ class WorkUnderLeaseTest {
       Throwable failure = failureOf(done);
       assertInstanceOf(LeaseLostException.class, failure);
       assertEquals(Optional.of(LossReason.NOT_HELD), lease.lossReason());
-      assertEquals(lease.term() + 1, stolen.term());
+      assertTrue(stolen.term() > lease.term());
       assertTrue(f.failurePolicyCalls.isEmpty(), "work that stopped: " + f.failurePolicyCalls);
     }
   }
@@ -408,7 +408,7 @@ class WorkUnderLeaseTest {
               }),
           "free");
       assertEquals(1, ran.get());
-      assertEquals(held.term() + 1, boundTerm.get());
+      assertTrue(boundTerm.get() > held.term());
       assertTrue(bound.get().isReleased(), "released after the work");
       assertTrue(LeaseContext.current().isEmpty(), "nothing bound on the caller's thread");
       Lease next = b.tryClaim("job").orElseThrow(() -> new AssertionError("released at once"));

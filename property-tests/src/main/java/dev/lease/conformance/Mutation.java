@@ -13,7 +13,14 @@ import java.util.regex.Pattern;
  */
 public enum Mutation {
   /** Invariant 1 breaks: a claim hands the lease over without a new fencing token. */
-  CLAIM_KEEPS_TERM("lease-core's claim statement sets term = term instead of term + 1"),
+  CLAIM_KEEPS_TERM(
+      "lease-core's claim statement keeps the term instead of writing max(term + 1, clock in µs)"),
+  /**
+   * Invariant 1 breaks across a failover that lost claims: a hand-over writes term + 1 without the
+   * database clock's floor, so a claim the promoted server never saw is granted again at its term.
+   */
+  TERM_PLUS_ONE(
+      "lease-core's hand-overs write term + 1 instead of max(term + 1, database clock in µs)"),
   /** Invariant 2 breaks: a claim takes the lease from a live holder. */
   CLAIM_IGNORES_EXPIRY("lease-core's claim statement without its condition that the lease expired"),
   /** Invariant 3 breaks: a stale holder's verify passes while another holder has the lease. */
@@ -47,14 +54,14 @@ public enum Mutation {
   /** A claim statement of every dialect (the scheduler's slot claims included). */
   // the claim's SET, as a plain UPDATE (?) and as SQLite's create-or-claim upsert (excluded.)
   private static final Pattern CLAIM =
-      Pattern.compile(
-          "SET holder = (\\?|excluded\\.holder), instance = (\\?|excluded\\.instance), ");
+      Pattern.compile("holder = (\\?|excluded\\.holder), instance = (\\?|excluded\\.instance), ");
 
-  private static final Pattern TERM_INCREMENT = Pattern.compile("term = (t\\.)?term \\+ 1");
-
-  /** MariaDB's claim returns the new term through LAST_INSERT_ID. */
-  private static final Pattern TERM_INCREMENT_RETURNED =
-      Pattern.compile("LAST_INSERT_ID\\(term \\+ 1\\)");
+  /**
+   * The new term of a hand-over: {@code GREATEST(term + 1, <clock in µs>)} ({@code t.term} on
+   * PostgreSQL, SQLite's {@code MAX}, the clock possibly a bound {@code ?}).
+   */
+  private static final Pattern NEXT_TERM =
+      Pattern.compile("(GREATEST|MAX)\\(((t\\.)?term) \\+ 1, ");
 
   private static final String VERIFY_CONDITION = "name = ? AND holder = ? AND term = ?";
 
@@ -63,6 +70,11 @@ public enum Mutation {
    * and a CASE over holder and term raises the refusal, so the plain condition is not in its text.
    */
   private static final String VERIFY_CASE = "name = ? AND CASE WHEN holder = ? AND term = ?";
+
+  /** PostgreSQL's verify names its operators in pg_catalog (issue 35). */
+  private static final String VERIFY_QUALIFIED =
+      "name OPERATOR(pg_catalog.=) ? AND holder OPERATOR(pg_catalog.=) ? AND term"
+          + " OPERATOR(pg_catalog.=) ?";
 
   /** The transfer's expiry: database clock + the adoption bound (every dialect). */
   private static final Pattern TRANSFER_EXPIRY = Pattern.compile("expires_at_ms = (.+?) \\+ \\?,");
@@ -85,11 +97,9 @@ public enum Mutation {
   String rewrite(String sql) {
     switch (this) {
       case CLAIM_KEEPS_TERM:
-        if (CLAIM.matcher(sql).find()) {
-          String kept = TERM_INCREMENT.matcher(sql).replaceAll("term = $1term");
-          return TERM_INCREMENT_RETURNED.matcher(kept).replaceAll("LAST_INSERT_ID(term)");
-        }
-        return sql;
+        return CLAIM.matcher(sql).find() ? nextTerm(sql, " + 0") : sql;
+      case TERM_PLUS_ONE:
+        return CLAIM.matcher(sql).find() ? nextTerm(sql, " + 1") : sql;
       case CLAIM_IGNORES_EXPIRY:
         // "expires_at_ms <= <clock>" becomes "-1 <= <clock>": always true
         return CLAIM.matcher(sql).find() ? sql.replace("expires_at_ms <= ", "-1 <= ") : sql;
@@ -109,7 +119,11 @@ public enum Mutation {
                   VERIFY_CONDITION, "name = ? AND (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)")
               .replace(
                   VERIFY_CASE,
-                  "name = ? AND CASE WHEN (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)");
+                  "name = ? AND CASE WHEN (holder = ? OR 1 = 1) AND (term = ? OR 1 = 1)")
+              .replace(
+                  VERIFY_QUALIFIED,
+                  "name OPERATOR(pg_catalog.=) ? AND (holder = ? OR 1 = 1) AND (term = ? OR 1 ="
+                      + " 1)");
         }
         return sql;
       default:
@@ -117,9 +131,44 @@ public enum Mutation {
     }
   }
 
+  /**
+   * Every {@code GREATEST(term + 1, <clock>)} of {@code sql} as {@code (term<plus> + 0 *
+   * (<clock>))}: the clock's floor dropped, its parameter (if it is one) still bound.
+   */
+  static String nextTerm(String sql, String plus) {
+    StringBuilder out = new StringBuilder();
+    java.util.regex.Matcher m = NEXT_TERM.matcher(sql);
+    int from = 0;
+    while (m.find(from)) {
+      int open = m.end(); // start of the clock expression
+      int depth = 1;
+      int i = open;
+      for (; i < sql.length() && depth > 0; i++) {
+        char c = sql.charAt(i);
+        if (c == '(') {
+          depth++;
+        } else if (c == ')') {
+          depth--;
+        }
+      }
+      String clock = sql.substring(open, i - 1);
+      out.append(sql, from, m.start())
+          .append('(')
+          .append(m.group(2))
+          .append(plus)
+          .append(" + 0 * (")
+          .append(clock)
+          .append("))");
+      from = i;
+    }
+    return out.append(sql.substring(from)).toString();
+  }
+
   /** True for the statements lease-core's verify sends (strict or plain, every dialect). */
   public static boolean isVerify(String sql) {
-    return (sql.contains(VERIFY_CONDITION) || sql.contains(VERIFY_CASE))
+    return (sql.contains(VERIFY_CONDITION)
+            || sql.contains(VERIFY_CASE)
+            || sql.contains(VERIFY_QUALIFIED))
         && !sql.contains("SET expires_at_ms")
         && !CLAIM.matcher(sql).find(); // a transfer has the verify's condition too
   }

@@ -55,11 +55,18 @@ public abstract class Dialect {
   }
 
   /**
-   * What one claim statement found: the new term when it claimed, else null; and whether the row
-   * exists (null when the statement cannot tell: MySQL and MariaDB, whose UPDATE returns only a
-   * count).
+   * What one claim statement found: the new term when it claimed, else null; whether the row exists
+   * (null when the statement cannot tell: MySQL and MariaDB, whose UPDATE returns only a count);
+   * and, when it claimed, whether the name's previous term was another instance's (or the row new),
+   * read by the same statement: a hand-over, as the Spring starter's meters count it.
    */
-  public record ClaimResult(Long term, Boolean rowExists) {}
+  public record ClaimResult(Long term, Boolean rowExists, boolean fromAnother) {
+
+    /** Nothing claimed. */
+    public ClaimResult(Long term, Boolean rowExists) {
+      this(term, rowExists, true);
+    }
+  }
 
   /** One held lease of a batched renewal ({@link #renewAll}). */
   public record Held(String name, String holder, long term) {}
@@ -67,23 +74,95 @@ public abstract class Dialect {
   /** How many leases one batched renewal statement takes ({@link #renewAll}). */
   public static final int MAX_RENEWALS_PER_STATEMENT = 1000;
 
-  final String table;
+  /** The lease table as configured: the name in DDL and messages. */
+  final String name;
+
+  /**
+   * The lease table as the statements reach it: a reference the session cannot redefine ({@link
+   * #resolve}). Until resolved, the configured name (DDL-only dialects never run statements).
+   */
+  String table;
 
   /** SQL expression: the database server's clock, UTC epoch milliseconds, as a bigint. */
   final String clock;
 
+  /**
+   * SQL expression: the database server's clock in UTC epoch microseconds (SQLite: milliseconds ×
+   * 1000), the floor every new term is raised to ({@link #nextTerm}).
+   */
+  final String clockMicros;
+
   /** The pieces of SQL the negative controls break; {@link SqlRules#PRODUCTION} in production. */
   final SqlRules rules;
 
-  Dialect(String table, String clock, SqlRules rules) {
+  Dialect(String table, String clock, String clockMicros, SqlRules rules) {
+    this.name = table;
     this.table = table;
     this.clock = clock;
+    this.clockMicros = clockMicros;
     this.rules = rules;
   }
 
-  /** The lease table, as written into the statements. */
+  /** The lease table as configured (DDL, messages). */
   public final String table() {
+    return name;
+  }
+
+  /**
+   * The lease table as every statement names it once {@link #resolve} ran: schema-qualified, and on
+   * MySQL/MariaDB with its partition named, so that no session object (a temporary table, a {@code
+   * search_path}, {@code USE}) can stand in for it.
+   */
+  public final String reference() {
     return table;
+  }
+
+  /**
+   * Fixes {@link #reference()} on a connection to the lease database, once, before any lease
+   * statement runs: the one real lease table, by a reference the session cannot redefine.
+   * PostgreSQL: the schema the name resolves to among the session's ordinary schemas (never {@code
+   * pg_temp}); MySQL/MariaDB: the current database, and the table's one partition (a temporary
+   * table cannot be partitioned, so {@code PARTITION (p0)} reaches only the base table); SQLite:
+   * {@code main}. A session that later shadows the name with a temporary table, switches its {@code
+   * search_path}, schema or database, still reaches this table.
+   *
+   * @throws SQLException if the database cannot say where the table is
+   */
+  public abstract void resolve(Connection c) throws SQLException;
+
+  /**
+   * The term a hand-over writes (claim, transfer, a slot's claim): {@code max(term + 1, database
+   * clock in µs)}, so terms grow on every hand-over and never repeat, even after a failover that
+   * lost claims, unless the new primary's clock is behind the lost claims by more than the time
+   * since (docs/high-availability.md). Not consecutive: nothing may assume + 1.
+   *
+   * @param term the SQL expression of the row's current term ({@code term}, {@code t.term})
+   */
+  public final String nextTerm(String term) {
+    return nextTerm(term, clockMicros);
+  }
+
+  /**
+   * {@link #nextTerm(String)} with {@code micros} as the clock (a step's own, or a bound value).
+   */
+  public final String nextTerm(String term, String micros) {
+    return rules.nextTerm(greatest(), term, micros);
+  }
+
+  /**
+   * The SQL function of the larger of two values: {@code GREATEST}, SQLite's scalar {@code MAX}.
+   */
+  String greatest() {
+    return "GREATEST";
+  }
+
+  /**
+   * Statements that bring an existing lease table of an earlier version up to this one, when {@code
+   * e} (the table check's error) says it needs them; empty otherwise. MySQL/MariaDB: the table
+   * partitioned into its one partition ({@link #resolve}).
+   */
+  public List<String> upgrade(SQLException e) {
+    return List.of();
   }
 
   /**
@@ -104,6 +183,16 @@ public abstract class Dialect {
     return clock;
   }
 
+  /** The SQL expression of the database clock in microseconds (SQLite: milliseconds × 1000). */
+  public final String clockMicros() {
+    return clockMicros;
+  }
+
+  /** The SQL expression of the term a new lease row starts at (see {@code StandardDialect}). */
+  public final String startTermSql() {
+    return rules.startTerm(clockMicros);
+  }
+
   /** The database's name for messages and logs: "PostgreSQL", "MySQL", "MariaDB", "SQLite". */
   public abstract String product();
 
@@ -120,9 +209,9 @@ public abstract class Dialect {
       throws SQLException;
 
   /**
-   * Creates the row of {@code name} once, expired, at the start term (the database clock in ms ×
-   * 1000, so terms never repeat: {@code StandardDialect.startTerm}); does nothing if it exists (its
-   * term stays what it is).
+   * Creates the row of {@code name} once, expired, at the start term (the database clock in µs, so
+   * terms never repeat: {@code StandardDialect.startTerm}); does nothing if it exists (its term
+   * stays what it is).
    */
   public abstract void createRow(Connection c, String name) throws SQLException;
 
@@ -352,7 +441,7 @@ public abstract class Dialect {
   // ---- transfer: hand a held lease to a named successor ----------------------------------------
   //
   // A transfer is a claim made by the holder for someone else: one statement that, only while the
-  // caller still holds the lease (holder and term match, not expired), writes the new term t+1, the
+  // caller still holds the lease (holder and term match, not expired), writes a new term, the
   // successor's instance and a pending holder, and an expiry of now + the adoption bound. It
   // changes the row exactly as a claim does, so on every database it waits for the transactions a
   // strict verify let in under term t, exactly as a claim does (PostgreSQL: FOR UPDATE, see
@@ -369,9 +458,10 @@ public abstract class Dialect {
   public static final String TRANSFER_PENDING = "~transfer-pending";
 
   /**
-   * Transfers {@code name} from {@code holder} at {@code term} to {@code successor}: term + 1,
-   * holder {@link #TRANSFER_PENDING}, instance {@code successor}, expiry database clock + {@code
-   * adoptWithinMs}. The new term, or null if {@code holder} no longer held it at {@code term}.
+   * Transfers {@code name} from {@code holder} at {@code term} to {@code successor}: a new term
+   * ({@link #nextTerm}), holder {@link #TRANSFER_PENDING}, instance {@code successor}, expiry
+   * database clock + {@code adoptWithinMs}. The new term, or null if {@code holder} no longer held
+   * it at {@code term}.
    */
   public abstract Long transferStep(
       Connection c,
@@ -386,8 +476,9 @@ public abstract class Dialect {
   /**
    * {@link #transferStep} for many leases of one holder process to one successor (a group moving
    * keys to the member that needs them): at most {@link #MAX_RENEWALS_PER_STATEMENT} leases, each
-   * transferred only for its holder at its term while not expired, each to its own term + 1.
-   * Returns the new term of each lease transferred, by name (missing: no longer held).
+   * transferred only for its holder at its term while not expired, each to a new term of its own
+   * ({@link #nextTerm}). Returns the new term of each lease transferred, by name (missing: no
+   * longer held).
    */
   public abstract Map<String, Long> transferAll(
       Connection c, List<Held> leases, String successor, long adoptWithinMs, long timeoutMs)
@@ -491,9 +582,11 @@ public abstract class Dialect {
   // process's.
 
   /**
-   * A claimed instant: the new term, and what the claim replaced (to report a superseded instant).
+   * A claimed instant: the new term, what the claim replaced (to report a superseded instant), and
+   * whether the previous term was another instance's (as {@link ClaimResult#fromAnother}).
    */
-  public record SlotClaimed(long term, Long previousSlotMs, Long previousUnfinishedMs) {}
+  public record SlotClaimed(
+      long term, Long previousSlotMs, Long previousUnfinishedMs, boolean fromAnother) {}
 
   /** The slot columns of one job, and whether its lease is free by the database clock. */
   public record SlotState(Long lastMs, Long unfinishedMs, Long rerunMs, boolean free) {}
@@ -507,8 +600,8 @@ public abstract class Dialect {
   /**
    * Claims instant {@code instantMs} of job {@code name}: only if the name is free, the instant is
    * later than the last on record and the database clock has reached it. Records it as the last
-   * claimed and as unfinished; term + 1. Null if not claimed. What the claim replaced is reported
-   * exactly (see {@code PostgresDialect} and {@code StandardDialect} for how).
+   * claimed and as unfinished; a new term ({@link #nextTerm}). Null if not claimed. What the claim
+   * replaced is reported exactly (see {@code PostgresDialect} and {@code StandardDialect} for how).
    *
    * @param requireLater false only for the negative control of the tests (a broken scheduler that
    *     ignores the last instant on record)
@@ -525,8 +618,8 @@ public abstract class Dialect {
 
   /**
    * Claims the unfinished instant {@code instantMs} of job {@code name} again, once: only if the
-   * name is free, the instant is still the unfinished one, and it was not claimed again before.
-   * Term + 1. The new term, or null if not claimed.
+   * name is free, the instant is still the unfinished one, and it was not claimed again before. A
+   * new term ({@link #nextTerm}); null if not claimed.
    *
    * @param once false only for the negative control of the tests (reruns without limit)
    */

@@ -23,11 +23,75 @@ final class MySqlDialect extends StandardDialect {
   private static final String CLOCK =
       "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
 
+  /** {@link #CLOCK} in microseconds. */
+  private static final String CLOCK_MICROS =
+      "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+
   private final boolean mariadb;
 
   MySqlDialect(String table, String clockFunction, boolean mariadb, SqlRules rules) {
-    super(table, clockFunction != null ? clockFunction : CLOCK, rules);
+    super(
+        table,
+        clockFunction != null ? clockFunction : CLOCK,
+        clockFunction != null ? "(" + clockFunction + " * 1000)" : CLOCK_MICROS,
+        rules);
     this.mariadb = mariadb;
+  }
+
+  /**
+   * The partition every lease statement names. A session's temporary table of the same name shadows
+   * the base table even when the name is qualified with its database (MySQL manual, "CREATE
+   * TEMPORARY TABLE"; so does a view's name), but a temporary table cannot be partitioned ({@code
+   * ER_PARTITION_NO_TEMPORARY}), and {@code PARTITION (p0)} on a table that is not fails ({@code
+   * 1747 PARTITION () clause on non partitioned table}): the reference reaches the one base table
+   * or fails, whatever the session created. Measured on MariaDB 10.11: a temporary copy made with
+   * {@code CREATE TEMPORARY TABLE ... AS SELECT} or {@code LIKE} is refused with 1747.
+   */
+  static final String PARTITION = "p0";
+
+  /** {@code 1747 PARTITION () clause on non partitioned table}. */
+  static final int ER_PARTITION_CLAUSE_ON_NONPARTITIONED = 1747;
+
+  /**
+   * The database of the configured name ({@code db.table}) or the session's current one, quoted,
+   * and the table's one partition named ({@link #PARTITION}): {@code `db`.`leases` PARTITION (p0)}.
+   * {@code USE} or {@code setCatalog} on a fenced session no longer changes what the verify reads,
+   * and a temporary table of the same name fails it.
+   */
+  @Override
+  public void resolve(Connection c) throws SQLException {
+    int dot = name.indexOf('.');
+    String database =
+        dot >= 0
+            ? name.substring(0, dot)
+            : LeaseSql.firstPlain(c, "SELECT DATABASE()", rs -> rs.getString(1));
+    if (database == null) {
+      throw new SQLException(
+          "the lease table "
+              + name
+              + " names no database and the connection has none selected; put the database in the"
+              + " JDBC URL or name the table as database.table",
+          "3D000");
+    }
+    String relation = dot < 0 ? name : name.substring(dot + 1);
+    table = quoted(database) + "." + quoted(relation) + " PARTITION (" + PARTITION + ")";
+  }
+
+  private static String quoted(String identifier) {
+    return '`' + identifier.replace("`", "``") + '`';
+  }
+
+  /**
+   * A lease table of an earlier version is not partitioned: the table check ({@link #checkTable},
+   * through {@link #reference()}) fails with 1747, and this partitions it into its one partition.
+   * On a small table a copy of a few milliseconds; the name stays primary key.
+   */
+  @Override
+  public List<String> upgrade(SQLException e) {
+    if (e.getErrorCode() != ER_PARTITION_CLAUSE_ON_NONPARTITIONED) {
+      return List.of();
+    }
+    return List.of("ALTER TABLE " + name + " PARTITION BY KEY (name) PARTITIONS 1");
   }
 
   @Override
@@ -40,12 +104,15 @@ final class MySqlDialect extends StandardDialect {
     return table + rules.mySqlBatchIndexHint();
   }
 
-  /** utf8mb4_bin: lease names compare exactly, as on the other databases. */
+  /**
+   * utf8mb4_bin: lease names compare exactly, as on the other databases. Partitioned into one
+   * partition, which every statement names ({@link #PARTITION}).
+   */
   @Override
   public List<String> ddl() {
     return List.of(
         "CREATE TABLE IF NOT EXISTS "
-            + table
+            + name
             + " ("
             + "name varchar("
             + NAME_WIDTH
@@ -62,7 +129,9 @@ final class MySqlDialect extends StandardDialect {
             + "slot_ms bigint NULL, "
             + "unfinished_slot_ms bigint NULL, "
             + "rerun_slot_ms bigint NULL, "
-            + "PRIMARY KEY (name)) ENGINE=InnoDB");
+            + "PRIMARY KEY (name)) ENGINE=InnoDB"
+            // one partition: what the statements' reference names (see PARTITION)
+            + " PARTITION BY KEY (name) PARTITIONS 1");
   }
 
   @Override
@@ -206,6 +275,15 @@ final class MySqlDialect extends StandardDialect {
     return "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) DIV 1000)";
   }
 
+  /** {@link #stepClock()} in microseconds. */
+  @Override
+  String stepClockMicros() {
+    if (!mariadb || !clock.equals(CLOCK)) {
+      return clockMicros;
+    }
+    return "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6))";
+  }
+
   @Override
   public <T> T inStep(Connection c, long timeoutMs, StepCall<T> call) throws SQLException {
     if (!mariadb) {
@@ -215,35 +293,57 @@ final class MySqlDialect extends StandardDialect {
   }
 
   /**
-   * One UPDATE: {@code term = LAST_INSERT_ID(term + 1)} puts the new term into the statement's OK
+   * One UPDATE. {@code LAST_INSERT_ID(2 × new term + (previous instance is another))} puts the new
+   * term, and whether the name's previous term was another instance's, into the statement's OK
    * packet, which both Connector/Js hand out as the generated key (checked on MySQL Connector/J 9.5
-   * and MariaDB Connector/J 3.5), so nothing is read back. It changes {@code term}, so 1 means
-   * claimed whether the driver counts found or changed rows. The UPDATE takes an exclusive lock on
-   * a row it claims, so it waits for every transaction whose strict verify holds a share lock on
-   * it. In the session's own isolation: under READ COMMITTED a claimer of a live lease does not
-   * wait for the holder's transactions (semi-consistent read); under REPEATABLE READ, InnoDB locks
-   * the row before it evaluates the WHERE, so such a claim waits for the holder's transactions in
-   * flight (bounded by the lock wait) and then finds the lease held. The count cannot tell a held
-   * row from a missing one: the caller creates the row when a claim finds nothing.
+   * and MariaDB Connector/J 3.5), so nothing is read back; the term column itself gets the new term
+   * ({@code LAST_INSERT_ID(...) DIV 2}: one evaluation, since MariaDB's step clock {@code
+   * SYSDATE(6)} is read at each use). The term's assignment comes before {@code instance}'s, so it
+   * compares the instance the row had (single-table UPDATE assignments run left to right; under
+   * MariaDB's {@code SIMULTANEOUS_ASSIGNMENT} every one sees the old row anyway), and after {@code
+   * expires_at_ms}'s: a stored function called after {@code LAST_INSERT_ID(expr)} (the tests'
+   * clock) resets the OK packet's id. It changes {@code term}, so 1 means claimed whether the
+   * driver counts found or changed rows. The UPDATE takes an exclusive lock on a row it claims, so
+   * it waits for every transaction whose strict verify holds a share lock on it. In the session's
+   * own isolation: under READ COMMITTED a claimer of a live lease does not wait for the holder's
+   * transactions (semi-consistent read); under REPEATABLE READ, InnoDB locks the row before it
+   * evaluates the WHERE, so such a claim waits for the holder's transactions in flight (bounded by
+   * the lock wait) and then finds the lease held. The count cannot tell a held row from a missing
+   * one: the caller creates the row when a claim finds nothing.
    *
-   * <p>Side effect: {@code LAST_INSERT_ID()} of the borrowed session then returns the term (a value
-   * only the statement right after one's own INSERT may rely on).
+   * <p>Side effect: {@code LAST_INSERT_ID()} of the borrowed session then returns twice the term
+   * (plus one) (a value only the statement right after one's own INSERT may rely on).
    */
   @Override
   public ClaimResult claimStep(
       Connection c, String name, String holder, String instance, long leaseMs, long timeoutMs)
       throws SQLException {
     String clk = stepClock();
+    String next = nextTerm("term", stepClockMicros());
     String update =
-        giveRow(timeoutMs, clk)
-            // last: a stored function called after it (the tests' clock) resets the OK packet's id
-            + " term = LAST_INSERT_ID(term + 1)"
+        stepPrefix(timeoutMs)
+            + "UPDATE "
+            + tableByPrimaryKey()
+            + " SET expires_at_ms = "
+            + clk
+            + " + ?, term = LAST_INSERT_ID("
+            + next
+            + " * 2 + (instance <> ?)) DIV 2, holder = ?, instance = ?, revision = revision + 1"
             + " WHERE name = ? AND expires_at_ms <= "
             + clk;
-    Long term =
+    Long packed =
         LeaseSql.generatedTerm(
-            c, update, "the claim of lease row '" + name + "'", holder, instance, leaseMs, name);
-    return term == null ? new ClaimResult(null, null) : new ClaimResult(term, true);
+            c,
+            update,
+            "the claim of lease row '" + name + "'",
+            leaseMs,
+            instance,
+            holder,
+            instance,
+            name);
+    return packed == null
+        ? new ClaimResult(null, null)
+        : new ClaimResult(packed >> 1, true, (packed & 1) != 0);
   }
 
   /**
@@ -258,7 +358,9 @@ final class MySqlDialect extends StandardDialect {
     String update =
         "UPDATE "
             + table
-            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " SET holder = ?, instance = ?, term = "
+            + nextTerm("term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = revision + 1"
@@ -396,7 +498,9 @@ final class MySqlDialect extends StandardDialect {
     String clk = stepClock();
     String update =
         giveRow(timeoutMs, clk)
-            + " term = LAST_INSERT_ID(term + 1)"
+            + " term = LAST_INSERT_ID("
+            + nextTerm("term", stepClockMicros())
+            + ")"
             + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
             + clk;
     return LeaseSql.generatedTerm(
@@ -413,10 +517,12 @@ final class MySqlDialect extends StandardDialect {
 
   /**
    * One UPDATE of the whole batch, exclusive row locks as {@link #transferStep} (so it waits for
-   * the strict verifies' share locks). No RETURNING: when it changed every row, each new term is
-   * the term it held + 1; when it changed fewer, one read finds which rows are at the successor at
-   * exactly term + 1 (a row at that term and instance can only be this transfer's: terms never
-   * repeat, and a later claim or transfer would have a higher term).
+   * the strict verifies' share locks). No RETURNING: the database clock (µs) is read first and
+   * bound as the floor of every new term, so each new term is {@code max(term + 1, that clock)},
+   * known without reading the rows back when the UPDATE changed every row; when it changed fewer,
+   * one read finds which rows are at the successor at exactly that term (a row at that term and
+   * instance can only be this transfer's: terms never repeat, and a later claim or transfer would
+   * have a higher term).
    */
   @Override
   public Map<String, Long> transferAll(
@@ -424,28 +530,30 @@ final class MySqlDialect extends StandardDialect {
       throws SQLException {
     checkBatch(leases);
     String clk = stepClock();
+    long floor =
+        LeaseSql.first(
+            c, stepPrefix(timeoutMs) + "SELECT " + stepClockMicros(), rs -> rs.getLong(1));
     String update =
         giveRow(timeoutMs, clk)
-            + " term = term + 1 WHERE "
+            + " term = "
+            + nextTerm("term", "?")
+            + " WHERE "
             + heldMatch(leases.size())
             + " AND expires_at_ms > "
             + clk;
     int n =
         LeaseSql.update(
-            c, update, TRANSFER_PENDING, successor, adoptWithinMs, new HeldRows(leases));
-    Map<String, Long> terms = new HashMap<>();
-    if (n == leases.size()) {
-      for (Held h : leases) {
-        terms.put(h.name(), h.term() + 1);
-      }
-      return terms;
-    }
-    if (n == 0) {
-      return terms;
-    }
+            c, update, TRANSFER_PENDING, successor, adoptWithinMs, floor, new HeldRows(leases));
     Map<String, Long> wanted = new HashMap<>();
     for (Held h : leases) {
-      wanted.put(h.name(), h.term() + 1);
+      wanted.put(h.name(), Math.max(h.term() + 1, floor));
+    }
+    if (n == leases.size()) {
+      return wanted;
+    }
+    Map<String, Long> terms = new HashMap<>();
+    if (n == 0) {
+      return terms;
     }
     String read =
         stepPrefix(timeoutMs)
@@ -522,7 +630,9 @@ final class MySqlDialect extends StandardDialect {
     String update =
         "UPDATE "
             + table
-            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " SET holder = ?, instance = ?, term = "
+            + nextTerm("term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = revision + 1,"

@@ -19,10 +19,54 @@ final class PostgresDialect extends StandardDialect {
    * so late in a long transaction it would make a live lease look younger than it is.
    */
   private static final String CLOCK =
-      "(floor(extract(epoch from clock_timestamp()) * 1000))::bigint";
+      "(pg_catalog.floor(EXTRACT(epoch FROM pg_catalog.clock_timestamp()) * 1000))::bigint";
+
+  /** {@link #CLOCK} in microseconds (PostgreSQL's timestamps have microsecond resolution). */
+  private static final String CLOCK_MICROS =
+      "(pg_catalog.floor(EXTRACT(epoch FROM pg_catalog.clock_timestamp()) * 1000000))::bigint";
 
   PostgresDialect(String table, String clockFunction, SqlRules rules) {
-    super(table, clockFunction != null ? clockFunction : CLOCK, rules);
+    super(
+        table,
+        clockFunction != null ? clockFunction : CLOCK,
+        clockFunction != null ? "(" + clockFunction + " * 1000)" : CLOCK_MICROS,
+        rules);
+  }
+
+  /**
+   * The schema the configured name means for an ordinary session: its own schema if qualified, else
+   * the first schema of the session's {@code search_path} ({@code current_schemas(false)}, which
+   * never lists the implicit {@code pg_temp}) holding a table of that name that is not temporary.
+   * The reference is the quoted {@code "schema"."table"}: a temporary table, a changed {@code
+   * search_path} or {@code setSchema} cannot stand in for it. A table that does not exist yet keeps
+   * the configured name (the table check then says it is missing).
+   */
+  @Override
+  public void resolve(Connection c) throws SQLException {
+    int dot = name.indexOf('.');
+    String schema = dot < 0 ? null : name.substring(0, dot).toLowerCase(java.util.Locale.ROOT);
+    String relation = (dot < 0 ? name : name.substring(dot + 1)).toLowerCase(java.util.Locale.ROOT);
+    String found =
+        LeaseSql.first(
+            c,
+            "SELECT n.nspname FROM pg_catalog.pg_class r"
+                + " JOIN pg_catalog.pg_namespace n ON n.oid = r.relnamespace"
+                + " WHERE r.relname = ? AND r.relpersistence <> 't' AND r.relkind IN ('r', 'p')"
+                + " AND n.nspname = ANY (CASE WHEN ?::text IS NULL"
+                + " THEN pg_catalog.current_schemas(false) ELSE ARRAY[?::name] END)"
+                + " ORDER BY pg_catalog.array_position(pg_catalog.current_schemas(false),"
+                + " n.nspname) NULLS LAST LIMIT 1",
+            rs -> rs.getString(1),
+            relation,
+            schema,
+            schema);
+    if (found != null) {
+      table = quoted(found) + "." + quoted(relation);
+    }
+  }
+
+  private static String quoted(String identifier) {
+    return '"' + identifier.replace("\"", "\"\"") + '"';
   }
 
   @Override
@@ -34,7 +78,7 @@ final class PostgresDialect extends StandardDialect {
   public List<String> ddl() {
     return List.of(
         "CREATE TABLE IF NOT EXISTS "
-            + table
+            + name
             + " ("
             + "name varchar("
             + NAME_WIDTH
@@ -80,10 +124,11 @@ final class PostgresDialect extends StandardDialect {
       String ms = Long.toString(timeoutMs);
       LeaseSql.first(
           c,
-          "SELECT set_config('lock_timeout', ?, true), set_config('statement_timeout', ?, true),"
+          "SELECT pg_catalog.set_config('lock_timeout', ?, true),"
+              + " pg_catalog.set_config('statement_timeout', ?, true),"
               // a holder paused between its UPDATE and COMMIT would keep the lease row locked
               // (no successor could claim) until it resumes: the server ends such a session
-              + " set_config('idle_in_transaction_session_timeout', ?, true)",
+              + " pg_catalog.set_config('idle_in_transaction_session_timeout', ?, true)",
           rs -> null,
           ms,
           ms,
@@ -135,8 +180,8 @@ final class PostgresDialect extends StandardDialect {
    * parameters, both the timeout in ms as text ({@link #bound}).
    */
   private static final String BOUND =
-      "(set_config('lock_timeout', ?, true)"
-          + " || set_config('idle_in_transaction_session_timeout', ?, true)) IS NOT NULL";
+      "(pg_catalog.set_config('lock_timeout', ?, true)"
+          + " || pg_catalog.set_config('idle_in_transaction_session_timeout', ?, true)) IS NOT NULL";
 
   private static String bound(long timeoutMs) {
     return Long.toString(Math.max(1, timeoutMs));
@@ -182,7 +227,7 @@ final class PostgresDialect extends StandardDialect {
       Connection c, String name, String holder, String instance, long leaseMs, long timeoutMs)
       throws SQLException {
     String sql =
-        "WITH expired AS (SELECT name FROM "
+        "WITH expired AS (SELECT name, instance FROM "
             + table
             + " WHERE name = ? AND "
             + BOUND
@@ -191,22 +236,27 @@ final class PostgresDialect extends StandardDialect {
             + " FOR UPDATE),"
             + " claimed AS (UPDATE "
             + table
-            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " t SET holder = ?, instance = ?, term = "
+            + nextTerm("t.term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = t.revision + 1"
-            + " FROM expired WHERE t.name = expired.name RETURNING t.term)"
+            + " FROM expired WHERE t.name = expired.name RETURNING t.term, expired.instance)"
             + " SELECT (SELECT term FROM claimed), EXISTS (SELECT 1 FROM "
             + table
-            + " WHERE name = ?)";
+            + " WHERE name = ?), (SELECT instance FROM claimed) IS DISTINCT FROM ?";
     String ms = bound(timeoutMs);
-    Object[] params = {name, ms, ms, holder, instance, leaseMs, name};
+    Object[] params = {name, ms, ms, holder, instance, leaseMs, name, instance};
     return lostRaceAs(
         c,
         new ClaimResult(null, true),
         () ->
             LeaseSql.first(
-                c, sql, rs -> new ClaimResult(nullableLong(rs, 1), rs.getBoolean(2)), params));
+                c,
+                sql,
+                rs -> new ClaimResult(nullableLong(rs, 1), rs.getBoolean(2), rs.getBoolean(3)),
+                params));
   }
 
   @Override
@@ -302,7 +352,9 @@ final class PostgresDialect extends StandardDialect {
             + " FOR UPDATE)"
             + " UPDATE "
             + table
-            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " t SET holder = ?, instance = ?, term = "
+            + nextTerm("t.term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = t.revision + 1"
@@ -341,7 +393,7 @@ final class PostgresDialect extends StandardDialect {
     }
     return "SELECT "
         + refusingTerm()
-        + ", set_config('idle_in_transaction_session_timeout', ?, true)"
+        + ", pg_catalog.set_config('idle_in_transaction_session_timeout', ?, true)"
         + " FROM (SELECT term FROM "
         + table
         + " WHERE "
@@ -357,20 +409,43 @@ final class PostgresDialect extends StandardDialect {
     }
     return "SELECT "
         + refusingTerm()
-        + ", set_config('idle_in_transaction_session_timeout', ?, true)"
+        + ", pg_catalog.set_config('idle_in_transaction_session_timeout', ?, true)"
         + " FROM (SELECT term FROM "
         + table
-        + " WHERE name = ? AND holder = ? AND term = ? FOR KEY SHARE) v";
+        + " WHERE name "
+        + EQ
+        + " ? AND holder "
+        + EQ
+        + " ? AND term "
+        + EQ
+        + " ? FOR KEY SHARE) v";
   }
 
+  /**
+   * The verify's operators and functions are named in {@code pg_catalog}: a session whose {@code
+   * search_path} puts a schema of its own before {@code pg_catalog} could otherwise define an
+   * {@code =} or a {@code count} there that the verify would call instead (operators and functions
+   * are resolved through the search path, and {@code pg_temp} never for them).
+   */
+  private static final String EQ = "OPERATOR(pg_catalog.=)";
+
   private static String refusingTerm() {
-    return "CASE WHEN count(*) = 1 THEN min(v.term) ELSE CAST('"
+    return "CASE WHEN pg_catalog.count(*) "
+        + EQ
+        + " 1 THEN pg_catalog.min(v.term) ELSE CAST('"
         + REFUSAL_TEXT
-        + ": ' || count(*) AS bigint) END AS term";
+        + ": ' OPERATOR(pg_catalog.||) pg_catalog.count(*) AS bigint) END AS term";
   }
 
   private String matches() {
-    return "name = ? AND holder = ? AND term = ? AND expires_at_ms > " + clock;
+    return "name "
+        + EQ
+        + " ? AND holder "
+        + EQ
+        + " ? AND term "
+        + EQ
+        + " ? AND expires_at_ms OPERATOR(pg_catalog.>) "
+        + clock;
   }
 
   @Override
@@ -378,7 +453,8 @@ final class PostgresDialect extends StandardDialect {
     if (!strict) {
       return "SELECT term FROM " + table + " WHERE " + matches();
     }
-    return "SELECT term, set_config('idle_in_transaction_session_timeout', ?, true) FROM "
+    return "SELECT term, pg_catalog.set_config('idle_in_transaction_session_timeout', ?, true)"
+        + " FROM "
         + table
         + " WHERE "
         + matches()
@@ -430,7 +506,9 @@ final class PostgresDialect extends StandardDialect {
             + ")"
             + " UPDATE "
             + table
-            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " t SET holder = ?, instance = ?, term = "
+            + nextTerm("t.term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = t.revision + 1"
@@ -463,7 +541,9 @@ final class PostgresDialect extends StandardDialect {
             + " ORDER BY t.name FOR UPDATE OF t)"
             + " UPDATE "
             + table
-            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " t SET holder = ?, instance = ?, term = "
+            + nextTerm("t.term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = t.revision + 1"
@@ -519,7 +599,7 @@ final class PostgresDialect extends StandardDialect {
       boolean requireLater)
       throws SQLException {
     String sql =
-        "WITH due AS (SELECT name, slot_ms, unfinished_slot_ms FROM "
+        "WITH due AS (SELECT name, slot_ms, unfinished_slot_ms, instance FROM "
             + table
             + " WHERE name = ? AND expires_at_ms <= "
             + clock
@@ -529,13 +609,15 @@ final class PostgresDialect extends StandardDialect {
             + " FOR UPDATE)"
             + " UPDATE "
             + table
-            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " t SET holder = ?, instance = ?, term = "
+            + nextTerm("t.term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = t.revision + 1,"
             + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
             + " FROM due WHERE t.name = due.name"
-            + " RETURNING t.term, due.slot_ms, due.unfinished_slot_ms";
+            + " RETURNING t.term, due.slot_ms, due.unfinished_slot_ms, due.instance";
     List<Object> params = new ArrayList<>(List.of(name));
     if (requireLater) {
       params.add(instantMs);
@@ -544,7 +626,12 @@ final class PostgresDialect extends StandardDialect {
     return LeaseSql.first(
         c,
         sql,
-        rs -> new SlotClaimed(rs.getLong(1), nullableLong(rs, 2), nullableLong(rs, 3)),
+        rs ->
+            new SlotClaimed(
+                rs.getLong(1),
+                nullableLong(rs, 2),
+                nullableLong(rs, 3),
+                !instance.equals(rs.getString(4))),
         params.toArray());
   }
 
@@ -571,7 +658,9 @@ final class PostgresDialect extends StandardDialect {
             + " FOR UPDATE)"
             + " UPDATE "
             + table
-            + " t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " t SET holder = ?, instance = ?, term = "
+            + nextTerm("t.term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = t.revision + 1,"

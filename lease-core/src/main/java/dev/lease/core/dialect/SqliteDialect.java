@@ -23,7 +23,37 @@ final class SqliteDialect extends StandardDialect {
   private static final String CLOCK = "CAST(unixepoch('now', 'subsec') * 1000 AS INTEGER)";
 
   SqliteDialect(String table, String clockFunction, SqlRules rules) {
-    super(table, clockFunction != null ? clockFunction : CLOCK, rules);
+    super(
+        table,
+        clockFunction != null ? clockFunction : CLOCK,
+        "(" + (clockFunction != null ? clockFunction : CLOCK) + " * 1000)",
+        rules);
+  }
+
+  /**
+   * {@code main.<table>} (or the configured {@code schema.table}): SQLite resolves an unqualified
+   * name to a {@code temp} table of that name first, so a session's {@code CREATE TEMP TABLE
+   * leases} would stand in for the lease table; {@code main} names the database file itself and
+   * cannot be attached over. A lease table in {@code temp} is refused: it would be this
+   * connection's own.
+   */
+  @Override
+  public void resolve(Connection c) throws SQLException {
+    int dot = name.indexOf('.');
+    if (dot >= 0 && name.substring(0, dot).equalsIgnoreCase("temp")) {
+      throw new SQLException(
+          "the lease table "
+              + name
+              + " is in SQLite's temp schema, which every connection has its own of; put it in"
+              + " main (the database file) or an attached database");
+    }
+    table = dot >= 0 ? name : "main." + name;
+  }
+
+  /** SQLite's scalar {@code max} of two values. */
+  @Override
+  String greatest() {
+    return "MAX";
   }
 
   static void checkVersion(Connection c) throws SQLException {
@@ -49,7 +79,7 @@ final class SqliteDialect extends StandardDialect {
   public List<String> ddl() {
     return List.of(
         "CREATE TABLE IF NOT EXISTS "
-            + table
+            + name
             + " ("
             + "name TEXT NOT NULL PRIMARY KEY, "
             + "holder TEXT NOT NULL DEFAULT '', "
@@ -211,13 +241,26 @@ final class SqliteDialect extends StandardDialect {
             + clock
             + " + ?, 1)"
             + " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
-            + " instance = excluded.instance, term = term + 1,"
-            + " expires_at_ms = excluded.expires_at_ms, revision = revision + 1"
+            + " instance = excluded.instance, term = "
+            + nextTerm("term")
+            + ","
+            + " expires_at_ms = excluded.expires_at_ms,"
+            // grows, and its lowest bit says whether the previous term was another instance's
+            // (SET expressions read the row as it was; a new row starts at 1: another's)
+            + " revision = (revision / 2 + 1) * 2 + (instance <> excluded.instance)"
             + " WHERE expires_at_ms <= "
             + clock
-            + " RETURNING term";
-    return new ClaimResult(
-        LeaseSql.first(c, sql, rs -> rs.getLong(1), name, holder, instance, leaseMs), true);
+            + " RETURNING term, revision % 2";
+    ClaimResult claimed =
+        LeaseSql.first(
+            c,
+            sql,
+            rs -> new ClaimResult(rs.getLong(1), true, rs.getLong(2) != 0),
+            name,
+            holder,
+            instance,
+            leaseMs);
+    return claimed != null ? claimed : new ClaimResult(null, true);
   }
 
   /** SQLite takes row values only from a subquery: {@code IN (VALUES ...)}. */
@@ -255,7 +298,9 @@ final class SqliteDialect extends StandardDialect {
     String sql =
         "UPDATE "
             + table
-            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " SET holder = ?, instance = ?, term = "
+            + nextTerm("term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = revision + 1"
@@ -343,7 +388,9 @@ final class SqliteDialect extends StandardDialect {
     String sql =
         "UPDATE "
             + table
-            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " SET holder = ?, instance = ?, term = "
+            + nextTerm("term")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = revision + 1,"

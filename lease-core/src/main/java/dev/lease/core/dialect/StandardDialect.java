@@ -22,8 +22,8 @@ import java.util.Set;
  */
 abstract class StandardDialect extends Dialect {
 
-  StandardDialect(String table, String clock, SqlRules rules) {
-    super(table, clock, rules);
+  StandardDialect(String table, String clock, String clockMicros, SqlRules rules) {
+    super(table, clock, clockMicros, rules);
   }
 
   @Override
@@ -35,18 +35,23 @@ abstract class StandardDialect extends Dialect {
   abstract String createRowSql();
 
   /**
-   * The SQL expression of the term a new row starts at: the database clock in milliseconds × 1000,
-   * so terms never repeat for a name even when its row is deleted (by hand, a TRUNCATE, a dropped
-   * and recreated table). An earlier row of the same name was created at some earlier clock value
-   * t0 and ended at most at 1000 × t0 + n after n hand-overs; the new row starts at 1000 × t1,
-   * above that whenever t1 − t0 > n / 1000 ms, that is unless the old row saw more than 1000
-   * hand-overs per millisecond of its life (each is a committed claim transaction; none of the
-   * supported databases comes near) or the database clock was stepped back to within that margin of
-   * t0. Stateless: nothing to keep, nothing to lose with the table. The values stay far inside a
-   * bigint (about 1.8e15 in 2026; the limit is near the year 292,000).
+   * The SQL expression of the term a new row starts at: the database clock in microseconds (SQLite:
+   * milliseconds × 1000), so terms never repeat for a name even when its row is deleted (by hand, a
+   * TRUNCATE, a dropped and recreated table). Every hand-over writes {@code max(term + 1, clock in
+   * µs)} ({@link #nextTerm}), so an earlier row of the same name ended at most at its last
+   * hand-over's clock + the hand-overs within one microsecond of it; a new row created later starts
+   * above that unless the database clock was stepped back (or, on SQLite, the row was deleted and
+   * created again within the same millisecond as its last hand-over). Stateless: nothing to keep,
+   * nothing to lose with the table. The values stay far inside a bigint (about 1.8e15 in 2026; the
+   * limit is near the year 292,000).
    */
   final String startTerm() {
-    return rules.startTerm(stepClock());
+    return rules.startTerm(stepClockMicros());
+  }
+
+  /** {@link #stepClock()} in microseconds (SQLite: milliseconds × 1000). */
+  String stepClockMicros() {
+    return clockMicros;
   }
 
   // ---- one statement per step ---------------------------------------------------------------
@@ -202,7 +207,9 @@ abstract class StandardDialect extends Dialect {
         stepPrefix(timeoutMs)
             + "UPDATE "
             + table
-            + " SET holder = ?, instance = ?, term = term + 1, expires_at_ms = "
+            + " SET holder = ?, instance = ?, term = "
+            + nextTerm("term", stepClockMicros())
+            + ", expires_at_ms = "
             + stepClock()
             + " + ?, revision = revision + 1"
             + " WHERE name = ? AND holder = ? AND term = ? AND expires_at_ms > "
@@ -233,7 +240,9 @@ abstract class StandardDialect extends Dialect {
         stepPrefix(timeoutMs)
             + "UPDATE "
             + table
-            + " SET holder = ?, instance = ?, term = term + 1, expires_at_ms = "
+            + " SET holder = ?, instance = ?, term = "
+            + nextTerm("term", stepClockMicros())
+            + ", expires_at_ms = "
             + stepClock()
             + " + ?, revision = revision + 1 WHERE "
             + heldMatch(leases.size())
@@ -355,10 +364,11 @@ abstract class StandardDialect extends Dialect {
    * strict-verified transactions. So: a plain read of the row, then an UPDATE that claims only if
    * the row still is exactly what was read (term, last and unfinished instant, compared null-safe
    * with {@link #nullSafeEquals}); what the claim reports as superseded is then exactly what it
-   * replaced, and the new term is the read term + 1. The UPDATE itself checks that the name is
-   * free, the instant later than the last on record and reached by the database clock. InnoDB in
-   * READ COMMITTED evaluates that against the newest committed row before it locks, like {@link
-   * #claim}; SQLite's single writer serialises the UPDATE with every other write. The UPDATE
+   * replaced, and the new term is {@code max(read term + 1, the database clock in µs read with
+   * it)}, that clock bound as the term's floor ({@link #nextTerm}). The UPDATE itself checks that
+   * the name is free, the instant later than the last on record and reached by the database clock.
+   * InnoDB in READ COMMITTED evaluates that against the newest committed row before it locks, like
+   * {@link #claim}; SQLite's single writer serialises the UPDATE with every other write. The UPDATE
    * changes {@code term}, so 1 means claimed whatever rows a MySQL driver counts.
    */
   @Override
@@ -371,23 +381,38 @@ abstract class StandardDialect extends Dialect {
       long instantMs,
       boolean requireLater)
       throws SQLException {
+    long[] floor = new long[1];
     SlotClaimed read =
         LeaseSql.first(
             c,
-            "SELECT term, slot_ms, unfinished_slot_ms FROM " + table + " WHERE name = ?",
-            rs -> new SlotClaimed(rs.getLong(1), nullableLong(rs, 2), nullableLong(rs, 3)),
+            "SELECT term, slot_ms, unfinished_slot_ms, "
+                + clockMicros
+                + ", instance FROM "
+                + table
+                + " WHERE name = ?",
+            rs -> {
+              floor[0] = rs.getLong(4);
+              return new SlotClaimed(
+                  rs.getLong(1),
+                  nullableLong(rs, 2),
+                  nullableLong(rs, 3),
+                  !instance.equals(rs.getString(5)));
+            },
             name);
     if (read == null) {
       return null;
     }
     long term = read.term();
+    long next = Math.max(term + 1, floor[0]);
     Long slot = read.previousSlotMs();
     Long unfinished = read.previousUnfinishedMs();
     String eq = nullSafeEquals();
     String update =
         "UPDATE "
             + table
-            + " SET holder = ?, instance = ?, term = term + 1,"
+            + " SET holder = ?, instance = ?, term = "
+            + nextTerm("term", "?")
+            + ","
             + " expires_at_ms = "
             + clock
             + " + ?, revision = revision + 1,"
@@ -402,7 +427,7 @@ abstract class StandardDialect extends Dialect {
             + " AND ? <= "
             + clock;
     List<Object> params = new ArrayList<>();
-    params.addAll(List.of(holder, instance, leaseMs, instantMs, instantMs, name, term));
+    params.addAll(List.of(holder, instance, floor[0], leaseMs, instantMs, instantMs, name, term));
     params.add(new NullableLong(slot));
     params.add(new NullableLong(unfinished));
     if (requireLater) {
@@ -412,7 +437,7 @@ abstract class StandardDialect extends Dialect {
     if (!LeaseSql.updateOne(c, update, params.toArray())) {
       return null;
     }
-    return new SlotClaimed(term + 1, slot, unfinished);
+    return new SlotClaimed(next, slot, unfinished, read.fromAnother());
   }
 
   /** The same text on every database. */

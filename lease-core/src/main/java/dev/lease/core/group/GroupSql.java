@@ -18,11 +18,11 @@ import java.util.Set;
  * Binds and runs the SQL of a {@link LeaseGroup}, the same way on every database: the members
  * table, and the batched statements on the ordinary lease table. What differs per database is text
  * only ({@link GroupSqlText}). The lease rows follow the lease table's rules exactly (those of
- * {@link Dialect}): a new row starts expired at the term {@code database clock ms × 1000} (terms
- * never repeat, even after a row is deleted); a claim sets a new holder and {@code term + 1} only
- * where the row is expired by the database clock; every statement reads the database clock inside
- * itself. No user value is concatenated into SQL: the table names are validated identifiers, keys
- * and group names are bound.
+ * {@link Dialect}): a new row starts expired at the term {@code database clock in µs} (terms never
+ * repeat, even after a row is deleted); a claim sets a new holder and {@code max(term + 1, clock in
+ * µs)} only where the row is expired by the database clock; every statement reads the database
+ * clock inside itself. No user value is concatenated into SQL: the table names are validated
+ * identifiers, keys and group names are bound.
  */
 final class GroupSql {
 
@@ -33,13 +33,23 @@ final class GroupSql {
   private final String keyed;
   private final String members;
   private final String clock;
+  private final String clockMicros;
+  private final String startTerm;
+  private final String nextTerm;
+  private final String nextTermOfRow;
+  private final String nextTermBound;
   private final GroupSqlText text;
 
   GroupSql(Dialect dialect, String members, GroupRules rules) {
-    this.table = dialect.table();
+    this.table = dialect.reference();
     this.keyed = dialect.tableByPrimaryKey();
     this.members = members;
     this.clock = dialect.clock();
+    this.clockMicros = dialect.clockMicros();
+    this.startTerm = dialect.startTermSql();
+    this.nextTerm = dialect.nextTerm("t.term");
+    this.nextTermOfRow = dialect.nextTerm("term");
+    this.nextTermBound = dialect.nextTerm("term", "?");
     GroupSqlText t = GroupSqlText.of(dialect);
     String lock = rules.claimLock(" FOR UPDATE SKIP LOCKED");
     this.text =
@@ -55,6 +65,10 @@ final class GroupSql {
     return sql.replace("{members}", members)
         .replace("{keyed}", keyed)
         .replace("{table}", table)
+        .replace("{nextTermBound}", nextTermBound)
+        .replace("{nextTermOfRow}", nextTermOfRow)
+        .replace("{nextTerm}", nextTerm)
+        .replace("{clockMicros}", clockMicros)
         .replace("{clock}", clock)
         .replace("{lock}", lock);
   }
@@ -281,19 +295,20 @@ final class GroupSql {
   }
 
   /**
-   * Creates the lease rows of {@code keys} that do not exist, expired, at the start term ({@code
-   * database clock ms × 1000}, as the lease table's create); one statement. Keys come sorted, so
+   * Creates the lease rows of {@code keys} that do not exist, expired, at the start term (the
+   * database clock in µs, as the lease table's create); one statement. Keys come sorted, so
    * concurrent creates of the same keys lock in one order.
    */
   void createRows(Connection c, List<String> keys) throws SQLException {
-    String row = "(?, (" + clock + ") * 1000)";
+    String row = "(?, " + startTerm + ")";
     String rows = (row + ", ").repeat(keys.size() - 1) + row;
     update(c, text.createRows().replace("{rows}", rows), keys);
   }
 
   /**
    * Claims up to {@code limit} of {@code keys} that are free or expired by the database clock, for
-   * {@code holder}: term + 1 each. Returns the claimed keys and their new terms.
+   * {@code holder}: each at {@code max(term + 1, database clock in µs)} ({@link Dialect#nextTerm}).
+   * Returns the claimed keys and their new terms.
    */
   Map<String, Long> claim(
       Connection c, List<String> keys, int limit, String holder, String instance, long leaseMs)
@@ -302,10 +317,26 @@ final class GroupSql {
     if (text.claimUpdate() == null) {
       return terms(c, read, 0, keys, limit, holder, instance, leaseMs);
     }
-    Map<String, Long> terms = terms(c, read, 1, keys, limit);
+    // the locking read returns each row's term and the database clock (µs), bound as the floor of
+    // the new terms: each is then max(term + 1, that clock), known without reading back
+    long[] floor = {Long.MIN_VALUE};
+    Map<String, Long> terms = new LinkedHashMap<>();
+    for (Map.Entry<String, Long> e :
+        query(
+            c,
+            read,
+            rs -> {
+              floor[0] = Math.max(floor[0], rs.getLong(3));
+              return Map.entry(rs.getString(1), rs.getLong(2));
+            },
+            keys,
+            limit)) {
+      terms.put(e.getKey(), e.getValue());
+    }
     if (terms.isEmpty()) {
       return terms;
     }
+    terms.replaceAll((k, term) -> Math.max(term + 1, floor[0]));
     List<String> locked = new ArrayList<>(terms.keySet());
     int n =
         update(
@@ -313,6 +344,7 @@ final class GroupSql {
             text.claimUpdate().replace("{keys}", marks(locked.size())),
             holder,
             instance,
+            floor[0],
             leaseMs,
             locked);
     if (n != locked.size()) {

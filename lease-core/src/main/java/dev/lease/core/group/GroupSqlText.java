@@ -9,9 +9,12 @@ import dev.lease.core.dialect.Dialect;
  * {members}} the members table, {@code {table}} the lease table, {@code {keyed}} the lease table
  * with its primary key forced where the database needs it ({@link Dialect#tableByPrimaryKey}),
  * {@code {clock}} the database clock in UTC epoch ms (the dialect's expression), {@code {lock}} the
- * claim's row lock (left out only by the tests' negative control); and per statement {@code {keys}}
- * (one {@code ?} per key) and {@code {rows}} (one {@code (?, start term)} per key). Every parameter
- * is bound; no user value is concatenated.
+ * claim's row lock (left out only by the tests' negative control), {@code {clockMicros}} the clock
+ * in µs, {@code {nextTerm}} / {@code {nextTermOfRow}} the term a hand-over writes ({@code max(term
+ * + 1, clock in µs)}, of {@code t.term} / {@code term}), {@code {nextTermBound}} the same with the
+ * clock bound as a parameter; and per statement {@code {keys}} (one {@code ?} per key) and {@code
+ * {rows}} (one {@code (?, start term)} per key). Every parameter is bound; no user value is
+ * concatenated.
  *
  * @param membersDdl creates the members table if missing
  * @param announce inserts this member's row unless it exists (parameters: group, member, instance,
@@ -21,9 +24,9 @@ import dev.lease.core.dialect.Dialect;
  * @param claim parameters: the keys, limit, then (one statement) holder, instance, lease ms. One
  *     statement that claims up to limit free keys and returns {@code (name, new term)} when {@code
  *     claimUpdate} is null; else the locking read of up to limit free rows returning {@code (name,
- *     term)}, and {@code claimUpdate} claims exactly those rows
- * @param claimUpdate null, or the UPDATE of the locked rows (parameters: holder, instance, lease
- *     ms, the keys read)
+ *     term, clock in µs)}, and {@code claimUpdate} claims exactly those rows
+ * @param claimUpdate null, or the UPDATE of the locked rows (parameters: holder, instance, the
+ *     clock read (the new terms' floor), lease ms, the keys read)
  */
 record GroupSqlText(
     String membersDdl, String announce, String createRows, String claim, String claimUpdate) {
@@ -74,7 +77,7 @@ record GroupSqlText(
           "INSERT INTO {table} (name, term) VALUES {rows} ON CONFLICT (name) DO NOTHING",
           "WITH free AS (SELECT name FROM {table} WHERE name IN ({keys})"
               + " AND expires_at_ms <= {clock} ORDER BY name LIMIT ?{lock})"
-              + " UPDATE {table} t SET holder = ?, instance = ?, term = t.term + 1,"
+              + " UPDATE {table} t SET holder = ?, instance = ?, term = {nextTerm},"
               + " expires_at_ms = {clock} + ?, revision = t.revision + 1"
               + " FROM free WHERE t.name = free.name RETURNING t.name, t.term",
           null);
@@ -86,10 +89,11 @@ record GroupSqlText(
    * announcement of another row). The claim is two statements in one transaction (no UPDATE ...
    * RETURNING): a locking read with {@code FOR UPDATE SKIP LOCKED} (its exclusive lock conflicts
    * with the {@code LOCK IN SHARE MODE} of a strict verify, so such a row is skipped, as are rows a
-   * peer's batch is claiming; a locking read sees the newest committed row), then one UPDATE of
-   * exactly those rows, still locked, so each new term is the term read + 1; it changes {@code
-   * term}, so its count is the number claimed whatever rows the driver counts. Both force the
-   * primary key ({@code {keyed}}, {@link Dialect#tableByPrimaryKey}): a scan of the table would
+   * peer's batch is claiming; a locking read sees the newest committed row; it also reads the
+   * database clock in µs), then one UPDATE of exactly those rows, still locked, with that clock
+   * bound as the floor, so each new term is {@code max(term read + 1, clock read)}; it changes
+   * {@code term}, so its count is the number claimed whatever rows the driver counts. Both force
+   * the primary key ({@code {keyed}}, {@link Dialect#tableByPrimaryKey}): a scan of the table would
    * lock rows the claim does not take (MariaDB: an UPDATE of a few hundred names scanned all 1,000
    * rows, and two members' claims deadlocked). At 1,000 names MariaDB would turn the read's list
    * into a subquery ({@code in_predicate_conversion_threshold}) and scan anyway: {@link #MARIADB}
@@ -108,9 +112,9 @@ record GroupSqlText(
               + " ENGINE=InnoDB",
           "INSERT IGNORE INTO {members} " + COLUMNS + " VALUES (?, ?, ?, {clock}, ?)",
           "INSERT IGNORE INTO {table} (name, term) VALUES {rows}",
-          "SELECT name, term FROM {keyed} WHERE name IN ({keys}) AND expires_at_ms <= {clock}"
-              + " ORDER BY name LIMIT ?{lock}",
-          "UPDATE {keyed} SET holder = ?, instance = ?, term = term + 1,"
+          "SELECT name, term, {clockMicros} FROM {keyed} WHERE name IN ({keys})"
+              + " AND expires_at_ms <= {clock} ORDER BY name LIMIT ?{lock}",
+          "UPDATE {keyed} SET holder = ?, instance = ?, term = {nextTermBound},"
               + " expires_at_ms = {clock} + ?, revision = revision + 1"
               + " WHERE name IN ({keys}) AND expires_at_ms <= {clock}");
 
@@ -148,7 +152,7 @@ record GroupSqlText(
           "INSERT INTO {table} (name, term) VALUES {rows} ON CONFLICT (name) DO NOTHING",
           "WITH free AS (SELECT name FROM {table} WHERE name IN ({keys})"
               + " AND expires_at_ms <= {clock} ORDER BY name LIMIT ?)"
-              + " UPDATE {table} SET holder = ?, instance = ?, term = term + 1,"
+              + " UPDATE {table} SET holder = ?, instance = ?, term = {nextTermOfRow},"
               + " expires_at_ms = {clock} + ?, revision = revision + 1"
               + " WHERE name IN (SELECT name FROM free) RETURNING name, term",
           null);

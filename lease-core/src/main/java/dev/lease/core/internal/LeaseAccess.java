@@ -65,7 +65,12 @@ public abstract class LeaseAccess {
   public abstract String mintHolder(LeaseManager manager);
 
   public abstract Lease adoptClaim(
-      LeaseManager manager, String name, String holder, long term, long claimStartNanos);
+      LeaseManager manager,
+      String name,
+      String holder,
+      long term,
+      boolean fromAnother,
+      long claimStartNanos);
 
   public abstract Lease adoptBatchClaim(
       LeaseManager manager, String name, String holder, long term, long claimStartNanos);

@@ -257,12 +257,19 @@ public final class LeaseInternals {
    * Takes over a lease claimed by another statement than {@code tryClaim}'s (a scheduler's slot
    * claim): tracked for {@link LeaseManager#close()}, logged and announced like any claim.
    *
+   * @param fromAnother whether the name's previous term was another instance's ({@link
+   *     Lease#fromAnotherInstance})
    * @param claimStartNanos the manager's clock before the claim was sent (the local deadline counts
    *     from it)
    */
   public static Lease adoptClaim(
-      LeaseManager manager, String name, String holder, long term, long claimStartNanos) {
-    return access().adoptClaim(manager, name, holder, term, claimStartNanos);
+      LeaseManager manager,
+      String name,
+      String holder,
+      long term,
+      boolean fromAnother,
+      long claimStartNanos) {
+    return access().adoptClaim(manager, name, holder, term, fromAnother, claimStartNanos);
   }
 
   /**

@@ -23,14 +23,31 @@ public interface SqlRules {
   SqlRules PRODUCTION = new SqlRules() {};
 
   /**
-   * The SQL expression of the term a new lease row starts at: the database clock in milliseconds ×
-   * 1000, so terms never repeat for a name even when its row is deleted (see the dialects' {@code
+   * The SQL expression of the term a new lease row starts at: the database clock in microseconds,
+   * so terms never repeat for a name even when its row is deleted (see the dialects' {@code
    * startTerm}).
    *
-   * @param clock the SQL expression of the database clock, epoch milliseconds
+   * @param clockMicros the SQL expression of the database clock, epoch microseconds (SQLite:
+   *     milliseconds × 1000)
    */
-  default String startTerm(String clock) {
-    return "(" + clock + ") * 1000";
+  default String startTerm(String clockMicros) {
+    return clockMicros;
+  }
+
+  /**
+   * The SQL expression of the term a hand-over writes (a claim, a transfer, a slot's claim): the
+   * larger of the row's term + 1 and the database clock in microseconds, so that a promoted server
+   * whose history lost claims still hands out terms above theirs (unless its clock is behind them
+   * by more than the time since the failover). The negative control of the failover property is the
+   * + 1 rule alone: terms then repeat after such a failover.
+   *
+   * @param greatest the database's function of the larger of two values ({@code GREATEST}, SQLite's
+   *     {@code MAX})
+   * @param term the row's current term ({@code term} or {@code t.term})
+   * @param clockMicros the SQL expression of the database clock in microseconds
+   */
+  default String nextTerm(String greatest, String term, String clockMicros) {
+    return greatest + "(" + term + " + 1, " + clockMicros + ")";
   }
 
   /**

@@ -235,7 +235,9 @@ final class JobRunner {
           Instant.ofEpochMilli(instantMs));
       return null;
     }
-    Lease lease = LeaseInternals.adoptClaim(manager, name, holder, claimed.term(), start);
+    Lease lease =
+        LeaseInternals.adoptClaim(
+            manager, name, holder, claimed.term(), claimed.fromAnother(), start);
     Long gaveUp = claimed.previousUnfinishedMs();
     if (gaveUp != null && gaveUp != instantMs) {
       log.warn(
@@ -272,7 +274,8 @@ final class JobRunner {
       return null;
     }
     return new SlotClaim(
-        LeaseInternals.adoptClaim(manager, name, holder, term, start), instantMs, true);
+        // a rerun follows a round cut short, most often another replica's
+        LeaseInternals.adoptClaim(manager, name, holder, term, true, start), instantMs, true);
   }
 
   private void runRound(SlotClaim claim) {

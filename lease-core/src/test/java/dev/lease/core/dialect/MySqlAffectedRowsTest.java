@@ -90,7 +90,7 @@ class MySqlAffectedRowsTest {
                 .orElseThrow(
                     () ->
                         new AssertionError("claim after release at the same database millisecond"));
-        assertEquals(lease.term() + 1, next.term());
+        assertTrue(next.term() > lease.term());
         assertTrue(m.tryClaim("same-ms").isEmpty(), "held");
       } finally {
         execute(f.admin, "DROP FUNCTION IF EXISTS " + frozen);

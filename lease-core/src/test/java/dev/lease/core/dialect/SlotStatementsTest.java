@@ -46,7 +46,10 @@ class SlotStatementsTest {
     }
   }
 
-  /** The term a new row starts at (the database clock in ms × 1000): claims count from it. */
+  /**
+   * The term a new row starts at (the database clock in µs): every claim's term is above it (and
+   * above the one before: {@code max(term + 1, clock in µs)}, not consecutive).
+   */
   private long base;
 
   private void createRow(String name) {
@@ -88,6 +91,10 @@ class SlotStatementsTest {
     return LeaseInternals.execute(manager, "release", c -> dialect.release(c, name, holder, term));
   }
 
+  private Dialect.RowState row(String name) {
+    return LeaseInternals.execute(manager, "describe", c -> dialect.describe(c, name));
+  }
+
   private Long last(String name) {
     return LeaseInternals.execute(manager, "last", c -> dialect.lastSlot(c, name));
   }
@@ -109,7 +116,7 @@ class SlotStatementsTest {
 
     Dialect.SlotClaimed first = claim("job", "h1", t);
     assertNotNull(first);
-    assertEquals(base + 1, first.term());
+    assertTrue(first.term() > base, "a new term");
     assertNull(first.previousSlotMs());
     assertNull(first.previousUnfinishedMs());
     assertEquals(t, last("job"), "the claim records the instant as the last claimed");
@@ -117,7 +124,7 @@ class SlotStatementsTest {
     assertFalse(state("job").free());
 
     assertNull(claim("job", "h2", t + 1), "the name is held");
-    assertTrue(finish("job", "h1", base + 1, t, t));
+    assertTrue(finish("job", "h1", first.term(), t, t));
     assertTrue(state("job").free(), "finish gives the name back");
     assertNull(state("job").unfinishedMs(), "and records the round ran to its end");
 
@@ -128,7 +135,8 @@ class SlotStatementsTest {
 
     Dialect.SlotClaimed second = claim("job", "h2", t + 1);
     assertNotNull(second);
-    assertEquals(base + 2, second.term(), "term + 1");
+    assertTrue(second.term() > first.term(), "a new term");
+    assertEquals(second.term(), row("job").term(), "the term the row records");
     assertEquals(t, second.previousSlotMs());
     assertNull(second.previousUnfinishedMs(), "nothing unfinished was given up");
   }
@@ -140,8 +148,8 @@ class SlotStatementsTest {
     open(db);
     createRow("job");
     long t = manager.databaseTimeMillis() - 10_000;
-    assertNotNull(claim("job", "h1", t));
-    assertTrue(finish("job", "h1", base + 1, t, t));
+    Dialect.SlotClaimed first = claim("job", "h1", t);
+    assertTrue(finish("job", "h1", first.term(), t, t));
     assertNull(claim("job", "h2", t, true));
     assertNotNull(claim("job", "h2", t, false), "the broken claim takes the instant again");
   }
@@ -152,19 +160,19 @@ class SlotStatementsTest {
     open(db);
     createRow("job");
     long t = manager.databaseTimeMillis() - 10_000;
-    assertNotNull(claim("job", "h1", t));
+    Dialect.SlotClaimed first = claim("job", "h1", t);
     assertNull(claimAgain("job", "h2", t, true), "not while its holder holds the name");
     assertTrue(
-        release("job", "h1", base + 1),
+        release("job", "h1", first.term()),
         "the holder dies: the name is free, the instant unfinished");
     assertEquals(t, state("job").unfinishedMs());
     assertNull(state("job").rerunMs());
 
     assertNull(claimAgain("job", "h2", t + 1, true), "only the unfinished instant itself");
     Long rerunTerm = claimAgain("job", "h2", t, true);
-    assertEquals(base + 2, rerunTerm, "claimed again; term + 1");
+    assertTrue(rerunTerm > first.term(), "claimed again; a new term");
     assertEquals(t, state("job").rerunMs());
-    assertTrue(release("job", "h2", base + 2), "cut short a second time");
+    assertTrue(release("job", "h2", rerunTerm), "cut short a second time");
 
     assertNull(claimAgain("job", "h3", t, true), "claimed again once only");
     Dialect.SlotClaimed later = claim("job", "h3", t + 100);
@@ -181,13 +189,14 @@ class SlotStatementsTest {
     open(db);
     createRow("job");
     long t = manager.databaseTimeMillis() - 10_000;
-    assertNotNull(claim("job", "h1", t));
-    release("job", "h1", base + 1);
-    assertEquals(base + 2, claimAgain("job", "h2", t, true));
-    release("job", "h2", base + 2);
+    Dialect.SlotClaimed first = claim("job", "h1", t);
+    release("job", "h1", first.term());
+    Long second = claimAgain("job", "h2", t, true);
+    assertTrue(second > first.term());
+    release("job", "h2", second);
     assertNull(claimAgain("job", "h3", t, true));
-    assertEquals(
-        base + 3, claimAgain("job", "h3", t, false), "the broken claim runs it a third time");
+    Long third = claimAgain("job", "h3", t, false);
+    assertTrue(third != null && third > second, "the broken claim runs it a third time");
   }
 
   @ParameterizedTest(name = "{0}")
@@ -197,17 +206,17 @@ class SlotStatementsTest {
     open(db);
     createRow("job");
     long t = manager.databaseTimeMillis() - 10_000;
-    assertNotNull(claim("job", "h1", t));
-    assertFalse(finish("job", "other", base + 1, t, t), "another holder");
-    assertFalse(finish("job", "h1", base + 2, t, t), "another term");
-    assertFalse(finish("job", "h1", base + 1, t - 1, t), "another instant");
+    long first = claim("job", "h1", t).term();
+    assertFalse(finish("job", "other", first, t, t), "another holder");
+    assertFalse(finish("job", "h1", first + 1, t, t), "another term");
+    assertFalse(finish("job", "h1", first, t - 1, t), "another instant");
     long future = manager.databaseTimeMillis() + 60_000;
-    assertTrue(finish("job", "h1", base + 1, t, future));
+    assertTrue(finish("job", "h1", first, t, future));
     assertEquals(t, last("job"), "an overrun instant in the future is not taken along");
-    assertFalse(finish("job", "h1", base + 1, t, t), "finished once");
+    assertFalse(finish("job", "h1", first, t, t), "finished once");
 
-    assertNotNull(claim("job", "h2", t + 1));
-    assertTrue(finish("job", "h2", base + 2, t + 1, t + 500));
+    long second = claim("job", "h2", t + 1).term();
+    assertTrue(finish("job", "h2", second, t + 1, t + 500));
     assertEquals(t + 500, last("job"), "the last overrun instant is the last on record");
     assertNull(claim("job", "h3", t + 400), "so no replica runs an overrun instant late");
     assertNotNull(claim("job", "h3", t + 501));

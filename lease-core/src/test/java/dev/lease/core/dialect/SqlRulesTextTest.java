@@ -14,30 +14,32 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * The statements the {@link SqlRules} pieces go into, under {@link SqlRules#PRODUCTION}: exactly
- * the texts the dialects wrote before the pieces became rules (issue 21: the test switch TestFault
- * replaced, no production text changed). Beside each, the weakened rule changes the text.
+ * The statements the {@link SqlRules} pieces go into, under {@link SqlRules#PRODUCTION}, pinned as
+ * text (issue 21; issue 41 changed the terms to the database clock in µs, issue 35 named the
+ * built-in functions in {@code pg_catalog}). Beside each, the weakened rule changes the text.
  */
 class SqlRulesTextTest {
 
   private static final String PG_CLOCK =
-      "(floor(extract(epoch from clock_timestamp()) * 1000))::bigint";
+      "(pg_catalog.floor(EXTRACT(epoch FROM pg_catalog.clock_timestamp()) * 1000))::bigint";
+
+  private static final String PG_MICROS =
+      "(pg_catalog.floor(EXTRACT(epoch FROM pg_catalog.clock_timestamp()) * 1000000))::bigint";
 
   @Test
-  void theNewRowsFirstTermIsTheClockTimesAThousand() {
+  void theNewRowsFirstTermIsTheClockInMicroseconds() {
     assertEquals(
-        "INSERT INTO leases (name, term) VALUES (?, ("
-            + PG_CLOCK
-            + ") * 1000)"
-            + " ON CONFLICT (name) DO NOTHING",
+        "INSERT INTO leases (name, term) VALUES (?, "
+            + PG_MICROS
+            + ") ON CONFLICT (name) DO NOTHING",
         ((StandardDialect) Dialect.postgresql("leases")).createRowSql());
     assertEquals(
         "INSERT INTO leases (name, term) VALUES (?, (CAST(unixepoch('now', 'subsec') * 1000 AS"
-            + " INTEGER)) * 1000) ON CONFLICT (name) DO NOTHING",
+            + " INTEGER) * 1000)) ON CONFLICT (name) DO NOTHING",
         ((StandardDialect) Dialect.sqlite("leases")).createRowSql());
     assertEquals(
-        "INSERT IGNORE INTO leases (name, term) VALUES (?, ((TIMESTAMPDIFF(MICROSECOND,"
-            + " '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)) * 1000)",
+        "INSERT IGNORE INTO leases (name, term) VALUES (?, TIMESTAMPDIFF(MICROSECOND,"
+            + " '1970-01-01 00:00:00', UTC_TIMESTAMP(6)))",
         ((StandardDialect) Dialect.mysql("leases")).createRowSql());
     assertEquals(
         "INSERT INTO leases (name, term) VALUES (?, 0) ON CONFLICT (name) DO NOTHING",
@@ -59,11 +61,14 @@ class SqlRulesTextTest {
     String production = transferSql(Dialect.postgresql("leases"));
     assertEquals(
         "WITH held AS (SELECT name FROM leases WHERE name = ? AND holder = ? AND term = ? AND "
-            + "(set_config('lock_timeout', ?, true)"
-            + " || set_config('idle_in_transaction_session_timeout', ?, true)) IS NOT NULL"
-            + " AND expires_at_ms > "
+            + "(pg_catalog.set_config('lock_timeout', ?, true)"
+            + " || pg_catalog.set_config('idle_in_transaction_session_timeout', ?, true)) IS NOT"
+            + " NULL AND expires_at_ms > "
             + PG_CLOCK
-            + " FOR UPDATE) UPDATE leases t SET holder = ?, instance = ?, term = t.term + 1,"
+            + " FOR UPDATE) UPDATE leases t SET holder = ?, instance = ?, term = GREATEST(t.term +"
+            + " 1, "
+            + PG_MICROS
+            + "),"
             + " expires_at_ms = "
             + PG_CLOCK
             + " + ?, revision = t.revision + 1 FROM held WHERE t.name = held.name RETURNING"

@@ -66,7 +66,7 @@ class GroupTransferTest {
       assertEquals(List.of(), adopting.claimed(), db + ": nothing left to claim");
       assertTrue(w.fair(), db + ": fair two passes after the join: " + w.counts());
       for (String k : moved.keySet()) {
-        assertEquals(termsBefore.get(k) + 1, d.group.lease(k).orElseThrow().term(), k);
+        assertTrue(d.group.lease(k).orElseThrow().term() > termsBefore.get(k), k);
       }
       System.out.printf("%s: join moved %d keys by transfer: %s%n", db, moved.size(), w.counts());
 
@@ -89,7 +89,7 @@ class GroupTransferTest {
       for (String k : termsBefore.keySet()) {
         Fixture.Row row = w.fixture.row(k);
         assertEquals(Dialect.TRANSFER_PENDING, row.holder(), db + ": " + k + " is pending");
-        assertEquals(termsBefore.get(k) + 1, row.term(), db + ": " + k + " at term + 1");
+        assertTrue(row.term() > termsBefore.get(k), db + ": " + k + " at a new term");
         drained.put(k, row.instance());
       }
       assertFalse(drained.containsValue("b"), db + ": nothing transferred to the drained member");
@@ -203,7 +203,7 @@ class GroupTransferTest {
       assertTrue(third.tryClaim(k).isEmpty(), w.fixture.db + ": a third process claimed " + k);
       Fixture.Row row = w.fixture.row(k);
       assertEquals(Dialect.TRANSFER_PENDING, row.holder(), k + " still pending");
-      assertEquals(termsBefore.get(k) + 1, row.term(), k + " at term + 1");
+      assertTrue(row.term() > termsBefore.get(k), k + " at a new term");
     }
   }
 

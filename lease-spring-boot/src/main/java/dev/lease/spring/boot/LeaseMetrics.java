@@ -12,8 +12,6 @@ import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.time.Duration;
 import java.util.Collection;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -31,9 +29,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <caption>Meters</caption>
  *   <tr><td>{@code lease.held}</td><td>gauge: leases held now</td></tr>
  *   <tr><td>{@code lease.claims}</td><td>claims won by this replica (each a new term)</td></tr>
- *   <tr><td>{@code lease.handovers}</td><td>claims of a lease whose previous term this replica did
- *       not hold (as far as it remembers: the first claim of a name since it started counts):
- *       the lease came from another replica (or from an expired holder)</td></tr>
+ *   <tr><td>{@code lease.handovers}</td><td>claims and adoptions of a lease whose previous term
+ *       another instance held (or of a name with no term before): the lease came from another
+ *       replica</td></tr>
  *   <tr><td>{@code lease.claims.refused}</td><td>claims that found the lease held by another
  *       holder</td></tr>
  *   <tr><td>{@code lease.renewals}</td><td>renewals, tag {@code outcome} = renewed | lost | timeout
@@ -62,14 +60,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  * unbounded lease sets. A new event is one line: {@code count("lease.x", lease, "outcome", ...)}.
  * The lease of the starter's start-up check ({@link FencingCheck#PROBE}) is not counted.
  *
- * <p>lease-core reports a hand-over and a single lease's renewal duration to no listener, so both
- * are derived here, from what its API documents: a claim's term is the previous term + 1 (terms
- * grow by one per hand-over; a row made anew starts far above), so a claim whose term follows this
- * replica's last term of the name did not change hands; and right after a successful renewal,
- * {@code Lease.remaining()} is the local deadline minus the time since that renewal's attempt
- * started (the deadline counts from the start of the last successful renewal), which makes that
- * time the renewal's duration. Self-fencing is {@code lease.losses} with reason {@code
- * local_deadline}.
+ * <p>A hand-over is a claim or adoption whose lease came from another instance ({@link
+ * Lease#fromAnotherInstance}, read by the claim statement from the row it replaced). lease-core
+ * reports a single lease's renewal duration to no listener, so it is derived here, from what its
+ * API documents: right after a successful renewal, {@code Lease.remaining()} is the local deadline
+ * minus the time since that renewal's attempt started (the deadline counts from the start of the
+ * last successful renewal), which makes that time the renewal's duration. Self-fencing is {@code
+ * lease.losses} with reason {@code local_deadline}.
  *
  * <p>The counters a dashboard or alert watches for something that should not happen ({@code
  * lease.claims.refused}, {@code lease.losses} for each reason, {@code lease.scheduler.instants} for
@@ -80,23 +77,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class LeaseMetrics implements LeaseListener, LeasedCallListener, MeterBinder {
 
-  /** How many lease names the hand-over count remembers the last own term of. */
-  private static final int REMEMBERED_TERMS = 10_000;
-
   private final boolean leaseTag;
   private final List<MeterRegistry> registries = new CopyOnWriteArrayList<>();
   private final Map<String, AtomicInteger> heldByName = new ConcurrentHashMap<>();
   private final AtomicInteger heldTotal = new AtomicInteger();
-  private final Map<String, Long> lastOwnTerm =
-      Collections.synchronizedMap(
-          new LinkedHashMap<>(16, 0.75f, true) {
-            private static final long serialVersionUID = 1L;
-
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
-              return size() > REMEMBERED_TERMS;
-            }
-          });
 
   /** Lease names whose zero-valued counters are registered (lease tag only), and jobs' names. */
   private final Set<String> zeroed = ConcurrentHashMap.newKeySet();
@@ -173,8 +157,7 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
     }
     held(lease.name(), +1);
     count("lease.claims", lease.name());
-    Long previous = lastOwnTerm.put(lease.name(), lease.term());
-    if (previous == null || previous != lease.term() - 1) {
+    if (lease.fromAnotherInstance()) {
       count("lease.handovers", lease.name());
     }
   }
@@ -259,8 +242,7 @@ public final class LeaseMetrics implements LeaseListener, LeasedCallListener, Me
     }
     held(lease.name(), +1);
     count("lease.adoptions", lease.name());
-    Long previous = lastOwnTerm.put(lease.name(), lease.term());
-    if (previous == null || previous != lease.term() - 1) {
+    if (lease.fromAnotherInstance()) {
       count("lease.handovers", lease.name());
     }
   }

@@ -208,7 +208,7 @@ class LeasedAcrossReplicasTest {
           () -> Replicas.meters(a));
       assertEquals(0.0, Replicas.gauge(a, "lease.held", "lease", "billing-eu"));
 
-      // hand-overs: A's first claim since it started counts (it cannot know the previous holder);
+      // hand-overs: A's first claim counts (the name had no term before);
       // A again right after itself does not; B after A does; A after B does
       assertEquals(1.0, Replicas.count(a, "lease.handovers", "lease", "billing-eu"));
       assertEquals("ran", billingA.run(new CountDownLatch(1), new CountDownLatch(0)));

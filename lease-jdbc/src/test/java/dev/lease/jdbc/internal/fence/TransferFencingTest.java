@@ -70,7 +70,7 @@ class TransferFencingTest {
       assertTrue(transfer.get(20, TimeUnit.SECONDS), db + ": transferred after the commit");
       assertEquals(1, f.count("id = 1"), db + ": term t's transaction committed before it");
       Lease adopted = b.tryClaim("t").orElseThrow();
-      assertEquals(old.term() + 1, adopted.term());
+      assertTrue(adopted.term() > old.term());
     }
   }
 
@@ -154,7 +154,7 @@ class TransferFencingTest {
           c.commit(); // STRICT relies on the lock the broken transfer did not wait for
         }
       }
-      assertEquals(old.term() + 1, transferredTerm);
+      assertTrue(transferredTerm > old.term());
       assertEquals(
           1, f.count("id = 1"), "term t committed after term t+1: what the real one stops");
     }

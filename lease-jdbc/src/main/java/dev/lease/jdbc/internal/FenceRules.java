@@ -140,6 +140,24 @@ public interface FenceRules {
     return true;
   }
 
+  /**
+   * Whether a driver's cached session flags are confirmed by the server before the fence acts on
+   * them in a way that changes the application's session (MySQL Connector/J's autocommit flag after
+   * a pool's {@code isValid()}).
+   */
+  default boolean confirmsCachedSessionState() {
+    return true;
+  }
+
+  /**
+   * Whether poison ends with the transaction it belongs to: a refused autocommit statement leaves
+   * none behind, and a poisoned transaction left open is rolled back, not refused, when a statement
+   * with no lease bound meets it.
+   */
+  default boolean poisonEndsWithItsTransaction() {
+    return true;
+  }
+
   /** Whether MySQL session bounds are restored for borrowers without a lease. */
   default boolean restoresSessionBounds() {
     return true;

@@ -47,6 +47,22 @@ final class AbandonedTransactions {
     f.state.endTransaction();
   }
 
+  /**
+   * A poisoned transaction met a statement with no lease bound: nothing of it may commit, so it is
+   * rolled back here and the statement runs as the borrower meant it, never refused for a lease it
+   * does not hold (a pool without rollback on return handed the connection on, or the code left the
+   * lease's scope without rolling back).
+   */
+  void rollbackPoisoned() throws SQLException {
+    FencedTransaction t = f.state.txn;
+    log.warn(
+        "rolled back a poisoned transaction under {} left open on this connection; the connection"
+            + " is now used with no lease bound",
+        t == null ? "?" : t.lease);
+    rollbackOpenTransaction();
+    f.state.endTransaction();
+  }
+
   /** Rolls back the open transaction: through JDBC, or as SQL if it was begun as SQL. */
   void rollbackOpenTransaction() throws SQLException {
     if (f.abandoning.xaOpen()) {

@@ -53,14 +53,32 @@ final class SessionView {
   /**
    * MySQL Connector/J keeps reporting the autocommit mode it last set itself; after {@code SET
    * autocommit} ran as SQL the server's flag says otherwise. The driver is told the server's mode
-   * (it sends the same SET again, which changes nothing on the server).
+   * (it sends the same SET again, which changes nothing on the server), but only once the server
+   * itself confirmed it: the cached flag is a hint, and acting on a wrong one loses writes.
+   * Connector/J's {@code isValid()} (a pool's idle check: COM_PING) leaves its cached autocommit
+   * flag false until the next statement; switching the driver to manual commit on that word turned
+   * an application's autocommit writes into a transaction nobody committed (issue 35 item 4).
    */
   void syncAutoCommit() throws SQLException {
     DriverSession s = driverSession();
     Boolean server = s.serverAutoCommit();
-    if (server != null && server != f.delegate.getAutoCommit()) {
-      log.debug("SET autocommit ran as SQL; telling the driver autocommit is {}", server);
-      f.delegate.setAutoCommit(server);
+    if (server == null || server == f.delegate.getAutoCommit()) {
+      return;
+    }
+    Boolean confirmed = f.rules.confirmsCachedSessionState() ? serverAutoCommit() : server;
+    if (confirmed != null && confirmed != f.delegate.getAutoCommit()) {
+      log.debug("SET autocommit ran as SQL; telling the driver autocommit is {}", confirmed);
+      f.delegate.setAutoCommit(confirmed);
+    }
+  }
+
+  /**
+   * The server's autocommit, asked ({@code SELECT @@session.autocommit}: starts no transaction).
+   */
+  private Boolean serverAutoCommit() throws SQLException {
+    try (Statement st = f.delegate.createStatement();
+        java.sql.ResultSet rs = st.executeQuery("SELECT @@session.autocommit")) {
+      return rs.next() ? rs.getLong(1) != 0 : null;
     }
   }
 

@@ -242,6 +242,17 @@ final class TransactionFence {
     state.lockMayBeGone();
   }
 
+  /**
+   * True when the session has no transaction open that a refusal could poison: autocommit on, no
+   * transaction begun as SQL (as the fence saw it, or as the driver reports it). Local: no round
+   * trip.
+   */
+  boolean noTransactionOpen() throws SQLException {
+    return delegate.getAutoCommit()
+        && !state.sqlTransaction
+        && !Boolean.TRUE.equals(view.driverSession().inTransaction());
+  }
+
   /** No lease bound: pass through, after cleaning up what a lease-bound user left. */
   <T> T unleased(FencingStatement st, StatementSource source, String sql, SqlCall<T> call)
       throws SQLException {
@@ -271,10 +282,15 @@ final class TransactionFence {
             }
           }
         }
-        if (state.poisoned()) {
+        if (state.poisoned() && !rules.poisonEndsWithItsTransaction()) {
           throw losses.poisonedException(null);
+        } else if (state.poisoned()) {
+          // the poisoned transaction is not this statement's: nothing of it may commit, and a
+          // borrower with no lease bound must not inherit it (issue 35 item 5)
+          abandonment.rollbackPoisoned();
+        } else {
+          throw losses.leaseChanged(null);
         }
-        throw losses.leaseChanged(null);
       }
     }
     state.sqlTransaction = false; // what the text did is not read without a lease: assume nothing
@@ -323,7 +339,15 @@ final class TransactionFence {
     if (lease.isLost()) {
       // known lost (the database refused it, or its deadline passed): refused here, before any
       // round trip — not even the MySQL flag refresh that mode() may send after the refusal's error
-      verifier.verify(lease);
+      try {
+        verifier.verify(lease);
+      } finally {
+        if (rules.poisonEndsWithItsTransaction() && noTransactionOpen()) {
+          // an autocommit statement is a transaction of its own: its refusal ends with it and
+          // poisons nothing after it (issue 35 item 5)
+          state.endTransaction();
+        }
+      }
     }
     switch (view.mode()) {
       case JDBC:
@@ -459,6 +483,16 @@ final class TransactionFence {
     boolean was = delegate.getAutoCommit();
     if (autoCommit == was) {
       delegate.setAutoCommit(autoCommit);
+      return;
+    }
+    if (autoCommit
+        && state.poisoned()
+        && rules.poisonEndsWithItsTransaction()
+        && LeaseInternals.currentOrNull() != state.txn.lease) {
+      // not the poisoned transaction's lease: a pool's reset or another borrower, not its owner;
+      // rolled back, as it must be, without failing a caller it does not belong to (issue 35)
+      abandonment.rollbackPoisoned();
+      delegate.setAutoCommit(true);
       return;
     }
     if (autoCommit && state.poisoned()) {

@@ -60,6 +60,12 @@ final class Verifier {
   /** MySQL/MariaDB 1100: "Table '...' was not locked with LOCK TABLES". */
   static final int ER_TABLE_NOT_LOCKED = 1100;
 
+  /**
+   * MySQL/MariaDB 1747: "PARTITION () clause on non partitioned table": the verify's reference
+   * ({@code PARTITION (p0)}) met a temporary table of the lease table's name (issue 35 item 1).
+   */
+  static final int ER_PARTITION_CLAUSE_ON_NONPARTITIONED = 1747;
+
   void verify(Lease lease) throws SQLException {
     if (f.options.readOnly() == ReadOnlyPolicy.SKIP && readOnlyWithoutLocks(lease)) {
       markVerified(lease); // nothing to verify; later statements still check the bound lease
@@ -117,6 +123,22 @@ final class Verifier {
                 + " lease with no transaction open), or add \""
                 + lease.manager().table()
                 + " READ\" to the LOCK TABLES list",
+            e.getSQLState(),
+            e.getErrorCode(),
+            e);
+      }
+      if (f.isMySql() && e.getErrorCode() == ER_PARTITION_CLAUSE_ON_NONPARTITIONED) {
+        throw new SQLException(
+            "the verify of "
+                + lease
+                + " cannot reach the lease table "
+                + lease.manager().table()
+                + ": this session has a temporary table of that name, which shadows it (MySQL and"
+                + " MariaDB resolve a name to the session's temporary table first); the verify"
+                + " names the table's partition, so the temporary one fails it instead of standing"
+                + " in for it. Drop the temporary table (DROP TEMPORARY TABLE "
+                + lease.manager().table()
+                + ") or give it another name; the transaction was refused",
             e.getSQLState(),
             e.getErrorCode(),
             e);

@@ -103,7 +103,25 @@ enum WeakenedFence {
    * table, as before issue 25 item 6 (every later statement fails with the server's "was not locked
    * with LOCK TABLES").
    */
-  LOCK_TABLES_UNCHECKED;
+  LOCK_TABLES_UNCHECKED,
+  /**
+   * Name the lease table in the verify and the commit's proof as configured (unqualified, no
+   * partition), as before issue 35: a session's temporary table of that name, its {@code
+   * search_path} or {@code USE} decides what the verify reads; PostgreSQL's operators are the
+   * session's too ({@code =}, not {@code OPERATOR(pg_catalog.=)}).
+   */
+  UNQUALIFIED_TABLE,
+  /**
+   * Act on a driver's cached session flags without asking the server (issue 35 item 4): MySQL
+   * Connector/J's autocommit flag after a pool's {@code isValid()} switches the driver to manual
+   * commit.
+   */
+  TRUST_CACHED_SESSION,
+  /**
+   * Keep the poison of a refused autocommit statement after it, and refuse a statement with no
+   * lease bound that meets a poisoned transaction (issue 35 item 5).
+   */
+  POISON_OUTLIVES;
 
   /** This weakening alone, as rules. */
   FenceRules rules() {
@@ -147,16 +165,39 @@ enum WeakenedFence {
 
     @Override
     public String verifySql(Lease lease, boolean strict) {
-      return on(PREVIOUS_REFUSAL)
-          ? FenceRules.super.verifySql(lease, strict)
-          : LeaseInternals.clientCheckedVerifySql(lease, strict);
+      return unqualified(
+          lease,
+          on(PREVIOUS_REFUSAL)
+              ? FenceRules.super.verifySql(lease, strict)
+              : LeaseInternals.clientCheckedVerifySql(lease, strict));
     }
 
     @Override
     public String commitProofSql(Lease lease, boolean strict) {
-      return on(PREVIOUS_REFUSAL)
-          ? FenceRules.super.commitProofSql(lease, strict)
-          : verifySql(lease, strict);
+      return unqualified(
+          lease,
+          on(PREVIOUS_REFUSAL)
+              ? FenceRules.super.commitProofSql(lease, strict)
+              : verifySql(lease, strict));
+    }
+
+    /** {@link #UNQUALIFIED_TABLE}: the table as configured, PostgreSQL's operators unqualified. */
+    private String unqualified(Lease lease, String sql) {
+      if (on(UNQUALIFIED_TABLE)) {
+        return sql;
+      }
+      Dialect d = LeaseInternals.dialect(lease.manager());
+      return sql.replace(d.reference(), d.table()).replace("OPERATOR(pg_catalog.=)", "=");
+    }
+
+    @Override
+    public boolean confirmsCachedSessionState() {
+      return on(TRUST_CACHED_SESSION);
+    }
+
+    @Override
+    public boolean poisonEndsWithItsTransaction() {
+      return on(POISON_OUTLIVES);
     }
 
     @Override

@@ -33,6 +33,8 @@ public final class FencingOptions {
 
   private final FencingMode mode;
   private final AutoCommitPolicy autoCommit;
+  private final OutsideTransactionPolicy outsideTransaction;
+  private final OutsideTransactionPolicy outsideTransactionSet; // null: by the mode
   private final ReadOnlyPolicy readOnly;
   private final LeaseListener listener;
   private final Duration idleInTransactionTimeout;
@@ -46,6 +48,13 @@ public final class FencingOptions {
   private FencingOptions(Builder b) {
     this.mode = b.mode;
     this.autoCommit = b.autoCommit;
+    this.outsideTransactionSet = b.outsideTransaction;
+    this.outsideTransaction =
+        b.outsideTransaction != null
+            ? b.outsideTransaction
+            : b.mode == FencingMode.STRICT
+                ? OutsideTransactionPolicy.REFUSE
+                : OutsideTransactionPolicy.VERIFY_FIRST;
     this.readOnly = b.readOnly;
     this.listener = b.listener;
     this.idleInTransactionTimeout = b.idleInTransactionTimeout;
@@ -70,6 +79,7 @@ public final class FencingOptions {
     Builder b = new Builder();
     b.mode = mode;
     b.autoCommit = autoCommit;
+    b.outsideTransaction = outsideTransactionSet;
     b.readOnly = readOnly;
     b.listener = listener;
     b.idleInTransactionTimeout = idleInTransactionTimeout;
@@ -91,6 +101,15 @@ public final class FencingOptions {
 
   public ReadOnlyPolicy readOnly() {
     return readOnly;
+  }
+
+  /**
+   * What a statement that cannot run inside a verified transaction does under a lease ({@link
+   * OutsideTransactionPolicy}); unless set, {@code REFUSE} in STRICT mode and {@code VERIFY_FIRST}
+   * in VERIFY mode.
+   */
+  public OutsideTransactionPolicy outsideTransaction() {
+    return outsideTransaction;
   }
 
   /** The listener told of verified, refused and poisoned transactions, or null. */
@@ -132,6 +151,8 @@ public final class FencingOptions {
         + mode
         + ", autoCommit="
         + autoCommit
+        + ", outsideTransaction="
+        + outsideTransaction
         + ", readOnly="
         + readOnly
         + ", idleInTransactionTimeout="
@@ -148,6 +169,7 @@ public final class FencingOptions {
   public static final class Builder {
     private FencingMode mode = FencingMode.STRICT;
     private AutoCommitPolicy autoCommit = AutoCommitPolicy.VERIFIED_TRANSACTION;
+    private OutsideTransactionPolicy outsideTransaction; // null: by the mode
     private ReadOnlyPolicy readOnly = ReadOnlyPolicy.VERIFY;
     private LeaseListener listener;
     private Duration idleInTransactionTimeout;
@@ -166,6 +188,17 @@ public final class FencingOptions {
 
     public Builder autoCommit(AutoCommitPolicy policy) {
       this.autoCommit = Objects.requireNonNull(policy, "autoCommit");
+      return this;
+    }
+
+    /**
+     * What a statement that cannot run inside a verified transaction does under a lease (MySQL's
+     * implicit commits and routines, PostgreSQL's VACUUM and CONCURRENTLY, SQLite's VACUUM): see
+     * {@link OutsideTransactionPolicy}. Default: {@code REFUSE} in STRICT mode, {@code
+     * VERIFY_FIRST} in VERIFY mode.
+     */
+    public Builder outsideTransaction(OutsideTransactionPolicy policy) {
+      this.outsideTransaction = Objects.requireNonNull(policy, "outsideTransaction");
       return this;
     }
 

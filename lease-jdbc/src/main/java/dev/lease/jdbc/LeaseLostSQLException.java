@@ -34,6 +34,9 @@ import java.sql.SQLException;
  *   <tr><td>{@value #TRANSACTION_CONTROL_MIXED}</td><td>under a lease, a SQL text (or batch) holding
  *       transaction control together with other statements, or a text whose statements cannot be
  *       told apart: refused before any of it reached the database</td></tr>
+ *   <tr><td>{@value #OUTSIDE_TRANSACTION}</td><td>under a lease, a statement whose effect would
+ *       land outside the verified transaction ({@link OutsideTransactionPolicy#REFUSE}), or
+ *       MySQL/MariaDB {@code INSERT DELAYED}: refused before it was sent</td></tr>
  * </table>
  */
 public class LeaseLostSQLException extends SQLException {
@@ -65,6 +68,14 @@ public class LeaseLostSQLException extends SQLException {
    * lease table, which every later statement under the lease must read to verify.
    */
   public static final String TRANSACTION_CONTROL_MIXED = "LF005";
+
+  /**
+   * Under a lease, a statement whose effect would land outside the verified transaction, where
+   * nothing orders it before a successor's claim ({@link OutsideTransactionPolicy#REFUSE}: MySQL's
+   * implicit commits and routines, PostgreSQL's VACUUM or CREATE INDEX CONCURRENTLY, ...), or
+   * MySQL/MariaDB {@code INSERT DELAYED}; nothing of it was sent. Run it without a lease bound.
+   */
+  public static final String OUTSIDE_TRANSACTION = "LF006";
 
   private final transient Lease lease;
 

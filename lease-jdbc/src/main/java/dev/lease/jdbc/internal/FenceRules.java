@@ -158,6 +158,14 @@ public interface FenceRules {
     return true;
   }
 
+  /**
+   * Whether a statement whose effect would land outside the verified transaction's lock is refused
+   * under a lease ({@code OutsideTransactionPolicy.REFUSE}, and INSERT DELAYED always).
+   */
+  default boolean refusesEffectsOutsideTheLock() {
+    return true;
+  }
+
   /** Whether MySQL session bounds are restored for borrowers without a lease. */
   default boolean restoresSessionBounds() {
     return true;
@@ -192,6 +200,14 @@ public interface FenceRules {
 
   /** Whether driver objects handed out by {@code unwrap} are checked at each call. */
   default boolean checksUnwrap() {
+    return true;
+  }
+
+  /**
+   * Whether the physical connection is retired (closed) when a transaction in which driver objects
+   * were handed out ends, so that no handle on it writes after its transaction.
+   */
+  default boolean retiresConnectionsOfDriverObjects() {
     return true;
   }
 

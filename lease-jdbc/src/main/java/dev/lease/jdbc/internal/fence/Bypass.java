@@ -3,6 +3,7 @@ package dev.lease.jdbc.internal.fence;
 import dev.lease.core.Lease;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.AutoCommitPolicy;
+import dev.lease.jdbc.OutsideTransactionPolicy;
 import dev.lease.jdbc.internal.fence.TransactionFence.Mode;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -76,7 +77,41 @@ final class Bypass {
         // statement open another, which the driver's flag cannot tell apart (review: unwrap)
         f.inDoubt();
       }
+      FencedTransaction t = f.state.txn;
+      if (t != null && f.rules.retiresConnectionsOfDriverObjects()) {
+        DriverSession session = f.view.driverSession();
+        if (session.driverConnection() == null || session.driver == DriverSession.Driver.SQLITE) {
+          // a retired connection must be one the pool recognises as broken (SQLState 08xxx):
+          // sqlite-jdbc's closed connection has no SQLState, so a pool would hand it out again
+          throw Losses.outsideTransactionRefused(
+              lease,
+              "unwrap("
+                  + iface.getSimpleName()
+                  + "): "
+                  + (session.driverConnection() == null
+                      ? "the fence does not know this driver's connection"
+                      : "on SQLite the fence cannot retire the driver's connection from the pool's"
+                          + " reach")
+                  + " when the transaction ends, and a handle kept past it would write unfenced;"
+                  + " unwrap it with no lease bound (it is then not fenced)",
+              false);
+        }
+        // every handle on the physical connection dies with the transaction (issue 35 item 3)
+        t.driverObjects = true;
+      }
       return;
+    }
+    if (f.options.outsideTransaction() == OutsideTransactionPolicy.REFUSE
+        && f.rules.retiresConnectionsOfDriverObjects()) {
+      throw Losses.outsideTransactionRefused(
+          lease,
+          "unwrap("
+              + iface.getSimpleName()
+              + ") in autocommit mode hands out a driver object whose statements would each commit"
+              + " on their own, outside any verified transaction; unwrap it inside a transaction"
+              + " (setAutoCommit(false)): it is verified first, and usable until that transaction"
+              + " ends, when the fence retires the physical connection",
+          false);
     }
     if (Connection.class.isAssignableFrom(iface) || Statement.class.isAssignableFrom(iface)) {
       throw new SQLException(

@@ -57,6 +57,10 @@ public final class DriverSession {
 
   final Driver driver;
   private final Object target;
+
+  /** The driver's own connection under the pools' proxies; null for an unknown driver. */
+  private Connection driverConnection;
+
   private final Method inTransaction;
   private final Method serverAutoCommit;
 
@@ -75,11 +79,14 @@ public final class DriverSession {
     try {
       Object pg = unwrap(delegate, "org.postgresql.core.BaseConnection");
       if (pg != null) {
-        return new DriverSession(
-            Driver.PGJDBC,
-            pg,
-            method(pg, "org.postgresql.core.BaseConnection", "getTransactionState"),
-            null);
+        DriverSession d =
+            new DriverSession(
+                Driver.PGJDBC,
+                pg,
+                method(pg, "org.postgresql.core.BaseConnection", "getTransactionState"),
+                null);
+        d.driverConnection = (Connection) pg;
+        return d;
       }
       Object my = unwrap(delegate, "com.mysql.cj.MysqlConnection");
       if (my != null) {
@@ -94,6 +101,7 @@ public final class DriverSession {
                 method(server, type, "inTransactionOnServer"),
                 method(server, type, "isAutocommit"));
         d.silentReplay = connectorJReconnects(my);
+        d.driverConnection = (Connection) my;
         return d;
       }
       Object maria = unwrap(delegate, "org.mariadb.jdbc.Connection");
@@ -106,16 +114,28 @@ public final class DriverSession {
             method(conf, "org.mariadb.jdbc.Configuration", "transactionReplay").invoke(conf))) {
           d.silentReplay = "transactionReplay=true";
         }
+        d.driverConnection = (Connection) maria;
         return d;
       }
       Object sqlite = unwrap(delegate, "org.sqlite.SQLiteConnection");
       if (sqlite != null) {
-        return new DriverSession(Driver.SQLITE, sqlite, null, null);
+        DriverSession d = new DriverSession(Driver.SQLITE, sqlite, null, null);
+        d.driverConnection = (Connection) sqlite;
+        return d;
       }
     } catch (ReflectiveOperationException | SQLException | RuntimeException | LinkageError e) {
       log.debug("cannot read the driver's session state of {}; assuming nothing", delegate, e);
     }
     return UNKNOWN;
+  }
+
+  /**
+   * The driver's own connection under the pools' proxies (pgjdbc's {@code BaseConnection}, MySQL
+   * Connector/J's {@code MysqlConnection}, MariaDB Connector/J's and sqlite-jdbc's connection
+   * classes); null for a driver the fence does not know.
+   */
+  Connection driverConnection() {
+    return driverConnection;
   }
 
   /**

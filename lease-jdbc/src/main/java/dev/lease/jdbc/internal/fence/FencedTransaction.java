@@ -17,6 +17,14 @@ final class FencedTransaction {
   volatile Statement running;
   Lease.Registration registration;
 
+  /**
+   * A driver object that reaches the database was handed out in this transaction ({@code unwrap},
+   * {@code getObject(.., Class)} of a vendor type): when the transaction ends, the physical
+   * connection is retired, so no handle on it outlives the transaction ({@link
+   * TransactionState#retire}).
+   */
+  boolean driverObjects;
+
   FencedTransaction(Lease lease) {
     this.lease = lease;
     this.by = Thread.currentThread();

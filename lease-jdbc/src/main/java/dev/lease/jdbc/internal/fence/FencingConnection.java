@@ -88,7 +88,11 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
 
   @Override
   public void setAutoCommit(boolean autoCommit) throws SQLException {
-    fence.setAutoCommit(autoCommit);
+    try {
+      fence.setAutoCommit(autoCommit);
+    } finally {
+      fence.retireIfDue();
+    }
   }
 
   @Override
@@ -110,12 +114,20 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
 
   @Override
   public void commit() throws SQLException {
-    fence.commit();
+    try {
+      fence.commit();
+    } finally {
+      fence.retireIfDue();
+    }
   }
 
   @Override
   public void rollback() throws SQLException {
-    fence.rollback();
+    try {
+      fence.rollback();
+    } finally {
+      fence.retireIfDue();
+    }
   }
 
   /**
@@ -163,6 +175,10 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     closed = true;
     try {
       fence.closing(); // rolls back a verified or poisoned transaction while the connection is open
+      fence.retireIfDue();
+      if (fence.retired) {
+        brokenForThePool();
+      }
     } finally {
       delegate.close();
     }
@@ -170,7 +186,12 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
 
   @Override
   public boolean isClosed() throws SQLException {
-    return closed || delegate.isClosed();
+    return closed || fence.retired || delegate.isClosed();
+  }
+
+  @Override
+  public boolean isValid(int timeout) throws SQLException {
+    return !fence.retired && delegate.isValid(timeout);
   }
 
   @Override
@@ -194,6 +215,21 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
       delegate.endRequest();
     } finally {
       fence.endRequest();
+      fence.retireIfDue();
+    }
+  }
+
+  /**
+   * The physical connection was retired: a call through the pool's proxy fails with the driver's
+   * "connection closed" (SQLState 08003), which makes HikariCP evict it (as c3p0 and Agroal mark a
+   * connection broken on such an error; DBCP2 checks the connection on return), so the next
+   * borrower gets a new one.
+   */
+  private void brokenForThePool() {
+    try (Statement s = delegate.createStatement()) {
+      s.getWarnings();
+    } catch (SQLException expected) {
+      // what the pool had to see
     }
   }
 

@@ -365,6 +365,32 @@ final class Losses {
         null);
   }
 
+  /**
+   * A statement whose effect would land outside the verified transaction, refused before it was
+   * sent ({@code OutsideTransactionPolicy.REFUSE}, MySQL/MariaDB {@code INSERT DELAYED}).
+   */
+  static LeaseLostSQLException outsideTransactionRefused(Lease lease, String why) {
+    return outsideTransactionRefused(
+        lease,
+        why
+            + ", where nothing orders its effect before a successor's claim. Run it without a"
+            + " lease bound (it is then not fenced: migrations, maintenance), or, accepting that a"
+            + " holder paused at the wrong moment lands it after a takeover, let it run after a"
+            + " verify of its own with FencingOptions.builder().outsideTransaction("
+            + "OutsideTransactionPolicy.VERIFY_FIRST)",
+        true);
+  }
+
+  /** {@link #outsideTransactionRefused(Lease, String)} with {@code message} as it is. */
+  static LeaseLostSQLException outsideTransactionRefused(
+      Lease lease, String message, boolean unused) {
+    return new LeaseLostSQLException(
+        "refused under " + lease + " before it was sent: " + message,
+        LeaseLostSQLException.OUTSIDE_TRANSACTION,
+        lease,
+        null);
+  }
+
   static LeaseLostSQLException autoCommitRefused(Lease lease) {
     return new LeaseLostSQLException(
         "refused an autocommit statement under "

@@ -2,6 +2,7 @@ package dev.lease.jdbc.internal.fence;
 
 import dev.lease.core.Lease;
 import dev.lease.jdbc.AutoCommitPolicy;
+import dev.lease.jdbc.OutsideTransactionPolicy;
 import dev.lease.jdbc.internal.fence.TransactionFence.Mode;
 import dev.lease.jdbc.internal.sql.SqlDialect;
 import dev.lease.jdbc.internal.sql.SqlKind;
@@ -28,6 +29,20 @@ final class SqlControl {
    * ({@link VerifyStrategy#refusesXaPrepare}), a LOCK TABLES whose list leaves out the lease table.
    */
   void refuseBeforeSending(Lease lease, SqlKind kind, String text) throws SQLException {
+    if (kind == SqlKind.DELAYED_WRITE && f.rules.refusesEffectsOutsideTheLock()) {
+      throw Losses.outsideTransactionRefused(
+          lease,
+          "INSERT or REPLACE DELAYED: the server writes its rows after the statement returned, on"
+              + " a thread of its own, so they land after any lock the transaction held and after"
+              + " a successor's claim; remove DELAYED (MariaDB ignores it for InnoDB tables"
+              + " anyway), or run it without a lease bound",
+          false);
+    }
+    if (outsideTheLock(kind, text)
+        && f.options.outsideTransaction() == OutsideTransactionPolicy.REFUSE
+        && f.rules.refusesEffectsOutsideTheLock()) {
+      throw Losses.outsideTransactionRefused(lease, why(kind));
+    }
     if (kind == SqlKind.PREPARE_TRANSACTION
         && f.isMySql()
         && f.strategy.refusesXaPrepare()
@@ -39,6 +54,40 @@ final class SqlControl {
       if (text != null && LockTables.leavesOut(text, lease.manager().table())) {
         throw Losses.lockTablesRefused(lease);
       }
+    }
+  }
+
+  /**
+   * Whether a statement of {@code kind} lands its effect outside the verified transaction's lock:
+   * MySQL's implicit commits (but LOCK and UNLOCK TABLES, whose effect stays in the session and
+   * which have rules of their own), routines (what they commit inside is past the lock), and
+   * statements the database cannot run in a transaction.
+   */
+  boolean outsideTheLock(SqlKind kind, String text) {
+    switch (kind) {
+      case NON_TRANSACTIONAL:
+      case ROUTINE:
+        return true;
+      case IMPLICIT_COMMIT:
+        return text == null
+            || (LockTables.lockedByName(text) == null
+                && Abandoning.of(f.reader.lexer, text) != Abandoning.UNLOCK_TABLES);
+      default:
+        return false;
+    }
+  }
+
+  private String why(SqlKind kind) {
+    switch (kind) {
+      case ROUTINE:
+        return "a routine (CALL, EXECUTE, BEGIN NOT ATOMIC) runs statements the fence cannot see,"
+            + " and what it commits inside is past the verify's lock";
+      case IMPLICIT_COMMIT:
+        return "MySQL and MariaDB commit the open transaction before this statement and the"
+            + " statement itself after it, outside any transaction the verify could lock";
+      default:
+        return "the database runs this statement outside any transaction, where the verify's lock"
+            + " cannot hold";
     }
   }
 
@@ -197,6 +246,8 @@ final class SqlControl {
           f.state.endTransaction();
           f.state.markSqlTransaction(false);
         }
+      case SESSION:
+        return f.runUnverified(call); // its effect stays in the session: nothing to fence
       case IMPLICIT_COMMIT:
       case NON_TRANSACTIONAL:
       case COMMIT_PREPARED:

@@ -148,6 +148,38 @@ final class TransactionFence {
     return state.flags == 0 && losses.cancelling == null && LeaseInternals.currentOrNull() == null;
   }
 
+  /** The physical connection was retired ({@link #retireIfDue}). */
+  volatile boolean retired;
+
+  /**
+   * A transaction in which driver objects reaching the database were handed out has ended: the
+   * driver's physical connection is closed before the call that ended it returns, so no handle on
+   * it ({@code PGConnection}, a {@code CopyManager}, Connector/J's connection, a cast to {@code
+   * java.sql.Connection}) writes after its transaction, when nothing fences it any more (issue 35
+   * item 3). The pool replaces the connection (the fence makes the pool's proxy see it broken when
+   * the application closes this one).
+   */
+  void retireIfDue() {
+    if ((state.flags & TransactionState.RETIRE) == 0) {
+      return;
+    }
+    state.flags &= ~TransactionState.RETIRE;
+    Connection physical = view.driverSession().driverConnection();
+    log.warn(
+        "retired the physical connection {}: driver objects were handed out by unwrap in the"
+            + " transaction that just ended, and none may reach the database after it; the pool"
+            + " opens a new one",
+        physical);
+    retired = true;
+    try {
+      if (physical != null) {
+        physical.close();
+      }
+    } catch (SQLException | RuntimeException e) {
+      log.debug("closing the retired connection failed", e);
+    }
+  }
+
   /** A statement that passed through failed: the driver's view of the session may be stale. */
   SQLException failed(SQLException e) {
     return view.failed(e);
@@ -177,6 +209,19 @@ final class TransactionFence {
    * shape}).
    */
   <T> T execute(
+      FencingStatement st, StatementSource source, String sql, SqlCall<T> call, CallShape shape)
+      throws SQLException {
+    try {
+      return rules(st, source, sql, call, shape);
+    } finally {
+      if ((state.flags & TransactionState.RETIRE) != 0) {
+        retireIfDue();
+      }
+    }
+  }
+
+  /** {@link #execute}: the rules of a statement under a lease, read top to bottom. */
+  private <T> T rules(
       FencingStatement st, StatementSource source, String sql, SqlCall<T> call, CallShape shape)
       throws SQLException {
     if (losses.cancelling != null) {
@@ -443,6 +488,10 @@ final class TransactionFence {
 
   /** Never fails because of a lease. */
   void rollback() throws SQLException {
+    if (retired) {
+      state.endTransaction(); // its transaction ended before the connection was retired
+      return;
+    }
     // an autocommit statement completes; the driver then refuses rollback()
     autoCommits.finishPending();
     boolean lost = losses.rollbackOfLoss();

@@ -31,6 +31,12 @@ final class TransactionState {
   /** MySQL session bounds may have to be restored before a statement with no lease. */
   static final int SESSION_CHECK = 1 << 4;
 
+  /**
+   * A transaction in which driver objects were handed out has ended: the physical connection must
+   * be retired before the call that ended it returns ({@link TransactionFence#retireIfDue}).
+   */
+  static final int RETIRE = 1 << 5;
+
   private final FenceRules rules;
 
   int flags;
@@ -84,6 +90,9 @@ final class TransactionState {
     }
     reverify = false;
     flags &= ~FENCED;
+    if (t != null && t.driverObjects && rules.retiresConnectionsOfDriverObjects()) {
+      flags |= RETIRE;
+    }
     if (t != null && t.registration != null) {
       t.registration.close();
     }

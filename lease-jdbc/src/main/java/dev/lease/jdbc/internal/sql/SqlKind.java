@@ -62,11 +62,26 @@ public enum SqlKind {
 
   /**
    * Statements the database refuses inside a transaction block: PostgreSQL VACUUM, CLUSTER,
-   * REINDEX, CREATE/DROP/ALTER DATABASE, CREATE/DROP TABLESPACE, ALTER SYSTEM, DISCARD, CREATE/
-   * ALTER/DROP SUBSCRIPTION and anything CONCURRENTLY; SQLite VACUUM, ATTACH, DETACH and PRAGMA
-   * (several pragmas are no-ops or errors inside a transaction).
+   * REINDEX, CREATE/DROP/ALTER DATABASE, CREATE/DROP TABLESPACE, ALTER SYSTEM, CREATE/ALTER/DROP
+   * SUBSCRIPTION and anything CONCURRENTLY; SQLite VACUUM.
    */
   NON_TRANSACTIONAL,
+
+  /**
+   * Statements whose effect stays in the session and that may not run inside a transaction
+   * (PostgreSQL DISCARD; SQLite ATTACH, DETACH, and PRAGMA, several of which are no-ops or errors
+   * inside a transaction, except the two that write an application's own value into the database
+   * header, {@code user_version} and {@code application_id}, which are ordinary: SQLite makes them
+   * part of the transaction). They need no verify.
+   */
+  SESSION,
+
+  /**
+   * MySQL/MariaDB {@code INSERT DELAYED} and {@code REPLACE DELAYED}: the statement returns at once
+   * and the server writes the rows later on a thread of its own (MyISAM, MEMORY, ARCHIVE), so their
+   * effect lands after any lock the transaction held.
+   */
+  DELAYED_WRITE,
 
   /**
    * MySQL/MariaDB CALL, EXECUTE, EXECUTE IMMEDIATE and MariaDB's anonymous BEGIN NOT ATOMIC block:

@@ -680,6 +680,23 @@ final class SqlScan {
     return w < windowed() && equalsIgnoreCase(wordStart[w], wordEnd[w], keyword);
   }
 
+  /**
+   * Whether word {@code w} is {@code name} (upper case, as the keyword tables), or a name qualified
+   * by a schema ending in {@code .name} (ASCII case-insensitive).
+   */
+  boolean isName(int w, String name) {
+    if (isWord(w, name)) {
+      return true;
+    }
+    if (w >= windowed()) {
+      return false;
+    }
+    int from = wordEnd[w] - name.length();
+    return from > wordStart[w]
+        && sql.charAt(from - 1) == '.'
+        && equalsIgnoreCase(from, wordEnd[w], name);
+  }
+
   /** ASCII case-insensitive, as the keyword tables: servers match keywords in ASCII only. */
   private boolean equalsIgnoreCase(int from, int to, String keyword) {
     return to - from == keyword.length()

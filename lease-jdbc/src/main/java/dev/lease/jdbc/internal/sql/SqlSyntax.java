@@ -282,7 +282,8 @@ record SqlSyntax(
               "PREPARE",
               s -> s.isWord(1, "TRANSACTION") ? SqlKind.PREPARE_TRANSACTION : SqlKind.OTHER)
           .put("SET", SET_TRANSACTION)
-          .put(SqlKind.NON_TRANSACTIONAL, "VACUUM", "CLUSTER", "REINDEX", "DISCARD")
+          .put(SqlKind.NON_TRANSACTIONAL, "VACUUM", "CLUSTER", "REINDEX")
+          .put("DISCARD", SqlKind.SESSION)
           .put(
               s ->
                   s.concurrently
@@ -353,6 +354,10 @@ record SqlSyntax(
                               ? SqlKind.IMPLICIT_COMMIT
                               : SqlKind.OTHER)
           .put(SqlKind.ROUTINE, "CALL", "EXECUTE")
+          .put(
+              s -> s.isWord(1, "DELAYED") ? SqlKind.DELAYED_WRITE : SqlKind.OTHER,
+              "INSERT",
+              "REPLACE")
           .put(SqlSyntax::mysqlCreateOrDrop, "CREATE", "DROP")
           .put("LOAD", s -> s.isWord(1, "INDEX") ? SqlKind.IMPLICIT_COMMIT : SqlKind.OTHER)
           .put(SqlKind.IMPLICIT_COMMIT, MYSQL_IMPLICIT_COMMITS);
@@ -364,7 +369,23 @@ record SqlSyntax(
           .put("ROLLBACK", ROLLBACK)
           .put("SAVEPOINT", SqlKind.SAVEPOINT)
           .put("RELEASE", SqlKind.RELEASE)
-          .put(SqlKind.NON_TRANSACTIONAL, "VACUUM", "ATTACH", "DETACH", "PRAGMA");
+          .put("VACUUM", SqlKind.NON_TRANSACTIONAL)
+          .put(SqlKind.SESSION, "ATTACH", "DETACH")
+          .put("PRAGMA", SqlSyntax::sqlitePragma);
+
+  /**
+   * SQLite PRAGMA: configuration and reads stay in the session (several are no-ops or errors in a
+   * transaction); {@code user_version} and {@code application_id}, the header values an application
+   * keeps its own data in, are written inside the transaction, as ordinary statements.
+   */
+  static SqlKind sqlitePragma(SqlScan s) {
+    for (int w = 1; w <= 3; w++) {
+      if (s.isName(w, "USER_VERSION") || s.isName(w, "APPLICATION_ID")) {
+        return SqlKind.OTHER;
+      }
+    }
+    return SqlKind.SESSION;
+  }
 
   static final Keywords GENERIC_KEYWORDS =
       new Keywords()

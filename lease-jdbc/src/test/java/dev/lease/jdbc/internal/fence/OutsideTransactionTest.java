@@ -1,31 +1,40 @@
 package dev.lease.jdbc.internal.fence;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
+import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
+import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.jdbc.OutsideTransactionPolicy;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * Issue 9, path 10: statements a database will not run inside a transaction (PostgreSQL VACUUM and
- * CREATE INDEX CONCURRENTLY, SQLite VACUUM) and MySQL's statements that commit around themselves
- * (DDL). Under a lease in autocommit mode they run as in autocommit mode, after a verify of their
- * own immediately before (a transaction cannot hold both); a stale lease refuses them before they
- * run. The control: the same statement in a verified transaction gets the database's refusal, the
- * confusing error the fence's own transaction used to produce.
+ * Issue 35 item 2: statements whose effect would land outside the verified transaction's lock
+ * (PostgreSQL VACUUM and CREATE INDEX CONCURRENTLY, SQLite VACUUM, MySQL/MariaDB DDL that commits
+ * around itself and CALL, INSERT DELAYED). Under STRICT they are refused before they are sent
+ * ({@code LF006}), since nothing orders their effect before a successor's claim; {@link
+ * OutsideTransactionPolicy#VERIFY_FIRST} runs them after a verify of their own as before (and is
+ * the control: a slow DDL's table lands after the successor's claim committed).
  */
 class OutsideTransactionTest {
 
@@ -34,11 +43,14 @@ class OutsideTransactionTest {
     switch (f.db) {
       case POSTGRESQL:
         return List.of(
-            "VACUUM " + f.data, "CREATE INDEX CONCURRENTLY " + index + " ON " + f.data + " (term)");
+            "CREATE INDEX CONCURRENTLY " + index + " ON " + f.data + " (term)", "VACUUM " + f.data);
       case SQLITE:
-        return List.of("VACUUM", "PRAGMA optimize");
+        return List.of("VACUUM");
       default:
-        return List.of("CREATE INDEX " + index + " ON " + f.data + " (term)");
+        return List.of(
+            "CREATE INDEX " + index + " ON " + f.data + " (term)",
+            "TRUNCATE TABLE " + f.data,
+            "CALL no_such_procedure()");
     }
   }
 
@@ -58,13 +70,56 @@ class OutsideTransactionTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
-  void underALeaseTheyRunAfterAVerifyOfTheirOwnAndAStaleLeaseRefusesThem(TestDatabase db)
+  void underStrictTheyAreRefusedBeforeTheyAreSent(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("refused").orElseThrow();
+      FencedDataSource ds = f.fenced(f.options().build());
+      String index = TestDatabase.uniqueTable("ix");
+      for (boolean autoCommit : new boolean[] {true, false}) {
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Connection c = ds.getConnection();
+            Statement s = c.createStatement()) {
+          c.setAutoCommit(autoCommit);
+          for (String sql : statements(f, index)) {
+            SQLException e = assertThrows(SQLException.class, () -> s.execute(sql), sql);
+            assertEquals(LeaseLostSQLException.OUTSIDE_TRANSACTION, e.getSQLState(), sql);
+            assertTrue(e.getMessage().contains("without a lease bound"), e.getMessage());
+          }
+          if (!autoCommit) {
+            c.rollback();
+          }
+        }
+      }
+      assertEquals(0, f.verified.get(), db + ": nothing was sent, not even a verify");
+      if (!db.isSqlite()) {
+        assertFalse(indexExists(f, index), db + ": refused before it ran");
+      }
+      // without a lease bound they are not fenced: they run (migrations, maintenance)
+      try (Connection c = ds.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(statements(f, index).get(0));
+      }
+      if (!db.isSqlite()) {
+        assertTrue(indexExists(f, index), db + ": runs without a lease");
+      }
+    }
+  }
+
+  /**
+   * {@link OutsideTransactionPolicy#VERIFY_FIRST}: they run as in autocommit mode after a verify of
+   * their own immediately before (a transaction cannot hold both), and a stale lease refuses them
+   * before they run.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void withVerifyFirstTheyRunAfterAVerifyOfTheirOwnAndAStaleLeaseRefusesThem(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("outside").orElseThrow();
-      FencedDataSource ds = f.fenced(f.options().build());
+      FencedDataSource ds =
+          f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
       String index = TestDatabase.uniqueTable("ix");
-      List<String> sqls = statements(f, index);
+      List<String> sqls = statements(f, index).subList(0, 1);
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection();
           Statement s = c.createStatement()) {
@@ -82,14 +137,110 @@ class OutsideTransactionTest {
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection();
           Statement s = c.createStatement()) {
-        for (String sql : statements(f, stale)) {
-          SQLException e = assertThrows(SQLException.class, () -> s.execute(sql), sql);
-          assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState(), sql);
-        }
+        String sql = statements(f, stale).get(0);
+        SQLException e = assertThrows(SQLException.class, () -> s.execute(sql), sql);
+        assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState(), sql);
       }
       if (!db.isSqlite()) {
-        assertTrue(!indexExists(f, stale), "refused before it ran");
+        assertFalse(indexExists(f, stale), "refused before it ran");
       }
+    }
+  }
+
+  /**
+   * The attack of issue 35 item 2 on MySQL/MariaDB: {@code CREATE TABLE ... AS SELECT SLEEP(..)}
+   * under a lease that expires while it runs. The successor's claim commits while the statement
+   * runs (nothing holds the lease row: the implicit commit before the DDL ended the verify's
+   * transaction), and the stale holder's table lands after it. Under STRICT the statement is
+   * refused; {@link OutsideTransactionPolicy#VERIFY_FIRST} is the control that lets it land.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.jdbc.internal.fence.ServerRefusalTest#mysqlFamily")
+  void aSlowDdlCannotLandAfterTheSuccessorsClaim(TestDatabase db) throws Exception {
+    assertFalse(slowDdlLandsAfterTheClaim(db, OutsideTransactionPolicy.REFUSE), db + ": STRICT");
+    assertTrue(
+        slowDdlLandsAfterTheClaim(db, OutsideTransactionPolicy.VERIFY_FIRST),
+        db + ": the control's table lands after the successor's claim");
+  }
+
+  private static final LeaseTimings SHORT = LeaseTimings.of(Duration.ofMillis(600));
+
+  /**
+   * Whether the stale holder's table exists and was still being created when the claim committed.
+   */
+  private static boolean slowDdlLandsAfterTheClaim(TestDatabase db, OutsideTransactionPolicy p)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      LeaseManager holder = f.manager("holder", SHORT);
+      LeaseManager successor =
+          f.closeLater(
+              LeaseManager.builder(f.pool)
+                  .table(f.leaseTable)
+                  .instance("successor")
+                  .timings(SHORT)
+                  .failurePolicy(FailurePolicy.logOnly())
+                  .build());
+      Lease lease = holder.tryClaim("slow").orElseThrow(); // never renewed: expires in 600 ms
+      FencingOptions options = f.options().outsideTransaction(p).build();
+      String table = TestDatabase.uniqueTable("stale");
+      CompletableFuture<Long> claimedAt =
+          CompletableFuture.supplyAsync(
+              () -> {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (System.nanoTime() < deadline) {
+                  Optional<Lease> won = successor.tryClaim("slow");
+                  if (won.isPresent()) {
+                    return System.nanoTime();
+                  }
+                  java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+                }
+                return Long.MAX_VALUE;
+              });
+      long returned;
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = f.fenced(options).getConnection();
+          Statement s = c.createStatement()) {
+        try {
+          s.execute("CREATE TABLE " + table + " AS SELECT SLEEP(1.5) AS slept");
+        } catch (SQLException refused) {
+          assertEquals(LeaseLostSQLException.OUTSIDE_TRANSACTION, refused.getSQLState());
+        }
+        returned = System.nanoTime();
+      }
+      long claimed = claimedAt.get(20, TimeUnit.SECONDS);
+      boolean exists;
+      try (Connection c = f.pool.getConnection();
+          ResultSet rs = c.getMetaData().getTables(null, null, table, null)) {
+        exists = rs.next();
+      } finally {
+        TestDatabase.dropQuietly(f.pool, table);
+      }
+      return exists && claimed < returned;
+    }
+  }
+
+  /**
+   * MySQL/MariaDB {@code INSERT DELAYED} returns before the server writes its row (MyISAM): it is
+   * refused under a lease whatever the policy; without a lease it runs.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.jdbc.internal.fence.ServerRefusalTest#mysqlFamily")
+  void insertDelayedIsRefusedUnderALease(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("delayed").orElseThrow();
+      for (OutsideTransactionPolicy p : OutsideTransactionPolicy.values()) {
+        FencedDataSource ds = f.fenced(f.options().outsideTransaction(p).build());
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Connection c = ds.getConnection();
+            Statement s = c.createStatement()) {
+          SQLException e =
+              assertThrows(
+                  SQLException.class,
+                  () -> s.execute("INSERT DELAYED INTO " + f.data + " (id, term) VALUES (1, 1)"));
+          assertEquals(LeaseLostSQLException.OUTSIDE_TRANSACTION, e.getSQLState(), p.name());
+        }
+      }
+      assertEquals(0, f.count(null));
     }
   }
 
@@ -105,7 +256,8 @@ class OutsideTransactionTest {
     }
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("inside").orElseThrow();
-      FencedDataSource ds = f.fenced(f.options().build());
+      FencedDataSource ds =
+          f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection();
           Statement s = c.createStatement()) {
@@ -120,19 +272,17 @@ class OutsideTransactionTest {
   }
 
   /**
-   * MySQL/MariaDB commit the open transaction before DDL: inside a verified transaction the DDL is
-   * preceded by a fresh verify (the commit happens with the lock held), and the next statement is a
-   * new transaction that verifies again.
+   * With {@link OutsideTransactionPolicy#VERIFY_FIRST}, MySQL/MariaDB commit the open transaction
+   * before DDL: inside a verified transaction the DDL is preceded by a fresh verify (the commit
+   * happens with the lock held), and the next statement is a new transaction that verifies again.
    */
   @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @MethodSource("dev.lease.jdbc.internal.fence.ServerRefusalTest#mysqlFamily")
   void mysqlDdlInsideATransactionCommitsItUnderAFreshVerify(TestDatabase db) throws Exception {
-    if (!db.isMySqlFamily()) {
-      return;
-    }
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ddl").orElseThrow();
-      FencedDataSource ds = f.fenced(f.options().build());
+      FencedDataSource ds =
+          f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
       String table = TestDatabase.uniqueTable("ddl");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection();
@@ -150,6 +300,34 @@ class OutsideTransactionTest {
         TestDatabase.dropQuietly(f.pool, table);
       }
       assertEquals(0, f.count("id = 2"));
+    }
+  }
+
+  /**
+   * Statements whose effect stays in the session run under a lease as they are, with no verify:
+   * PostgreSQL DISCARD, SQLite ATTACH/DETACH and configuration PRAGMAs.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void sessionStatementsRunUnderALease(TestDatabase db) throws Exception {
+    if (db.isMySqlFamily()) {
+      return; // LOCK and UNLOCK TABLES: LockTablesTest, UnlockTablesTest
+    }
+    try (Fixture f = new Fixture(db, 3)) {
+      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("session").orElseThrow();
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = f.fenced(f.options().build()).getConnection();
+          Statement s = c.createStatement()) {
+        if (db.isSqlite()) {
+          s.execute("PRAGMA foreign_keys = ON");
+          s.execute("PRAGMA optimize");
+          s.execute("ATTACH DATABASE ':memory:' AS scratch");
+          s.execute("DETACH DATABASE scratch");
+        } else {
+          s.execute("DISCARD TEMP");
+        }
+      }
+      assertEquals(0, f.verified.get(), db + ": nothing to verify");
     }
   }
 }

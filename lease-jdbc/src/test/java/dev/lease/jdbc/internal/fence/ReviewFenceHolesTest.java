@@ -2,6 +2,7 @@ package dev.lease.jdbc.internal.fence;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
@@ -139,7 +140,8 @@ class ReviewFenceHolesTest {
         }
         f.takeOver(lease);
         assertThrows(LeaseLostSQLException.class, c::commit, "the stale write must be refused");
-        c.rollback();
+        c.rollback(); // the connection was retired with the transaction: a no-op
+        assertTrue(c.isClosed(), db + ": the connection of the unwrapped one was retired");
       }
       assertEquals(0, f.count("id = 2"), "a stale write committed after the successor's claim");
     }

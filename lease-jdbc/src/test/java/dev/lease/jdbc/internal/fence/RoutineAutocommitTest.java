@@ -7,6 +7,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.OutsideTransactionPolicy;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -59,7 +60,12 @@ class RoutineAutocommitTest {
       }
       try {
         Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ac").orElseThrow();
-        FencedDataSource ds = f.fenced(options.listener(f.counter).build());
+        FencedDataSource ds =
+            f.fenced(
+                options
+                    .listener(f.counter)
+                    .outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST)
+                    .build());
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
             Connection c = ds.getConnection();
             Statement s = c.createStatement()) {

@@ -8,6 +8,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.jdbc.OutsideTransactionPolicy;
 import dev.lease.testing.TestDatabase;
 import java.sql.CallableStatement;
 import java.sql.Connection;
@@ -48,7 +49,8 @@ class RoutineTest {
       }
       try {
         Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("call").orElseThrow();
-        FencedDataSource ds = f.fenced(f.options().build());
+        FencedDataSource ds =
+            f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
             Connection c = ds.getConnection()) {
           c.setAutoCommit(false);
@@ -103,7 +105,10 @@ class RoutineTest {
       }
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("call").orElseThrow();
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-          Connection c = f.fenced(f.options().build()).getConnection();
+          Connection c =
+              f.fenced(
+                      f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build())
+                  .getConnection();
           Statement s = c.createStatement()) {
         SQLException e = assertThrows(SQLException.class, () -> s.execute("CALL " + proc + "()"));
         assertEquals("2D000", e.getSQLState(), e.toString()); // invalid transaction termination

@@ -70,15 +70,18 @@ class StrictFencingTest {
       boolean claimedDuringPause,
       long term,
       int rowsCommitted,
-      long successorTerm) {
+      long successorTerm,
+      boolean successorTookItFromTheHolder) {
 
     /**
-     * The successor claimed term + 1. Otherwise a claim attempt of term + 1 outlived its timeout on
-     * a busy machine, committed, and was given back: its commit time is unknown here, so the
-     * history cannot order the holder's commit against it, and the run proves nothing.
+     * The successor's claim took the name from the holder's term (the claim statement read the
+     * holder's instance in the row it replaced: {@code Lease.fromAnotherInstance}). Otherwise an
+     * earlier claim attempt of the successor outlived its timeout on a busy machine, committed, and
+     * was given back: its commit time is unknown here, so the history cannot order the holder's
+     * commit against it, and the run proves nothing.
      */
     boolean conclusive() {
-      return successorTerm == term + 1;
+      return successorTookItFromTheHolder;
     }
   }
 
@@ -324,6 +327,8 @@ class StrictFencingTest {
             },
             "paused-holder");
     AtomicLong newTerm = new AtomicLong();
+    java.util.concurrent.atomic.AtomicBoolean fromHolder =
+        new java.util.concurrent.atomic.AtomicBoolean();
     long giveUp = expiry + TimeUnit.MILLISECONDS.toNanos(releaseAfterExpiryMs + 10_000);
     Thread claimer =
         new Thread(
@@ -334,6 +339,7 @@ class StrictFencingTest {
                   if (won.isPresent()) {
                     history.claimed(name, won.get().term(), System.nanoTime());
                     newTerm.set(won.get().term());
+                    fromHolder.set(won.get().fromAnotherInstance());
                     claimDone.countDown();
                     return;
                   }
@@ -368,7 +374,8 @@ class StrictFencingTest {
         claimedDuringPause,
         lease.term(),
         rows,
-        newTerm.get());
+        newTerm.get(),
+        fromHolder.get());
   }
 
   /**

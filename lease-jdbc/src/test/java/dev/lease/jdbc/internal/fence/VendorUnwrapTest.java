@@ -11,6 +11,7 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedConnection;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.jdbc.OutsideTransactionPolicy;
 import dev.lease.testing.TestDatabase;
 import java.io.StringReader;
 import java.sql.Connection;
@@ -30,6 +31,15 @@ import org.postgresql.core.BaseConnection;
  */
 class VendorUnwrapTest {
 
+  /**
+   * These tests exercise the autocommit path that hands vendor objects out after a verify of their
+   * own ({@link OutsideTransactionPolicy#VERIFY_FIRST}); under STRICT's default such an unwrap is
+   * refused outright (KeptDriverObjectTest).
+   */
+  private static FencingOptions.Builder verifyFirst() {
+    return FencingOptions.builder().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST);
+  }
+
   static Stream<TestDatabase> postgresql() {
     return Stream.of(TestDatabase.POSTGRESQL);
   }
@@ -39,7 +49,7 @@ class VendorUnwrapTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void aVendorObjectIsNotHandedOutInAutocommitUnderALostLease(TestDatabase db) throws Exception {
-    assertEquals("refused", unwrapAfterTakeover(db, FencingOptions.builder()));
+    assertEquals("refused", unwrapAfterTakeover(db, verifyFirst()));
   }
 
   /** Negative control: checking only an open transaction hands the vendor object out. */
@@ -50,7 +60,7 @@ class VendorUnwrapTest {
     assertEquals(
         "handed out",
         unwrapAfterTakeover(
-            db, WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_UNWRAP_CHECKS)));
+            db, WeakenedFence.weaken(verifyFirst(), WeakenedFence.NO_UNWRAP_CHECKS)));
   }
 
   private static String unwrapAfterTakeover(TestDatabase db, FencingOptions.Builder options)
@@ -80,7 +90,7 @@ class VendorUnwrapTest {
   @ParameterizedTest(name = "{0}")
   @MethodSource("postgresql")
   void copyInAutocommitUnderALostLeaseWritesNothing(TestDatabase db) throws Exception {
-    assertEquals(0, copyAfterTakeover(db, FencingOptions.builder()));
+    assertEquals(0, copyAfterTakeover(db, verifyFirst()));
   }
 
   /** Negative control: the COPY commits on its own under the lost lease. */
@@ -89,8 +99,7 @@ class VendorUnwrapTest {
   void negativeControlWithoutTheUnwrapChecksTheCopyCommits(TestDatabase db) throws Exception {
     assertEquals(
         1,
-        copyAfterTakeover(
-            db, WeakenedFence.weaken(FencingOptions.builder(), WeakenedFence.NO_UNWRAP_CHECKS)));
+        copyAfterTakeover(db, WeakenedFence.weaken(verifyFirst(), WeakenedFence.NO_UNWRAP_CHECKS)));
   }
 
   /** Rows the COPY left in the data table. */

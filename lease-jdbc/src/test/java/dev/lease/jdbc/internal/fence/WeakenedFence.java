@@ -121,7 +121,18 @@ enum WeakenedFence {
    * Keep the poison of a refused autocommit statement after it, and refuse a statement with no
    * lease bound that meets a poisoned transaction (issue 35 item 5).
    */
-  POISON_OUTLIVES;
+  POISON_OUTLIVES,
+  /**
+   * Run a statement whose effect lands outside the verified transaction's lock (MySQL's implicit
+   * commits and routines, PostgreSQL's VACUUM, INSERT DELAYED) after a verify of its own whatever
+   * the policy, as before issue 35 item 2.
+   */
+  EFFECTS_OUTSIDE_THE_LOCK,
+  /**
+   * Keep the physical connection after a transaction in which driver objects were handed out, as
+   * before issue 35 item 3: a handle kept past its transaction writes unfenced.
+   */
+  DRIVER_OBJECTS_OUTLIVE;
 
   /** This weakening alone, as rules. */
   FenceRules rules() {
@@ -198,6 +209,16 @@ enum WeakenedFence {
     @Override
     public boolean poisonEndsWithItsTransaction() {
       return on(POISON_OUTLIVES);
+    }
+
+    @Override
+    public boolean refusesEffectsOutsideTheLock() {
+      return on(EFFECTS_OUTSIDE_THE_LOCK);
+    }
+
+    @Override
+    public boolean retiresConnectionsOfDriverObjects() {
+      return on(DRIVER_OBJECTS_OUTLIVE);
     }
 
     @Override

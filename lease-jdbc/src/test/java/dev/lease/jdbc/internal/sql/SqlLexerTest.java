@@ -3,6 +3,7 @@ package dev.lease.jdbc.internal.sql;
 import static dev.lease.jdbc.internal.sql.SqlKind.BEGIN;
 import static dev.lease.jdbc.internal.sql.SqlKind.COMMIT;
 import static dev.lease.jdbc.internal.sql.SqlKind.COMMIT_PREPARED;
+import static dev.lease.jdbc.internal.sql.SqlKind.DELAYED_WRITE;
 import static dev.lease.jdbc.internal.sql.SqlKind.IMPLICIT_COMMIT;
 import static dev.lease.jdbc.internal.sql.SqlKind.NON_TRANSACTIONAL;
 import static dev.lease.jdbc.internal.sql.SqlKind.OTHER;
@@ -13,6 +14,7 @@ import static dev.lease.jdbc.internal.sql.SqlKind.ROLLBACK_PREPARED;
 import static dev.lease.jdbc.internal.sql.SqlKind.ROLLBACK_TO;
 import static dev.lease.jdbc.internal.sql.SqlKind.ROUTINE;
 import static dev.lease.jdbc.internal.sql.SqlKind.SAVEPOINT;
+import static dev.lease.jdbc.internal.sql.SqlKind.SESSION;
 import static dev.lease.jdbc.internal.sql.SqlKind.SET_AUTOCOMMIT;
 import static dev.lease.jdbc.internal.sql.SqlKind.SET_TRANSACTION;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -134,7 +136,6 @@ public class SqlLexerTest {
               "vacuum analyze t",
               "CLUSTER",
               "REINDEX TABLE t",
-              "DISCARD ALL",
               "CREATE DATABASE d",
               "DROP DATABASE d",
               "ALTER DATABASE d SET TABLESPACE s",
@@ -146,6 +147,7 @@ public class SqlLexerTest {
               "CREATE SUBSCRIPTION s CONNECTION 'x' PUBLICATION p")) {
         assertEquals(NON_TRANSACTIONAL, kind(PG, sql), sql);
       }
+      assertEquals(SESSION, kind(PG, "DISCARD ALL")); // its effect stays in the session
       assertEquals(OTHER, kind(PG, "CREATE TABLE t (a int)"));
       assertEquals(OTHER, kind(PG, "TRUNCATE t")); // transactional in PostgreSQL
       assertEquals(OTHER, kind(PG, "LOCK TABLE t"));
@@ -225,6 +227,9 @@ public class SqlLexerTest {
       assertEquals(IMPLICIT_COMMIT, kind(MY, "create or replace temporary sequence s start 5"));
       assertEquals(OTHER, kind(MY, "LOAD DATA INFILE 'f' INTO TABLE t"));
       assertEquals(OTHER, kind(MY, "SELECT 1 FROM t LOCK IN SHARE MODE"));
+      assertEquals(DELAYED_WRITE, kind(MY, "INSERT DELAYED INTO t VALUES (1)"));
+      assertEquals(DELAYED_WRITE, kind(MY, "replace /*!delayed*/ into t values (1)"));
+      assertEquals(OTHER, kind(MY, "INSERT LOW_PRIORITY INTO t VALUES (1)"));
     }
 
     @Test
@@ -235,8 +240,12 @@ public class SqlLexerTest {
       assertEquals(SAVEPOINT, kind(LITE, "SAVEPOINT s"));
       assertEquals(RELEASE, kind(LITE, "RELEASE s"));
       assertEquals(NON_TRANSACTIONAL, kind(LITE, "VACUUM"));
-      assertEquals(NON_TRANSACTIONAL, kind(LITE, "ATTACH DATABASE 'x.db' AS x"));
-      assertEquals(NON_TRANSACTIONAL, kind(LITE, "PRAGMA foreign_keys = ON"));
+      assertEquals(SESSION, kind(LITE, "ATTACH DATABASE 'x.db' AS x"));
+      assertEquals(SESSION, kind(LITE, "PRAGMA foreign_keys = ON"));
+      assertEquals(SESSION, kind(LITE, "PRAGMA table_info(t)"));
+      // the header values an application keeps its data in: written inside the transaction
+      assertEquals(OTHER, kind(LITE, "PRAGMA user_version = 3"));
+      assertEquals(OTHER, kind(LITE, "PRAGMA main.application_id = 7"));
       assertEquals(OTHER, kind(LITE, "EXPLAIN COMMIT")); // EXPLAIN does not run the statement
       assertEquals(OTHER, kind(LITE, "CREATE TABLE t (a)"));
     }

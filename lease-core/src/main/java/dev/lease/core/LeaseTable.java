@@ -36,6 +36,19 @@ final class LeaseTable {
             s.execute(ddl);
           }
         } catch (SQLException e) {
+          if (readOnly(e)) {
+            throw new LeaseException(
+                "could not create lease table "
+                    + table
+                    + ": the server the DataSource reached is read-only ("
+                    + e.getMessage()
+                    + "); it is a replica or a standby. With several hosts in the URL, make it"
+                    + " reach the primary: pgjdbc's targetServerType=primary; MariaDB Connector/J"
+                    + " tries hosts in order and skips one it could not reach for deniedListTimeout"
+                    + " (60 s by default), so after a failover put a proxy or a virtual IP in front"
+                    + " of the pair, or list the primary first",
+                e);
+          }
           // reached the database, but could not create the table: not a connection problem
           throw new LeaseException(
               "could not create lease table "
@@ -58,6 +71,7 @@ final class LeaseTable {
         }
       }
       try {
+        dialect.checkColumns(c); // a missing or foreign table, before what the version needs
         dialect.resolve(c);
         checkOrUpgrade(c, dialect, createTable);
       } catch (SQLException e) {
@@ -131,6 +145,14 @@ final class LeaseTable {
       }
       dialect.checkTable(c);
     }
+  }
+
+  /**
+   * A read-only server: PostgreSQL {@code 25006} (a standby, a read-only transaction),
+   * MySQL/MariaDB 1290 ({@code --read-only}) and 1836 ({@code super_read_only}).
+   */
+  private static boolean readOnly(SQLException e) {
+    return "25006".equals(e.getSQLState()) || e.getErrorCode() == 1290 || e.getErrorCode() == 1836;
   }
 
   static String missingTable(Dialect dialect) {

@@ -202,11 +202,13 @@ final class Releases {
                 null);
       } catch (LeaseException e) {
         first = first == null ? e : first;
-        if (!rethrow) {
-          log.warn(
-              "could not release {} leases; they expire by themselves: {}",
-              batch.size(),
-              e.getMessage());
+        log.warn(
+            "could not release {} leases ({}); they ended here, and their release is retried until"
+                + " their rows would expire",
+            batch.size(),
+            e.getMessage());
+        for (Lease lease : batch) {
+          releaseFailed(lease);
         }
         continue;
       }
@@ -233,9 +235,7 @@ final class Releases {
     try {
       released = releaseInDatabase(lease);
     } catch (LeaseException e) {
-      if (!rethrow) {
-        log.warn("could not release {}; it expires by itself: {}", lease, e.getMessage());
-      }
+      releaseFailed(lease, e);
       return e;
     }
     log.info(
@@ -403,9 +403,7 @@ final class Releases {
         if (first == null) {
           first = e;
         }
-        if (!rethrow) {
-          log.warn("could not release {}; it expires by itself: {}", lease, e.getMessage());
-        }
+        releaseFailed(lease, e);
         continue;
       }
       log.info(
@@ -417,6 +415,64 @@ final class Releases {
       manager.safely(l -> l.released(lease));
     }
     return first;
+  }
+
+  private void releaseFailed(Lease lease, LeaseException e) {
+    log.warn(
+        "could not release lease {} term {} instance {} ({}); it ended here, and its release is"
+            + " retried until its row would expire",
+        lease.name(),
+        lease.term(),
+        instance,
+        e.getMessage());
+    releaseFailed(lease);
+  }
+
+  /**
+   * A release whose statement did not reach the database (a failover, an outage): the lease ended
+   * here all the same (its work stopped, its fenced transactions refused), so listeners and meters
+   * hear of it now, once; and the statement is tried again every renew interval until the row would
+   * expire by itself (the lease's duration from now at most), so that a server back within the
+   * lease (a promoted replica) frees the name at once instead of at its expiry.
+   */
+  private void releaseFailed(Lease lease) {
+    manager.safely(l -> l.released(lease));
+    long giveUp = System.nanoTime() + timings.leaseDuration().toNanos();
+    retryRelease(lease, giveUp);
+  }
+
+  private void retryRelease(Lease lease, long giveUpNanos) {
+    long delay = timings.renewInterval().toNanos();
+    if (System.nanoTime() + delay - giveUpNanos > 0) {
+      return; // the row has expired by now: nothing left to free
+    }
+    Runnable retry =
+        () ->
+            attempts
+                .submitStep(
+                    "release lease " + lease.name() + " again",
+                    releaseCall(lease.name(), lease.holder(), lease.term()),
+                    null)
+                .whenComplete(
+                    (released, error) -> {
+                      if (error == null) {
+                        log.info(
+                            "released lease {} term {} instance {} on a retry{}",
+                            lease.name(),
+                            lease.term(),
+                            instance,
+                            Boolean.TRUE.equals(released)
+                                ? ""
+                                : " (the database no longer had it)");
+                      } else {
+                        retryRelease(lease, giveUpNanos);
+                      }
+                    });
+    try {
+      scheduler.schedule(retry, delay, java.util.concurrent.TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException e) {
+      // the manager closed: the row expires by itself
+    }
   }
 
   private boolean releaseInDatabase(Lease lease) {

@@ -135,6 +135,46 @@ class UnreachableDatabaseTest {
     }
   }
 
+  /**
+   * Issue 41 item 5: a release whose statement cannot reach the database (a failover in progress)
+   * still ends the lease here and tells the listeners, once; the statement is retried, so when the
+   * database is back within the lease the row is freed then, not at its expiry.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  void aReleaseThatCannotReachTheDatabaseEndsTheLeaseOnceAndFreesTheRowWhenItIsBack(
+      TestDatabase db) {
+    LeaseTimings timings = Fixture.timings(30_000, 100, 20_000, 200, 200);
+    try (Fixture f = new Fixture(db)) {
+      FailingDataSource failing = new FailingDataSource(f.pool(2));
+      java.util.concurrent.atomic.AtomicInteger released =
+          new java.util.concurrent.atomic.AtomicInteger();
+      LeaseManager m =
+          f.track(
+              f.builder(failing, "holder")
+                  .timings(timings)
+                  .listener(
+                      new LeaseListener() {
+                        @Override
+                        public void released(Lease lease) {
+                          released.incrementAndGet();
+                        }
+                      })
+                  .build());
+      Lease lease = claim(m, "moving").orElseThrow();
+      failing.failing(true);
+      assertThrows(LeaseException.class, lease::release, "the release statement failed");
+      assertTrue(lease.isReleased(), "ended here all the same");
+      assertEquals(1, released.get(), "the listeners heard of it once");
+      failing.failing(false); // the database is back, long before the row's expiry (30 s)
+      Fixture.await(
+          "the retried release to free the row",
+          Duration.ofSeconds(10),
+          () -> f.row("moving").expiresAtMs() == 0);
+      assertEquals(1, released.get(), "still once");
+    }
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
   void refusedConnectionsMidHoldEndTheLeaseWithinTheLocalDeadline(TestDatabase db)

@@ -84,8 +84,9 @@ public final class WeakenedSql implements SqlRules {
 
   @Override
   public String nextTerm(String greatest, String term, String clockMicros) {
+    // the clock stays in the text (times zero): a statement that binds it keeps its parameter
     return bug == Bug.TERM_FROM_ZERO || bug == Bug.TERM_PLUS_ONE
-        ? term + " + 1"
+        ? "(" + term + " + 1 + 0 * (" + clockMicros + "))"
         : SqlRules.super.nextTerm(greatest, term, clockMicros);
   }
 

@@ -512,8 +512,15 @@ public abstract class Dialect {
   /** The database clock, UTC epoch milliseconds. */
   public abstract long now(Connection c) throws SQLException;
 
-  /** Fails with a clear error when the lease table does not exist. */
+  /**
+   * Fails with a clear error when the lease table does not exist, or cannot be reached by {@link
+   * #reference()} (on MySQL/MariaDB: a table of an earlier version, not partitioned: {@link
+   * #upgrade}).
+   */
   public abstract void checkTable(Connection c) throws SQLException;
+
+  /** Fails when the table named as configured lacks the lease table's columns (or is missing). */
+  public abstract void checkColumns(Connection c) throws SQLException;
 
   /**
    * What the lease row of {@code name} says now, read with the database clock in one statement;

@@ -613,6 +613,17 @@ final class MySqlDialect extends StandardDialect {
     return "<=>";
   }
 
+  /** MySQL has no UPDATE ... RETURNING: the new term travels in the OK packet. */
+  @Override
+  String returnedTerm(String next) {
+    return "LAST_INSERT_ID(" + next + ")";
+  }
+
+  @Override
+  Long claimedTerm(Connection c, String update, Object[] params) throws SQLException {
+    return LeaseSql.generatedTerm(c, update, "the claim of an instant", params);
+  }
+
   /**
    * One UPDATE; it changes {@code term}, so 1 means claimed whatever rows the driver counts. The
    * new term is read back in the same transaction, as in {@link #claim}.

@@ -321,11 +321,20 @@ abstract class StandardDialect extends Dialect {
 
   @Override
   public void checkTable(Connection c) throws SQLException {
+    checkColumns(c, table);
+  }
+
+  @Override
+  public void checkColumns(Connection c) throws SQLException {
+    checkColumns(c, name);
+  }
+
+  private static void checkColumns(Connection c, String reference) throws SQLException {
     LeaseSql.firstPlain(
         c,
         "SELECT name, holder, instance, term, expires_at_ms, revision"
             + " FROM "
-            + table
+            + reference
             + " WHERE 1 = 0",
         rs -> null);
   }
@@ -364,12 +373,12 @@ abstract class StandardDialect extends Dialect {
    * strict-verified transactions. So: a plain read of the row, then an UPDATE that claims only if
    * the row still is exactly what was read (term, last and unfinished instant, compared null-safe
    * with {@link #nullSafeEquals}); what the claim reports as superseded is then exactly what it
-   * replaced, and the new term is {@code max(read term + 1, the database clock in µs read with
-   * it)}, that clock bound as the term's floor ({@link #nextTerm}). The UPDATE itself checks that
-   * the name is free, the instant later than the last on record and reached by the database clock.
-   * InnoDB in READ COMMITTED evaluates that against the newest committed row before it locks, like
-   * {@link #claim}; SQLite's single writer serialises the UPDATE with every other write. The UPDATE
-   * changes {@code term}, so 1 means claimed whatever rows a MySQL driver counts.
+   * replaced. The new term is computed by the UPDATE itself ({@link #nextTerm}, the clock of that
+   * statement) and handed back by it ({@link #claimedTerm}), never by the client. The UPDATE checks
+   * that the name is free, the instant later than the last on record and reached by the database
+   * clock. InnoDB in READ COMMITTED evaluates that against the newest committed row before it
+   * locks, like {@link #claim}; SQLite's single writer serialises the UPDATE with every other
+   * write. The UPDATE changes {@code term}, so 1 means claimed whatever rows a MySQL driver counts.
    */
   @Override
   public SlotClaimed claimSlot(
@@ -381,29 +390,21 @@ abstract class StandardDialect extends Dialect {
       long instantMs,
       boolean requireLater)
       throws SQLException {
-    long[] floor = new long[1];
     SlotClaimed read =
         LeaseSql.first(
             c,
-            "SELECT term, slot_ms, unfinished_slot_ms, "
-                + clockMicros
-                + ", instance FROM "
-                + table
-                + " WHERE name = ?",
-            rs -> {
-              floor[0] = rs.getLong(4);
-              return new SlotClaimed(
-                  rs.getLong(1),
-                  nullableLong(rs, 2),
-                  nullableLong(rs, 3),
-                  !instance.equals(rs.getString(5)));
-            },
+            "SELECT term, slot_ms, unfinished_slot_ms, instance FROM " + table + " WHERE name = ?",
+            rs ->
+                new SlotClaimed(
+                    rs.getLong(1),
+                    nullableLong(rs, 2),
+                    nullableLong(rs, 3),
+                    !instance.equals(rs.getString(4))),
             name);
     if (read == null) {
       return null;
     }
     long term = read.term();
-    long next = Math.max(term + 1, floor[0]);
     Long slot = read.previousSlotMs();
     Long unfinished = read.previousUnfinishedMs();
     String eq = nullSafeEquals();
@@ -411,7 +412,7 @@ abstract class StandardDialect extends Dialect {
         "UPDATE "
             + table
             + " SET holder = ?, instance = ?, term = "
-            + nextTerm("term", "?")
+            + returnedTerm(nextTerm("term"))
             + ","
             + " expires_at_ms = "
             + clock
@@ -427,17 +428,35 @@ abstract class StandardDialect extends Dialect {
             + " AND ? <= "
             + clock;
     List<Object> params = new ArrayList<>();
-    params.addAll(List.of(holder, instance, floor[0], leaseMs, instantMs, instantMs, name, term));
+    params.addAll(List.of(holder, instance, leaseMs, instantMs, instantMs, name, term));
     params.add(new NullableLong(slot));
     params.add(new NullableLong(unfinished));
     if (requireLater) {
       params.add(instantMs);
     }
     params.add(instantMs);
-    if (!LeaseSql.updateOne(c, update, params.toArray())) {
+    Long next = claimedTerm(c, update, params.toArray());
+    if (next == null) {
       return null;
     }
     return new SlotClaimed(next, slot, unfinished, read.fromAnother());
+  }
+
+  /**
+   * The term expression of a compare-and-set claim ({@link #claimSlot}) as the statement must write
+   * it to hand the new term back ({@link #claimedTerm}): this implementation (SQLite) as it is,
+   * read with {@code RETURNING}.
+   */
+  String returnedTerm(String next) {
+    return next;
+  }
+
+  /**
+   * Runs a compare-and-set claim's UPDATE; the new term it wrote, or null if it claimed nothing.
+   * This implementation (SQLite): {@code UPDATE ... RETURNING term}.
+   */
+  Long claimedTerm(Connection c, String update, Object[] params) throws SQLException {
+    return LeaseSql.first(c, update + " RETURNING term", rs -> rs.getLong(1), params);
   }
 
   /** The same text on every database. */

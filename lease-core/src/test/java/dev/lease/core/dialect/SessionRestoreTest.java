@@ -107,14 +107,14 @@ class SessionRestoreTest {
     String sql =
         f.db == TestDatabase.POSTGRESQL
             ? "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE"
-                + " 'UPDATE "
+                + " 'UPDATE %"
                 + f.table
-                + " SET expires_at_ms%'"
-            // the step carries a SET STATEMENT prefix on MariaDB
+                + "% SET expires_at_ms%'"
+            // the step carries a SET STATEMENT prefix on MariaDB, and names the table's partition
             : "SELECT id FROM information_schema.processlist WHERE id <> CONNECTION_ID() AND"
-                + " info LIKE '%UPDATE "
+                + " info LIKE '%UPDATE %"
                 + f.table
-                + " SET expires_at_ms%'";
+                + "% SET expires_at_ms%'";
     long deadline = System.nanoTime() + Duration.ofSeconds(4).toNanos();
     while (System.nanoTime() < deadline) {
       try (Connection c = f.admin.getConnection();

@@ -437,14 +437,14 @@ final class Releases {
    */
   private void releaseFailed(Lease lease) {
     manager.safely(l -> l.released(lease));
-    long giveUp = System.nanoTime() + timings.leaseDuration().toNanos();
+    long giveUp = manager.clock().nanoTime() + timings.leaseDuration().toNanos();
     retryRelease(lease, giveUp);
   }
 
   private void retryRelease(Lease lease, long giveUpNanos) {
     long delay = timings.renewInterval().toNanos();
-    if (System.nanoTime() + delay - giveUpNanos > 0) {
-      return; // the row has expired by now: nothing left to free
+    if (manager.clock().nanoTime() + delay - giveUpNanos > 0) {
+      return; // the row has expired by then: nothing left to free
     }
     Runnable retry =
         () ->

@@ -31,7 +31,14 @@ public enum WeakenedFences {
   /**
    * Hand out the driver's arrays, LOBs and {@code getObject} values unwrapped (before issue 25).
    */
-  RAW_DRIVER_OBJECTS;
+  RAW_DRIVER_OBJECTS,
+  /**
+   * The fence before issue 35, which trusted the session it guards: the verify names the lease
+   * table as configured (a temporary table, a search_path or USE decide what it reads; PostgreSQL's
+   * operators are the session's), statements whose effect lands outside the verify's lock run after
+   * a verify of their own, and driver objects outlive their transaction.
+   */
+  TRUSTS_THE_SESSION;
 
   /** {@code b} with the mechanisms {@code off} switched off. */
   public static FencingOptions.Builder weaken(FencingOptions.Builder b, WeakenedFences... off) {
@@ -47,16 +54,18 @@ public enum WeakenedFences {
 
     @Override
     public String verifySql(Lease lease, boolean strict) {
-      return off.contains(PREVIOUS_REFUSAL)
-          ? LeaseInternals.clientCheckedVerifySql(lease, strict)
-          : FenceRules.super.verifySql(lease, strict);
+      return unqualified(
+          lease,
+          off.contains(PREVIOUS_REFUSAL)
+              ? LeaseInternals.clientCheckedVerifySql(lease, strict)
+              : FenceRules.super.verifySql(lease, strict));
     }
 
     @Override
     public String commitProofSql(Lease lease, boolean strict) {
       return off.contains(PREVIOUS_REFUSAL)
           ? verifySql(lease, strict)
-          : FenceRules.super.commitProofSql(lease, strict);
+          : unqualified(lease, FenceRules.super.commitProofSql(lease, strict));
     }
 
     @Override
@@ -81,6 +90,24 @@ public enum WeakenedFences {
     @Override
     public boolean wrapsDriverObjects() {
       return !off.contains(RAW_DRIVER_OBJECTS);
+    }
+
+    private String unqualified(Lease lease, String sql) {
+      if (!off.contains(TRUSTS_THE_SESSION)) {
+        return sql;
+      }
+      dev.lease.core.dialect.Dialect d = LeaseInternals.dialect(lease.manager());
+      return sql.replace(d.reference(), d.table()).replace("OPERATOR(pg_catalog.=)", "=");
+    }
+
+    @Override
+    public boolean refusesEffectsOutsideTheLock() {
+      return !off.contains(TRUSTS_THE_SESSION);
+    }
+
+    @Override
+    public boolean retiresConnectionsOfDriverObjects() {
+      return !off.contains(TRUSTS_THE_SESSION);
     }
 
     @Override

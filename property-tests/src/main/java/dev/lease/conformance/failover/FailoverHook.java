@@ -75,8 +75,8 @@ public interface FailoverHook {
   }
 
   /**
-   * Runs {@code command} with {@code sh -c}, at most 120 s; its output goes to this process's
-   * standard error (a user's HA tool may say why it failed).
+   * Runs {@code command} with {@code sh -c}, at most 120 s (then it and its children are killed);
+   * its output is in the error when it fails (a user's HA tool may say why).
    *
    * @throws IOException when it exits with a non-zero status or does not finish in time
    */
@@ -84,30 +84,40 @@ public interface FailoverHook {
     if (command == null || command.isBlank()) {
       return;
     }
-    Process p =
-        new ProcessBuilder(List.of("sh", "-c", command))
-            .redirectErrorStream(true)
-            .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-            .start();
-    byte[] out = p.getInputStream().readAllBytes();
+    // the output goes to a file, read once the command ended: reading a pipe until its end would
+    // wait as long as the command (and its children) run, past the bound
+    java.nio.file.Path log = java.nio.file.Files.createTempFile("lease-failover-", ".log");
     try {
-      if (!p.waitFor(120, TimeUnit.SECONDS)) {
+      Process p =
+          new ProcessBuilder(List.of("sh", "-c", command))
+              .redirectErrorStream(true)
+              .redirectOutput(log.toFile())
+              .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+              .start();
+      try {
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+          p.descendants().forEach(ProcessHandle::destroyForcibly);
+          p.destroyForcibly();
+          throw new IOException("'" + command + "' did not finish within 120 s");
+        }
+      } catch (InterruptedException e) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
         p.destroyForcibly();
-        throw new IOException("'" + command + "' did not finish within 120 s");
+        Thread.currentThread().interrupt();
+        throw new IOException("interrupted while running '" + command + "'", e);
       }
-    } catch (InterruptedException e) {
-      p.destroyForcibly();
-      Thread.currentThread().interrupt();
-      throw new IOException("interrupted while running '" + command + "'", e);
-    }
-    if (p.exitValue() != 0) {
-      throw new IOException(
-          "'"
-              + command
-              + "' exited with status "
-              + p.exitValue()
-              + ": "
-              + new String(out, StandardCharsets.UTF_8).strip());
+      byte[] out = java.nio.file.Files.readAllBytes(log);
+      if (p.exitValue() != 0) {
+        throw new IOException(
+            "'"
+                + command
+                + "' exited with status "
+                + p.exitValue()
+                + ": "
+                + new String(out, StandardCharsets.UTF_8).strip());
+      }
+    } finally {
+      java.nio.file.Files.deleteIfExists(log);
     }
   }
 }

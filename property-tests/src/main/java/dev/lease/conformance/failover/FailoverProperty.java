@@ -84,7 +84,14 @@ public final class FailoverProperty implements ConformanceProperty {
      * history in every mode, synchronous ones included: rows of the new holder under a term that
      * server granted to another.
      */
-    CLAIM_KEEPS_TERM
+    CLAIM_KEEPS_TERM,
+    /**
+     * lease-core's hand-overs, as the holders' lease pools send them, write term + 1 without the
+     * database clock's floor ({@link dev.lease.conformance.Mutation#TERM_PLUS_ONE}): a claim lost
+     * with an asynchronous failover leaves its number free on the promoted server, which grants it
+     * again to another holder. Caught where claims can vanish (asynchronous replication).
+     */
+    TERM_PLUS_ONE
   }
 
   /**
@@ -101,6 +108,10 @@ public final class FailoverProperty implements ConformanceProperty {
           .build();
 
   private static final int HOLDERS = 3;
+
+  /** How soon after the failover command returns the promoted server must take a write. */
+  static final Duration WRITABLE_WITHIN = Duration.ofSeconds(20);
+
   static final String NAME = "fo-leader";
 
   /**
@@ -118,8 +129,22 @@ public final class FailoverProperty implements ConformanceProperty {
   private final int quickRounds;
   private final int fullRounds;
   private final Break broken;
-  private final boolean synchronous;
+
+  /** What the pair promises: as declared, or null to read it from the primary ({@link #mode}). */
+  private final Boolean declared;
+
+  /** The mode this check runs under (declared, or read at its start). */
+  private boolean synchronous;
+
+  /** How the mode was found, for the result's note. */
+  private String modeSource = "declared";
+
   private final Moment fixedMoment;
+
+  /**
+   * How soon the promoted server must take a write ({@link #WRITABLE_WITHIN}; tests shorten it).
+   */
+  private Duration writableWithin = WRITABLE_WITHIN;
 
   /**
    * @param hook fails the database over; null when none was given (the property is then skipped)
@@ -141,17 +166,81 @@ public final class FailoverProperty implements ConformanceProperty {
       boolean synchronous,
       Break broken,
       Moment moment) {
+    this(hook, quickRounds, fullRounds, (Boolean) synchronous, broken, moment);
+  }
+
+  private FailoverProperty(
+      FailoverHook hook,
+      int quickRounds,
+      int fullRounds,
+      Boolean declared,
+      Break broken,
+      Moment moment) {
     this.hook = hook;
     this.quickRounds = quickRounds;
     this.fullRounds = fullRounds;
-    this.synchronous = synchronous;
+    this.declared = declared;
+    this.synchronous = Boolean.TRUE.equals(declared);
     this.broken = Objects.requireNonNull(broken);
     this.fixedMoment = moment;
   }
 
   /** The runner's property: {@code hook} may be null (no --failover-command: skipped). */
   public FailoverProperty(FailoverHook hook) {
-    this(hook, 3, 50, false, Break.NONE);
+    this(hook, (Boolean) null);
+  }
+
+  /**
+   * The runner's property with the user's {@code --failover-replication}: true sync, false async,
+   * null to read it from the primary at the start of the check.
+   */
+  public FailoverProperty(FailoverHook hook, Boolean declared) {
+    this(hook, 3, 50, declared, Break.NONE, null);
+  }
+
+  /**
+   * Whether the pair replicates synchronously: as declared, else as the primary says (PostgreSQL:
+   * {@code synchronous_standby_names} set and {@code synchronous_commit} waiting for the standby;
+   * MariaDB/MySQL: semi-synchronous replication active on the primary). Unknown counts as
+   * asynchronous (the weaker promise: lost commits are reported, not violations).
+   */
+  boolean mode(Target target) {
+    if (declared != null) {
+      modeSource = "declared";
+      return declared;
+    }
+    try (Connection c = target.connect();
+        Statement s = c.createStatement()) {
+      if (target.isPostgres()) {
+        String names;
+        String commit;
+        try (ResultSet rs =
+            s.executeQuery(
+                "SELECT current_setting('synchronous_standby_names'),"
+                    + " current_setting('synchronous_commit')")) {
+          rs.next();
+          names = rs.getString(1);
+          commit = rs.getString(2);
+        }
+        modeSource =
+            "read: synchronous_standby_names '" + names + "', synchronous_commit " + commit;
+        return !names.isBlank() && !commit.equals("off") && !commit.equals("local");
+      }
+      try (ResultSet rs =
+          s.executeQuery(
+              "SHOW GLOBAL STATUS WHERE Variable_name IN ('Rpl_semi_sync_master_status',"
+                  + " 'Rpl_semi_sync_source_status')")) {
+        boolean on = false;
+        while (rs.next()) {
+          on |= "ON".equalsIgnoreCase(rs.getString(2));
+        }
+        modeSource = "read: semi-synchronous replication " + (on ? "on" : "off");
+        return on;
+      }
+    } catch (SQLException e) {
+      modeSource = "unknown (" + e.getMessage() + ")";
+      return false;
+    }
   }
 
   /**
@@ -163,7 +252,7 @@ public final class FailoverProperty implements ConformanceProperty {
         hook,
         quickRounds,
         fullRounds,
-        synchronous,
+        declared,
         Break.HOLDER_TRUSTS_ITS_CLOCK,
         Moment.DURING_CLAIM);
   }
@@ -174,7 +263,23 @@ public final class FailoverProperty implements ConformanceProperty {
    */
   public FailoverProperty claimKeepsTerm() {
     return new FailoverProperty(
-        hook, quickRounds, fullRounds, synchronous, Break.CLAIM_KEEPS_TERM, fixedMoment);
+        hook, quickRounds, fullRounds, declared, Break.CLAIM_KEEPS_TERM, fixedMoment);
+  }
+
+  /**
+   * The negative control of terms across a failover: hand-overs write term + 1 (lease-core's real
+   * statements, mutated where they reach the driver); failed over during a claim, so that the lost
+   * claim's number is granted again. Only an asynchronous pair can lose a claim.
+   */
+  public FailoverProperty termPlusOne() {
+    return new FailoverProperty(
+        hook, quickRounds, fullRounds, declared, Break.TERM_PLUS_ONE, Moment.DURING_CLAIM);
+  }
+
+  /** This check with another bound on the promoted server's first write (tests). */
+  FailoverProperty writableWithin(Duration bound) {
+    this.writableWithin = Objects.requireNonNull(bound);
+    return this;
   }
 
   /**
@@ -214,12 +319,28 @@ public final class FailoverProperty implements ConformanceProperty {
             "failover/holder-trusts-its-clock",
             "a holder writes unfenced while its own clock says its claim is good",
             holderTrustsItsClock(),
-            t -> hook == null ? "no --failover-command" : null),
+            t ->
+                hook == null
+                    ? "no --failover-command"
+                    : mode(t)
+                        ? "synchronous replication loses no claim, so a holder of a vanished claim"
+                            + " has nothing to write under"
+                        : null),
         new NegativeControl(
             "failover/claim-keeps-term",
             dev.lease.conformance.Mutation.CLAIM_KEEPS_TERM.breaks(),
             claimKeepsTerm(),
-            t -> hook == null ? "no --failover-command" : null));
+            t -> hook == null ? "no --failover-command" : null),
+        new NegativeControl(
+            "failover/term-plus-one",
+            dev.lease.conformance.Mutation.TERM_PLUS_ONE.breaks(),
+            termPlusOne(),
+            t ->
+                hook == null
+                    ? "no --failover-command"
+                    : mode(t)
+                        ? "synchronous replication loses no claim, so no term can be granted again"
+                        : null));
   }
 
   @Override
@@ -237,6 +358,7 @@ public final class FailoverProperty implements ConformanceProperty {
           "skipped: no --failover-command (the runner cannot fail a database over by itself)",
           0);
     }
+    synchronous = mode(target);
     int rounds = rounds(size);
     Totals totals = new Totals();
     String failure = null;
@@ -277,7 +399,9 @@ public final class FailoverProperty implements ConformanceProperty {
           break;
         }
         totals.add(round);
-        if (Boolean.getBoolean("lease.failover.log")) { // the tests' log: where a round's time went
+        // where a round's time went: a slow promotion shows here, not only in the counts
+        System.out.println("failover round " + r + ": " + round.milestones());
+        if (Boolean.getBoolean("lease.failover.log")) { // the tests' log: every phase of a round
           System.out.println(
               "failover round "
                   + r
@@ -318,8 +442,9 @@ public final class FailoverProperty implements ConformanceProperty {
     counts.add(Count.info("hand-overs lost with the failover", totals.claimsVanished));
     counts.add(Count.info("acknowledged commits lost with the failover", totals.commitsVanished));
     counts.add(Count.info("claims kept though the claimer saw an error", totals.claimsUnknown));
-    // Terms count up from the row's term: a claim lost with an asynchronous failover leaves its
-    // number free, and the next claim on the promoted server takes it again (another holder).
+    // A term granted again to another holder is a violation (each one is reported): a hand-over
+    // writes max(term + 1, clock in µs), so a claim lost with an asynchronous failover does not
+    // leave its number to the next claim on the promoted server.
     counts.add(
         Count.info("terms granted again to another holder after the failover", totals.termsReused));
     counts.add(Count.info("transactions refused by the fence", totals.refused));
@@ -339,7 +464,7 @@ public final class FailoverProperty implements ConformanceProperty {
             "median ms from the kill to a holder leading again", totals.medianLeadAgainMs()));
     counts.add(
         Count.info("mean ms per round", totals.rounds == 0 ? 0 : totals.roundMs / totals.rounds));
-    if (broken == Break.CLAIM_KEEPS_TERM) {
+    if (broken == Break.CLAIM_KEEPS_TERM || broken == Break.TERM_PLUS_ONE) {
       // a control whose mutation changed no statement has broken nothing
       counts.add(Count.info("statements the break changed", totals.mutated));
     }
@@ -351,8 +476,10 @@ public final class FailoverProperty implements ConformanceProperty {
         counts,
         totals.violations,
         failure,
-        (synchronous ? "synchronous" : "asynchronous or unknown")
-            + " replication; "
+        (synchronous ? "synchronous" : "asynchronous")
+            + " replication ("
+            + modeSource
+            + "); "
             + hook.describe()
             + (broken == Break.NONE ? "" : "; broken: " + broken),
         (System.nanoTime() - started) / 1_000_000);
@@ -441,6 +568,13 @@ public final class FailoverProperty implements ConformanceProperty {
     final CountDownLatch failedOverLatch = new CountDownLatch(1);
     final AtomicLong killNanos = new AtomicLong();
     final AtomicLong doneNanos = new AtomicLong();
+
+    /** When the promoted server took the probe's write ({@link #probeWrite}). */
+    final AtomicLong writableNanos = new AtomicLong();
+
+    /** The first lease step (a claim granted, a renewal) after the promotion. */
+    final AtomicLong firstStepNanos = new AtomicLong(Long.MAX_VALUE);
+
     volatile Exception failoverError;
     final AtomicLong firedNanos = new AtomicLong();
 
@@ -523,6 +657,77 @@ public final class FailoverProperty implements ConformanceProperty {
       return b.toString();
     }
 
+    /**
+     * Once the failover command returned, the promoted server must take a write within {@link
+     * #WRITABLE_WITHIN}: a server that does not (one that inherited {@code
+     * synchronous_standby_names} from the old primary and waits for a standby that is gone) would
+     * otherwise leave every holder and every clean-up step waiting without a word.
+     */
+    private void probeWrite() throws IOException {
+      long deadline = System.nanoTime() + writableWithin.toNanos();
+      SQLException last;
+      do {
+        // a fresh connection each time: the client may find no primary until the promotion is
+        // complete (pgjdbc's targetServerType=primary refuses a standby still in recovery)
+        long left = Math.max(1, (deadline - System.nanoTime()) / 1_000_000);
+        try (Connection c = target.connect()) {
+          c.setNetworkTimeout(Runnable::run, (int) Math.min(Integer.MAX_VALUE, left));
+          try (Statement s = c.createStatement()) {
+            s.executeUpdate("INSERT INTO " + tables.probe + " (n) VALUES (1)");
+          }
+          if (!c.getAutoCommit()) {
+            c.commit();
+          }
+          return;
+        } catch (SQLException e) {
+          last = e;
+        }
+        LockSupport.parkNanos(20_000_000L); // a poll with a deadline: the next connection attempt
+      } while (System.nanoTime() - deadline < 0);
+      throw new IOException(
+          "the promoted server did not take a write within "
+              + writableWithin.toMillis() / 1000.0
+              + " s after the failover command returned ("
+              + last.getMessage()
+              + "): check that it is a primary that takes writes; a standby made with"
+              + " pg_basebackup keeps the old primary's synchronous_standby_names, and then"
+              + " waits for a synchronous standby that is gone",
+          last);
+    }
+
+    /** Kill, promotion, first write taken, first lease step, first commit, in ms from the kill. */
+    String milestones() {
+      long kill = killNanos.get();
+      if (kill == 0) {
+        return "no failover (" + timing() + ")";
+      }
+      StringBuilder b =
+          new StringBuilder(moment + ", lag " + lagMs + " ms: kill -> promoted ")
+              .append((doneNanos.get() - kill) / 1_000_000)
+              .append(" ms");
+      if (writableNanos.get() > 0) {
+        b.append(", -> writes taken ")
+            .append((writableNanos.get() - kill) / 1_000_000)
+            .append(" ms");
+      }
+      if (firstStepNanos.get() != Long.MAX_VALUE) {
+        b.append(", -> first lease step ")
+            .append((firstStepNanos.get() - kill) / 1_000_000)
+            .append(" ms");
+      }
+      if (leadAgainMs >= 0) {
+        b.append(", -> first commit ").append(leadAgainMs).append(" ms");
+      }
+      return b.toString();
+    }
+
+    private void laterStep(long nanos) {
+      long done = doneNanos.get();
+      if (done != 0 && nanos > done) {
+        firstStepNanos.accumulateAndGet(nanos, Math::min);
+      }
+    }
+
     /** A holder process's event (see {@link HolderProcess}), on that child's reader thread. */
     @Override
     public void on(HolderProcesses.Child child, String[] f) {
@@ -530,6 +735,7 @@ public final class FailoverProperty implements ConformanceProperty {
         case "granted" -> {
           Granted g = new Granted(ref(child, f), Long.parseLong(f[3]), Long.parseLong(f[4]));
           (child.steady ? steadyGranted : granted).add(g);
+          laterStep(g.claimedNanos());
         }
         case "committed" ->
             (child.steady ? steadyCommitted : committed)
@@ -543,6 +749,7 @@ public final class FailoverProperty implements ConformanceProperty {
         case "renewed" -> {
           LeaseRef lease = ref(child, f);
           lastRenewed.put(lease, Long.parseLong(f[3]));
+          laterStep(Long.parseLong(f[3]));
           long started = Long.parseLong(f[4]);
           if (started >= 0) {
             lastRenewalStarted.merge(lease, started, Math::max);
@@ -722,9 +929,35 @@ public final class FailoverProperty implements ConformanceProperty {
         }
         pools.forEach(HikariDataSource::close);
         if (violations.isEmpty() || !Boolean.getBoolean("lease.failover.keepTables")) {
-          target.dropQuietly(tables.all());
+          dropWithin(Duration.ofSeconds(30), tables.all()); // bounded: the server may not answer
         }
         mark("clean-up");
+      }
+    }
+
+    /**
+     * Drops the round's tables on a connection whose every wait ends within {@code bound}: a
+     * clean-up never hangs the run (a promoted server that does not take writes answers nothing).
+     */
+    private void dropWithin(Duration bound, String... names) {
+      try (Connection c = target.connect()) {
+        c.setNetworkTimeout(Runnable::run, (int) bound.toMillis());
+        try (Statement s = c.createStatement()) {
+          for (String t : names) {
+            try {
+              s.execute("DROP TABLE IF EXISTS " + t);
+            } catch (SQLException e) {
+              if (c.isClosed()) {
+                break; // the bound passed: the runner's final sweep tries again
+              }
+            }
+          }
+        }
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+      } catch (SQLException e) {
+        lastError.set("clean-up: " + e.getMessage());
       }
     }
 
@@ -760,6 +993,8 @@ public final class FailoverProperty implements ConformanceProperty {
                   killNanos.set(System.nanoTime());
                   hook.failOver();
                   doneNanos.set(System.nanoTime());
+                  probeWrite();
+                  writableNanos.set(System.nanoTime());
                 } catch (Exception e) {
                   failoverError = e;
                 } finally {
@@ -946,6 +1181,14 @@ public final class FailoverProperty implements ConformanceProperty {
           claimsVanished++;
           if (claim != null) {
             termsReused++; // the new timeline granted the same number to another holder
+            violations.add(
+                "term "
+                    + lease.term()
+                    + ", acknowledged to holder "
+                    + lease.holder()
+                    + " before the failover, was granted again to holder "
+                    + claim.holder()
+                    + " on the promoted server: a fencing token repeated (invariant 1)");
           }
           if (synchronous) {
             violations.add(

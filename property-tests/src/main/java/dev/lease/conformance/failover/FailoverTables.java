@@ -36,6 +36,9 @@ final class FailoverTables {
 
   final String steadyData;
 
+  /** Written once after each failover: the promoted server takes writes. */
+  final String probe;
+
   private final boolean versioned;
 
   FailoverTables(Target target) {
@@ -44,14 +47,15 @@ final class FailoverTables {
     this.history = target.newTable("fo_claims");
     this.steadyLease = target.newTable("fo_steady");
     this.steadyData = target.newTable("fo_steady_data");
+    this.probe = target.newTable("fo_probe");
     this.versioned = target.isMySqlFamily();
   }
 
   /** Tables to drop at the end (a versioned table drops with its history). */
   String[] all() {
     return versioned
-        ? new String[] {data, lease, steadyData, steadyLease}
-        : new String[] {data, history, lease, steadyData, steadyLease};
+        ? new String[] {data, lease, steadyData, steadyLease, probe}
+        : new String[] {data, history, lease, steadyData, steadyLease, probe};
   }
 
   /** Creates the data and history tables and the trigger; the lease table must exist. */
@@ -115,6 +119,7 @@ final class FailoverTables {
           "a failover run needs a replicated server database (PostgreSQL, MySQL, MariaDB), not "
               + target.label());
     }
+    ddl.add("CREATE TABLE " + probe + " (n INT)");
     try (Statement s = c.createStatement()) {
       for (String sql : ddl) {
         s.execute(sql);
@@ -165,7 +170,9 @@ final class FailoverTables {
     return out;
   }
 
-  private static final Pattern CLAIMED_BY = Pattern.compile("SET holder = '([0-9a-f]+)'");
+  /** The holder a claim statement writes (a minted token; the transfer's pending holder is not). */
+  private static final Pattern CLAIMED_BY = Pattern.compile("\\bholder = '([0-9a-f]{32})'");
+
   private static final Pattern WRITTEN_BY = Pattern.compile("VALUES \\('([0-9a-f]+)'");
 
   /**
@@ -208,9 +215,14 @@ final class FailoverTables {
     // a claim: "UPDATE <lease> [FORCE INDEX (PRIMARY)] SET holder = ..." (lease-core forces the
     // primary key on MySQL/MariaDB; a marker without it found no claim, and invariant 1 was then
     // checked on none: claimsFromLog counts them so that cannot pass unnoticed)
+    // a claim names its table as lease-core resolved it: `db`.`table` PARTITION (p0)
     Pattern claimMarker =
         Pattern.compile(
-            "UPDATE " + Pattern.quote(lease) + "( FORCE INDEX \\(PRIMARY\\))? SET holder = ");
+            "UPDATE (`[^`]+`\\.)?`?"
+                + Pattern.quote(lease)
+                + "`?( PARTITION \\(p0\\))?( FORCE INDEX \\(PRIMARY\\))? SET"
+                // the holder assigned in the SET clause (a renewal names it in its WHERE only)
+                + "(?:(?!WHERE).)*\\bholder = '");
     String insertMarker = "INSERT INTO " + data + " ";
     // the round's events are in the last logs (.ci/replicas rotates them before each round)
     for (String log : logs.subList(Math.max(0, logs.size() - 3), logs.size())) {

@@ -233,7 +233,9 @@ final class HolderProcess {
       this.mutations =
           !steady && broken == Break.CLAIM_KEEPS_TERM
               ? Mutations.of(Set.of(Mutation.CLAIM_KEEPS_TERM))
-              : Mutations.none();
+              : !steady && broken == Break.TERM_PLUS_ONE
+                  ? Mutations.of(Set.of(Mutation.TERM_PLUS_ONE))
+                  : Mutations.none();
     }
 
     void start() {

@@ -211,7 +211,7 @@ public final class History {
   public List<Violation> check(int rowsPerTransaction, Map<Long, Long> rowsOf) {
     List<Violation> violations = new ArrayList<>();
     // invariant 1: one holder per term (claim order between threads cannot be observed exactly, so
-    // growth is left to the database: the claim UPDATE is term = term + 1 on one row)
+    // growth is left to the database: the claim UPDATE writes max(term + 1, clock) on one row)
     Map<Long, Claim> holderOf = new HashMap<>();
     for (Claim c : claims) {
       Claim other = holderOf.putIfAbsent(c.term(), c);

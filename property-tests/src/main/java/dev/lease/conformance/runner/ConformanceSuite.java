@@ -33,7 +33,7 @@ public class ConformanceSuite {
     // cannot fail the database over, and the property is left out (skipped), never passed.
     List<ConformanceProperty> properties = new ArrayList<>(Properties.all());
     if (settings.failover != null) {
-      properties.add(new FailoverProperty(settings.failover));
+      properties.add(new FailoverProperty(settings.failover, settings.synchronous));
     }
     if (settings.controls) {
       return properties.stream()

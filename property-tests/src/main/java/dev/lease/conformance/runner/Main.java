@@ -400,6 +400,10 @@ public final class Main {
       if (options.failoverPrepare() != null) {
         request.configurationParameter(SuiteSettings.FAILOVER_PREPARE, options.failoverPrepare());
       }
+      if (options.failoverReplication() != null) {
+        request.configurationParameter(
+            SuiteSettings.FAILOVER_REPLICATION, options.failoverReplication());
+      }
       if (options.failoverStall() != null) {
         request.configurationParameter(SuiteSettings.FAILOVER_STALL, options.failoverStall());
       }

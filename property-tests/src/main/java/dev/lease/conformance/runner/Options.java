@@ -26,6 +26,7 @@ record Options(
     String failoverCommand,
     String failoverPrepare,
     String failoverStall,
+    String failoverReplication,
     int parallel) {
 
   /**
@@ -40,7 +41,8 @@ record Options(
           "                                      [--quick | --full] [--seed N] [--only ID[,ID...]]",
           "                                      [--parallel N] [--controls] [--failover-command CMD",
           "                                      [--failover-prepare-command CMD]",
-          "                                      [--failover-stall-command CMD]]",
+          "                                      [--failover-stall-command CMD]",
+          "                                      [--failover-replication sync|async]]",
           "",
           "Checks the lease protocol's guarantees against a database and prints a table of",
           "property x database x result, with the events each property counted. Exit status:",
@@ -75,7 +77,12 @@ record Options(
           "                 failover property is skipped, never passed",
           "  --failover-prepare-command CMD   run before each round: the pair healthy again",
           "  --failover-stall-command CMD     run right before the failover's moment: stop",
-          "                 shipping changes to the replica (replication lag on demand)");
+          "                 shipping changes to the replica (replication lag on demand)",
+          "  --failover-replication sync|async   what the pair promises: with sync, a lost",
+          "                 acknowledged commit, a lost hand-over or a repeated term is a violation;",
+          "                 without it the runner reads it from the primary (PostgreSQL",
+          "                 synchronous_standby_names and synchronous_commit, MariaDB's semi-sync",
+          "                 status), and your declaration wins");
 
   static List<String> propertyIds() {
     List<String> ids =
@@ -106,6 +113,7 @@ record Options(
     String failoverCommand = null;
     String failoverPrepare = null;
     String failoverStall = null;
+    String failoverReplication = null;
     int parallel = DEFAULT_PARALLEL;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
@@ -124,7 +132,8 @@ record Options(
             "--parallel",
             "--failover-command",
             "--failover-prepare-command",
-            "--failover-stall-command" -> {
+            "--failover-stall-command",
+            "--failover-replication" -> {
           if (value == null) {
             if (i + 1 >= args.length) {
               throw new IllegalArgumentException(a + " needs a value");
@@ -139,6 +148,13 @@ record Options(
             case "--failover-command" -> failoverCommand = value;
             case "--failover-prepare-command" -> failoverPrepare = value;
             case "--failover-stall-command" -> failoverStall = value;
+            case "--failover-replication" -> {
+              if (!value.equals("sync") && !value.equals("async")) {
+                throw new IllegalArgumentException(
+                    "--failover-replication takes sync or async, got " + value);
+              }
+              failoverReplication = value;
+            }
             case "--parallel" -> {
               try {
                 parallel = Integer.parseInt(value);
@@ -172,9 +188,11 @@ record Options(
     if (only != null) {
       checkIds(only, controls);
     }
-    if ((failoverPrepare != null || failoverStall != null) && failoverCommand == null) {
+    if ((failoverPrepare != null || failoverStall != null || failoverReplication != null)
+        && failoverCommand == null) {
       throw new IllegalArgumentException(
-          "--failover-prepare-command and --failover-stall-command need --failover-command");
+          "--failover-prepare-command, --failover-stall-command and --failover-replication need"
+              + " --failover-command");
     }
     if (failoverCommand != null && failoverCommand.isBlank()) {
       failoverCommand = null;
@@ -198,6 +216,7 @@ record Options(
         failoverCommand,
         failoverPrepare,
         failoverStall,
+        failoverReplication,
         parallel);
   }
 

@@ -30,6 +30,7 @@ final class SuiteSettings {
   static final String FAILOVER_COMMAND = "lease.conformance.failoverCommand";
   static final String FAILOVER_PREPARE = "lease.conformance.failoverPrepareCommand";
   static final String FAILOVER_STALL = "lease.conformance.failoverStallCommand";
+  static final String FAILOVER_REPLICATION = "lease.conformance.failoverReplication";
 
   final Target target;
   final Size size;
@@ -40,19 +41,24 @@ final class SuiteSettings {
   /** Fails the database over for the failover property; null without --failover-command. */
   final FailoverHook failover;
 
+  /** What the pair promises, as declared: true sync, false async, null to read it. */
+  final Boolean synchronous;
+
   SuiteSettings(
       Target target,
       Size size,
       long seed,
       Set<String> only,
       boolean controls,
-      FailoverHook failover) {
+      FailoverHook failover,
+      Boolean synchronous) {
     this.target = target;
     this.size = size;
     this.seed = seed;
     this.only = only;
     this.controls = controls;
     this.failover = failover;
+    this.synchronous = synchronous;
   }
 
   boolean selected(ConformanceProperty p) {
@@ -110,7 +116,9 @@ final class SuiteSettings {
                           e.getConfigurationParameter(FAILOVER_STALL).orElse(null),
                           cmd))
               .orElse(null);
-      return new SuiteSettings(target, size, seed, only, controls, failover);
+      Boolean synchronous =
+          e.getConfigurationParameter(FAILOVER_REPLICATION).map("sync"::equals).orElse(null);
+      return new SuiteSettings(target, size, seed, only, controls, failover, synchronous);
     }
   }
 }

@@ -225,9 +225,13 @@ public final class ModelProperty implements ConformanceProperty {
     world.start(Collections.nCopies(PROCESSES, 1.0), 0);
     ReferenceModel model =
         new ReferenceModel(
-            PROCESSES,
-            world.timings.leaseDuration().toMillis(),
-            world.timings.localDeadline().toNanos());
+                PROCESSES,
+                world.timings.leaseDuration().toMillis(),
+                world.timings.localDeadline().toNanos())
+            .environment(
+                world.processes.stream().map(q -> q.clock).toList(),
+                () -> world.loop.now,
+                world.timings.renewInterval().toNanos());
     Map<String, String> tokenOf = new HashMap<>();
     for (int i = 0; i < commands.size(); i++) {
       Command c = commands.get(i);

@@ -2,6 +2,7 @@ package dev.lease.conformance.sim;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.LongSupplier;
 
 /**
  * What the lease protocol should do, written as plainly as possible: one lease row judged by the
@@ -35,7 +36,39 @@ final class ReferenceModel {
     ModelLease lease;
     int drop;
     boolean paused;
+
+    /** A release that did not reach the database, tried again (null: none pending). */
+    RetriedRelease retry;
   }
+
+  /**
+   * lease-core tries a failed release again every renew interval of the process's clock until the
+   * row would have expired (the lease's duration after the failure); the timer is the process's, so
+   * it waits while the process is paused.
+   */
+  static final class RetriedRelease {
+    final String key;
+    final long term;
+    final long giveUpLocal;
+    long dueTrue;
+    long seq;
+
+    RetriedRelease(String key, long term, long giveUpLocal) {
+      this.key = key;
+      this.term = term;
+      this.giveUpLocal = giveUpLocal;
+    }
+  }
+
+  /**
+   * The simulated environment the model reads, not lease-core's logic: each process's clock (a
+   * timer runs on it) and the simulation's true time.
+   */
+  private List<ProcessClock> clocks = List.of();
+
+  private LongSupplier trueNow = () -> 0;
+  private long renewIntervalNanos;
+  private long seq;
 
   /** The model's holder of a transferred lease not adopted yet. */
   static final String PENDING = "pending";
@@ -60,9 +93,82 @@ final class ReferenceModel {
 
   ReferenceModel(int processes, long leaseMs, long localDeadlineNanos) {
     this.leaseMs = leaseMs;
+    this.renewIntervalNanos = leaseMs * 1_000_000L / 5;
     this.localDeadlineNanos = localDeadlineNanos;
     for (int i = 0; i < processes; i++) {
       this.processes.add(new ModelProcess());
+    }
+  }
+
+  /** The processes' clocks and the true time, for the timers of retried releases. */
+  ReferenceModel environment(List<ProcessClock> clocks, LongSupplier trueNow, long renewNanos) {
+    this.clocks = clocks;
+    this.trueNow = trueNow;
+    this.renewIntervalNanos = renewNanos;
+    return this;
+  }
+
+  /** The release failed at {@code local}: the first retry is a renew interval later. */
+  private void retryLater(int process, ModelProcess p, ModelLease l, long local) {
+    RetriedRelease r = new RetriedRelease(l.key, l.term, local + leaseMs * 1_000_000L);
+    if (schedule(process, r, local, trueNow.getAsLong())) {
+      p.retry = r;
+    }
+  }
+
+  /**
+   * Schedules the next try of {@code r} from {@code local} on the process's clock ({@code atTrue}
+   * in true time), unless the row would have expired by then.
+   */
+  private boolean schedule(int process, RetriedRelease r, long local, long atTrue) {
+    if (local + renewIntervalNanos - r.giveUpLocal > 0) {
+      return false;
+    }
+    r.dueTrue = atTrue + clocks.get(process).toTrue(renewIntervalNanos);
+    r.seq = ++seq;
+    return true;
+  }
+
+  /**
+   * Time passes until {@code untilTrue}: every retried release due by then (of a process not
+   * paused) runs, in time order, as the process's timer would.
+   */
+  private void advance(long untilTrue) {
+    long start = trueNow.getAsLong();
+    while (true) {
+      int next = -1;
+      for (int i = 0; i < processes.size(); i++) {
+        ModelProcess p = processes.get(i);
+        RetriedRelease r = p.retry;
+        if (r == null || p.paused || r.dueTrue > untilTrue) {
+          continue;
+        }
+        RetriedRelease best = next < 0 ? null : processes.get(next).retry;
+        if (best == null
+            || r.dueTrue < best.dueTrue
+            || (r.dueTrue == best.dueTrue && r.seq < best.seq)) {
+          next = i;
+        }
+      }
+      if (next < 0) {
+        return;
+      }
+      ModelProcess p = processes.get(next);
+      RetriedRelease r = p.retry;
+      p.retry = null;
+      long at = Math.max(start, r.dueTrue);
+      if (dropped(p)) {
+        // the process's clock when the try failed (its rate holds while time passes here)
+        ProcessClock clock = clocks.get(next);
+        long local = clock.nanoTime() + (long) ((at - start) * clock.rate());
+        if (schedule(next, r, local, at)) {
+          p.retry = r;
+        }
+        continue;
+      }
+      if (holder.equals(r.key) && term == r.term) {
+        expiresAtMs = 0;
+      }
     }
   }
 
@@ -127,7 +233,7 @@ final class ReferenceModel {
           }
           return SimWorld.Outcome.REFUSED;
         }
-        term++;
+        term = Math.max(term + 1, nowMs * 1000); // the database clock in µs (ms here) as the floor
         holder = "p" + c.process() + "#" + (++claims);
         expiresAtMs = nowMs + leaseMs;
         p.lease = new ModelLease(holder, term, local);
@@ -161,6 +267,7 @@ final class ReferenceModel {
         }
         l.state = State.RELEASED;
         if (dropped(p)) {
+          retryLater(c.process(), p, l, local); // the lease ended here; its row is freed later
           return SimWorld.Outcome.ERROR;
         }
         if (holder.equals(l.key) && term == l.term) {
@@ -186,7 +293,7 @@ final class ReferenceModel {
         return SimWorld.Outcome.OK;
       case TRANSFER:
         // Lease.transferTo: the local check, the work stopped and the lease ended here, then one
-        // statement that writes term + 1 pending for the successor while this holder holds it
+        // statement that writes a new term pending for the successor while this holder holds it
         if (p.paused || l == null) {
           return SimWorld.Outcome.SKIPPED;
         }
@@ -200,7 +307,7 @@ final class ReferenceModel {
         if (!databaseHolder(l, nowMs)) {
           return SimWorld.Outcome.REFUSED;
         }
-        term++;
+        term = Math.max(term + 1, nowMs * 1000);
         holder = PENDING;
         pendingFor = c.amount();
         expiresAtMs = nowMs + leaseMs;
@@ -214,6 +321,9 @@ final class ReferenceModel {
         return SimWorld.Outcome.OK;
       case RESUME:
         p.paused = false;
+        return SimWorld.Outcome.OK;
+      case ADVANCE:
+        advance(trueNow.getAsLong() + c.amount() * 1_000_000L);
         return SimWorld.Outcome.OK;
       default:
         return SimWorld.Outcome.OK;

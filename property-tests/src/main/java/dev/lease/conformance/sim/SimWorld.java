@@ -475,7 +475,7 @@ public final class SimWorld implements AutoCloseable {
     SimDatabase.Row row = row();
     if (transfer
         && p.transferringTo != null
-        && row.term() == p.transferringTerm + 1
+        && row.term() > p.transferringTerm // max(term + 1, clock in µs): not consecutive
         && Dialect.TRANSFER_PENDING.equals(row.holder())
         && transfers.stream().noneMatch(t -> t.term == row.term())) {
       // the bound lease-core asked for, from the database clock the statement read

@@ -94,15 +94,34 @@ public final class RawPathProperty implements ConformanceProperty {
    *
    * @param early the object was reached before the lease was bound (read earlier), else under it
    */
-  public record RawWrite(Route route, Effect effect, boolean autoCommit, boolean early, int delta) {
+  public record RawWrite(
+      Route route,
+      Effect effect,
+      boolean autoCommit,
+      boolean early,
+      int delta,
+      SessionMoves.Move move) {
     @Override
     public String toString() {
-      return route
-          + (route == Route.LARGE_OBJECT
+      return (move == SessionMoves.Move.NONE ? "" : "after " + move + ": ")
+          + route
+          + (route == Route.LARGE_OBJECT || SessionMoves.replacesTheWrite(move)
               ? ""
               : " " + effect + (effect == Effect.COUNTER ? " +" + delta : ""))
           + (autoCommit ? " autocommit" : " in a transaction, commit()")
           + (early ? ", reached before the lease was bound" : ", reached under the lease");
+    }
+
+    RawWrite with(SessionMoves.Move m) {
+      if (m == SessionMoves.Move.KEPT_HANDLE) {
+        return new RawWrite(Route.DRIVER_CONNECTION, Effect.COUNTER, true, false, delta, m);
+      }
+      if (SessionMoves.replacesTheWrite(m) || m == SessionMoves.Move.OTHER_SCHEMA) {
+        // the write is the move's own, or the counter's through a plain statement
+        return new RawWrite(
+            Route.STATEMENT_CONNECTION, Effect.COUNTER, autoCommit, false, delta, m);
+      }
+      return new RawWrite(route, effect, autoCommit, early, delta, m);
     }
   }
 
@@ -132,15 +151,23 @@ public final class RawPathProperty implements ConformanceProperty {
   public String id() {
     return fence == TextFence.STRICT
         ? NAME
-        : NAME + "/" + (fence == TextFence.NONE ? "unfenced" : "raw-driver-objects");
+        : NAME
+            + "/"
+            + (fence == TextFence.NONE
+                ? "unfenced"
+                : fence == TextFence.TRUSTS_THE_SESSION
+                    ? "trusts-the-session"
+                    : "raw-driver-objects");
   }
 
   @Override
   public String summary() {
     return "No write issued through a JDBC object reachable from a fenced connection (statements"
         + " and connections got back from result sets, metadata, arrays, refcursors, unwrap; large"
-        + " objects), in autocommit or a transaction, commits under a lease taken over or after a"
-        + " paused holder's claim, nor advances a sequence.";
+        + " objects), in autocommit or a transaction, after whatever its session did (a temporary"
+        + " copy of the lease table, another schema, its own operators, slow DDL, a delayed insert,"
+        + " a driver handle kept from an earlier transaction), commits under a lease taken over or"
+        + " after a paused holder's claim, nor advances a sequence.";
   }
 
   @Override
@@ -162,6 +189,12 @@ public final class RawPathProperty implements ConformanceProperty {
                     ? null
                     : "only pgjdbc's arrays, refcursors and large objects reach the database"),
         NegativeControl.of(
+            NAME + "/trusts-the-session",
+            "lease-jdbc before issue 35: the verify reads what the session calls the lease table,"
+                + " effects outside the lock run after a verify of their own, driver objects"
+                + " outlive their transaction",
+            new RawPathProperty(TextFence.TRUSTS_THE_SESSION)),
+        NegativeControl.of(
             NAME + "/unfenced",
             "no fence: the writes do not verify",
             new RawPathProperty(TextFence.NONE)));
@@ -179,10 +212,34 @@ public final class RawPathProperty implements ConformanceProperty {
     return size.pick(3, 10);
   }
 
+  static long requiredSessionMoves(Size size) {
+    return size.pick(15, 120);
+  }
+
   static final String STALE_WRITES = "writes sent under the taken-over lease";
   static final String DRIVER_OBJECT_WRITES =
       "writes through arrays, refcursors and large objects under the taken-over lease";
   static final String TAKEOVERS = "takeovers attempted between the paused holder's two writes";
+  static final String SESSION_MOVES =
+      "writes after a session move (temporary copy, schema, operators, slow DDL, delayed insert,"
+          + " kept handle)";
+
+  Gen<RawWrite> writes(Target target, boolean sequences, List<SessionMoves.Move> moves) {
+    // half of the writes after a move, half plain, however many moves the database has
+    List<SessionMoves.Move> weighted = new ArrayList<>();
+    for (SessionMoves.Move m : moves) {
+      if (m != SessionMoves.Move.NONE) {
+        weighted.add(m);
+        weighted.add(SessionMoves.Move.NONE);
+      }
+    }
+    if (weighted.isEmpty()) {
+      weighted.add(SessionMoves.Move.NONE);
+    }
+    return writes(target, sequences)
+        .zip(Generate.pick(weighted), RawWrite::with)
+        .describedAs(RawWrite::toString);
+  }
 
   Gen<RawWrite> writes(Target target, boolean sequences) {
     List<Route> routes = new ArrayList<>();
@@ -204,7 +261,8 @@ public final class RawPathProperty implements ConformanceProperty {
                     route == Route.LARGE_OBJECT ? Effect.COUNTER : effect,
                     autoCommit,
                     (n & 1) != 0 && route != Route.DRIVER_CONNECTION,
-                    1 + n / 2))
+                    1 + n / 2,
+                    SessionMoves.Move.NONE))
         .describedAs(RawWrite::toString);
   }
 
@@ -215,21 +273,20 @@ public final class RawPathProperty implements ConformanceProperty {
     counts.require(STALE_WRITES, requiredStaleWrites(size));
     counts.require(DRIVER_OBJECT_WRITES, requiredDriverObjectWrites(target, size));
     counts.require(TAKEOVERS, requiredTakeovers(size));
+    counts.require(SESSION_MOVES, requiredSessionMoves(size));
     try (TextTables tables = new TextTables(target);
-        RawObjects objects = new RawObjects(target, tables);
+        SessionMoves moves = new SessionMoves(target, tables);
+        RawObjects objects = new RawObjects(target, tables, moves);
         LeaseManager holderSide = tables.frozen("raw-holder");
         LeaseManager successorSide = tables.live("raw-successor")) {
       DataSource ds = fence.wrap(target.dataSource(), Duration.ofSeconds(1));
-      Gen<RawWrite> gen = writes(target, nonTransactional && objects.sequence != null);
+      Gen<RawWrite> gen =
+          writes(target, nonTransactional && objects.sequence != null, moves.available());
       String[] broke = {null};
       long[] n = {0};
 
-      // (a) a holder whose lease was taken over
-      Lease stale = StaleScriptProperty.firstClaim(holderSide, NAME);
-      Lease next = StaleScriptProperty.takeOver(successorSide, NAME);
-      if (next == null) {
-        return counts.result(id(), target, 0, null, "the successor could not claim", started);
-      }
+      // (a) a holder whose lease was taken over: a fresh one per write, so that every write meets
+      // the database (a lease the database refused once is refused locally from then on)
       QuickCheck.Falsified f =
           QuickCheck.run(
               seed,
@@ -242,6 +299,7 @@ public final class RawPathProperty implements ConformanceProperty {
                   progress.update(n[0], counts.observed(STALE_WRITES));
                 }
                 try {
+                  Lease stale = StaleScriptProperty.firstClaim(holderSide, NAME + "-" + n[0]);
                   String before = objects.snapshot();
                   staleWrite(ds, stale, objects, w, counts);
                   String after = objects.snapshot();
@@ -312,12 +370,41 @@ public final class RawPathProperty implements ConformanceProperty {
     }
   }
 
+  /**
+   * The database gives {@code lease}'s name to a successor (the row as a committed claim leaves
+   * it); its holder does not know: its process clock is frozen.
+   */
+  private static void takeOver(Lease lease, TextTables tables) throws SQLException {
+    String name = lease.name();
+    try (Connection c = tables.target.connect();
+        java.sql.PreparedStatement ps =
+            c.prepareStatement(
+                "UPDATE "
+                    + tables.leases
+                    + " SET holder = 'successor', instance = 'successor', term = term + 1"
+                    + " WHERE name = ?")) {
+      ps.setString(1, name);
+      ps.executeUpdate();
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    }
+  }
+
   /** One write under the stale lease on a new session, counting what happened. */
   private static void staleWrite(
       DataSource ds, Lease stale, RawObjects objects, RawWrite w, TextCounts counts) {
     SQLException error = null;
     try (Connection c = ds.getConnection()) {
+      // a kept handle needs a verified transaction to keep it from: the takeover rounds make one
+      SessionMoves.Move move =
+          w.move() == SessionMoves.Move.KEPT_HANDLE ? SessionMoves.Move.NONE : w.move();
+      objects.moves.prepare(c, move); // while the lease is still its holder's
+      if (move != SessionMoves.Move.NONE) {
+        counts.add(SESSION_MOVES, 1);
+      }
       Object reached = w.early() ? objects.reach(c, w.route()) : null;
+      takeOver(stale, objects.tables);
       try (LeaseContext.Scope scope = LeaseContext.bind(stale)) {
         c.setAutoCommit(w.autoCommit());
         counts.add(STALE_WRITES, 1);
@@ -396,6 +483,27 @@ public final class RawPathProperty implements ConformanceProperty {
             },
             "raw-claimer");
     try (Connection c = ds.getConnection()) {
+      objects.moves.prepare(c, w.move());
+      if (w.move() != SessionMoves.Move.NONE) {
+        counts.add(SESSION_MOVES, 1);
+      }
+      if (w.move() == SessionMoves.Move.SLOW_DDL) {
+        // the statement runs across the claim: the claimer starts first, the DDL's body sleeps
+        // through the pause
+        claimer.start();
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Statement s = c.createStatement()) {
+          counts.add(TAKEOVERS, 1);
+          objects.moves.write(s, w.move(), pauseNanos / 1_000_000);
+        } catch (SQLException e) {
+          counts.add("first writes that failed", 1);
+        }
+        return afterRound(claimer, pauseNanos, afterClaim, objects, counts);
+      }
+      if (w.move() == SessionMoves.Move.KEPT_HANDLE) {
+        keptHandle(c, lease, objects, w, claimer, claimed, pauseNanos, counts);
+        return afterRound(claimer, pauseNanos, afterClaim, objects, counts);
+      }
       Object reached = w.early() ? objects.reach(c, w.route()) : null;
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
         c.setAutoCommit(w.autoCommit());
@@ -442,6 +550,54 @@ public final class RawPathProperty implements ConformanceProperty {
     } catch (SQLException e) {
       counts.add("sessions the server ended", 1);
     }
+    return afterRound(claimer, pauseNanos, afterClaim, objects, counts);
+  }
+
+  /**
+   * {@link SessionMoves.Move#KEPT_HANDLE}: the driver's connection unwrapped inside a verified
+   * transaction, written through and committed; after the pause (the successor's claim) the kept
+   * handle writes and commits on its own.
+   */
+  private static void keptHandle(
+      Connection c,
+      Lease lease,
+      RawObjects objects,
+      RawWrite w,
+      Thread claimer,
+      CountDownLatch claimed,
+      long pauseNanos,
+      TextCounts counts) {
+    Statement kept = null;
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+      c.setAutoCommit(false);
+      kept = (Statement) objects.reach(c, Route.DRIVER_CONNECTION);
+      objects.write(kept, w);
+      c.commit();
+      counts.add(TAKEOVERS, 1);
+    } catch (SQLException e) {
+      counts.add("first writes that failed", 1);
+      return;
+    }
+    claimer.start();
+    try {
+      if (claimed.await(pauseNanos, TimeUnit.NANOSECONDS)) {
+        counts.add("claims that completed while the holder was paused", 1);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    try {
+      objects.write(kept, w);
+      kept.getConnection().commit(); // the driver's own connection: past any fence
+    } catch (SQLException e) {
+      counts.add("writes through a kept handle that failed", 1);
+    }
+  }
+
+  /** The end of a takeover round: what changed after the successor's claim, or null. */
+  private static String afterRound(
+      Thread claimer, long pauseNanos, String[] afterClaim, RawObjects objects, TextCounts counts)
+      throws SQLException {
     try {
       claimer.join(pauseNanos / 1_000_000 + 20_000);
     } catch (InterruptedException e) {
@@ -484,10 +640,12 @@ public final class RawPathProperty implements ConformanceProperty {
     final String sequence;
     final String cursor;
     final String lobs;
+    final SessionMoves moves;
 
-    RawObjects(Target target, TextTables tables) throws SQLException {
+    RawObjects(Target target, TextTables tables, SessionMoves moves) throws SQLException {
       this.target = target;
       this.tables = tables;
+      this.moves = moves;
       String seq = null;
       String cur = null;
       String lo = null;
@@ -621,19 +779,22 @@ public final class RawPathProperty implements ConformanceProperty {
         return;
       }
       Statement s = (Statement) reached;
-      if (w.effect() == Effect.SEQUENCE && sequence != null) {
+      if (SessionMoves.replacesTheWrite(w.move())) {
+        moves.write(s, w.move(), 50);
+      } else if (w.effect() == Effect.SEQUENCE && sequence != null) {
         s.execute(
             target.isPostgres()
                 ? "SELECT nextval('" + sequence + "')"
                 : "SELECT NEXTVAL(" + sequence + ")");
       } else {
-        s.executeUpdate("UPDATE " + tables.counter + " SET n = n + " + w.delta() + " WHERE id = 1");
+        s.executeUpdate(
+            "UPDATE " + moves.counter(w.move()) + " SET n = n + " + w.delta() + " WHERE id = 1");
       }
     }
 
     /** The counter, the sequence and the large object, committed, as another session sees them. */
     String snapshot() throws SQLException {
-      StringBuilder b = new StringBuilder(tables.snapshot());
+      StringBuilder b = new StringBuilder(tables.snapshot()).append(moves.snapshot());
       if (sequence == null && lobs == null) {
         return b.toString();
       }

@@ -25,6 +25,11 @@ public enum TextFence {
    * lease-jdbc did before issue 25 (its weakening {@code RAW_DRIVER_OBJECTS}).
    */
   RAW_DRIVER_OBJECTS,
+  /**
+   * STRICT as it was before issue 35: it trusts the session it guards (lease-jdbc's weakening
+   * {@code TRUSTS_THE_SESSION}).
+   */
+  TRUSTS_THE_SESSION,
   /** No fence at all. */
   NONE;
 
@@ -52,6 +57,13 @@ public enum TextFence {
                     FencingOptions.builder().idleInTransactionTimeout(idleInTransaction),
                     WeakenedFences.valueOf(name()),
                     WeakenedFences.PREVIOUS_REFUSAL)
+                .build());
+      case TRUSTS_THE_SESSION:
+        return FencedDataSource.wrap(
+            ds,
+            WeakenedFences.weaken(
+                    FencingOptions.builder().idleInTransactionTimeout(idleInTransaction),
+                    WeakenedFences.TRUSTS_THE_SESSION)
                 .build());
       case STRICT:
       default:

@@ -165,6 +165,10 @@ class FailoverPropertyTest {
     System.out.println("failover " + m + ": " + r);
     assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), r.failure() + " " + r.counts());
     assertEquals(rounds, r.observed("failovers run"), r.counts().toString());
+    assertEquals(
+        0,
+        r.observed("terms granted again to another holder after the failover"),
+        r.counts().toString());
   }
 
   /**
@@ -196,7 +200,32 @@ class FailoverPropertyTest {
       aClaimThatKeepsTheTermIsCaught(m);
     } else {
       aHolderThatTrustsItsClockIsCaught(m);
+      aTermWithoutTheClockFloorIsCaught(m);
     }
+  }
+
+  /**
+   * Negative control of terms across an asynchronous failover (issue 41): lease-core's hand-overs,
+   * as the holders' lease pools send them, write {@code term + 1} without the database clock's
+   * floor. Failed over during a claim, the lost claim's number is free on the promoted server, and
+   * its next hand-over grants it again to another holder: caught as a repeated fencing token. The
+   * positive property runs the real statements in the same mode and must see no term granted twice.
+   */
+  private static void aTermWithoutTheClockFloorIsCaught(Mode m) {
+    String script = script();
+    PropertyResult r;
+    try (CiPairHook hook = m.hook(script)) {
+      r =
+          new FailoverProperty(hook, 3, 3, false, FailoverProperty.Break.NONE)
+              .termPlusOne()
+              .check(target(m), Size.QUICK, 31L, ConformanceProperty.Progress.NONE);
+    }
+    System.out.println("failover term control " + m + ": " + r);
+    assertEquals(PropertyResult.Verdict.FAILS, r.verdict(), r.counts().toString());
+    assertTrue(r.observed("statements the break changed") >= 1, r.counts().toString());
+    assertTrue(
+        r.observed("terms granted again to another holder after the failover") >= 1,
+        r.failure() + " " + r.counts());
   }
 
   /**

@@ -13,9 +13,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The raw-path property (issue 25) on every database, with its negative controls: the driver's
- * arrays, refcursors and LOBs handed out unwrapped (PostgreSQL, where they reach the database), and
- * no fence, must both be caught.
+ * The raw-path property (issues 25 and 35) on every database, with its negative controls: the
+ * driver's arrays, refcursors and LOBs handed out unwrapped (PostgreSQL, where they reach the
+ * database), a fence that trusts the session, and no fence, must each be caught.
  */
 class RawPathPropertyTest {
 
@@ -67,6 +67,19 @@ class RawPathPropertyTest {
             || r.failure().contains("REFCURSOR")
             || r.failure().contains("LARGE_OBJECT"),
         r.failure());
+  }
+
+  /**
+   * Issue 35: the fence before it trusted the session (what it calls the lease table, effects
+   * outside the lock, driver objects kept past their transaction); the generated session moves
+   * catch it on every database.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("dev.lease.testing.TestDatabase#all")
+  void negativeControlAFenceThatTrustsTheSessionIsCaught(TestDatabase db) {
+    PropertyResult r = run(new RawPathProperty(TextFence.TRUSTS_THE_SESSION, false), db);
+    assertTrue(r.violations() > 0, "a fence that trusts the session must be caught: " + r);
+    assertTrue(r.failure().contains("after "), "by a session move: " + r.failure());
   }
 
   @ParameterizedTest(name = "{0}")

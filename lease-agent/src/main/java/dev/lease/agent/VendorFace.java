@@ -51,6 +51,41 @@ final class VendorFace implements InvocationHandler {
         }
       };
 
+  /** Whether a vendor method's result type is data ({@link #isData}), by type. */
+  private static final Map<Class<?>, Boolean> DATA = new ConcurrentHashMap<>();
+
+  /**
+   * Data: a primitive, {@code void}, a boxed primitive, a {@code String}, an array of data, or an
+   * interface whose every method returns data and takes no argument that could carry a statement
+   * (pgjdbc's {@code PGNotification}). Anything else (a {@code CopyManager}, a {@code Fastpath},
+   * {@code Object}) may reach the database after the call.
+   */
+  static boolean isData(Class<?> type) {
+    return isData(type, 0);
+  }
+
+  private static boolean isData(Class<?> type, int depth) {
+    if (type.isPrimitive()
+        || type == String.class
+        || type == Boolean.class
+        || type == Character.class
+        || (Number.class.isAssignableFrom(type) && type.getName().startsWith("java.lang."))) {
+      return true;
+    }
+    if (type.isArray()) {
+      return isData(type.getComponentType(), depth);
+    }
+    if (!type.isInterface() || depth > 1 || type.getName().startsWith("java.")) {
+      return false;
+    }
+    for (Method m : type.getMethods()) {
+      if (m.getDeclaringClass() != Object.class && !isData(m.getReturnType(), depth + 1)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   /** Vendor methods by the Connection method with the same signature, or themselves. */
   private static final Map<Method, Method> ROUTES = new ConcurrentHashMap<>();
 
@@ -175,7 +210,13 @@ final class VendorFace implements InvocationHandler {
       try {
         refuseIfNotHeld(declaring, name);
         refuseRawJdbc(method.getReturnType(), declaring, name);
-        target = fenced.unwrap(declaring);
+        // a call that returns data does its work now and hands out nothing that reaches the
+        // database later: checked as a statement; one that returns an object (a CopyManager)
+        // follows the unwrap rule, and the connection is retired when the transaction ends
+        target =
+            DATA.computeIfAbsent(method.getReturnType(), VendorFace::isData)
+                ? dev.lease.jdbc.internal.FenceInternals.vendorDataCall(fenced, declaring)
+                : fenced.unwrap(declaring);
       } catch (SQLException e) {
         if (declares(method, SQLException.class)) {
           throw e;

@@ -46,4 +46,25 @@ public final class PreviousMechanism {
   public static FencingOptions.Builder of(FencingOptions.Builder b) {
     return b.rules(CLIENT_REFUSAL, false);
   }
+
+  private static final FenceRules EVERY_COMMIT_PROVES =
+      new FenceRules() {
+        @Override
+        public boolean provesOnlyInDoubt() {
+          return false;
+        }
+
+        @Override
+        public String toString() {
+          return "every commit proves";
+        }
+      };
+
+  /**
+   * Today's mechanism, but every STRICT commit on PostgreSQL carries the verify in its round trip,
+   * as before issue 36 (the baseline of {@code FenceCost}).
+   */
+  public static FencingOptions.Builder everyCommitProves(FencingOptions.Builder b) {
+    return b.rules(EVERY_COMMIT_PROVES, false);
+  }
 }

@@ -4,6 +4,7 @@ import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.internal.fence.Fences;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.function.BiConsumer;
 
 /**
@@ -31,6 +32,18 @@ public final class FenceInternals {
    */
   public static void transactionEndedElsewhere(Connection connection) {
     Fences.endedElsewhere(connection);
+  }
+
+  /**
+   * The driver's {@code iface} object behind fenced {@code connection}, for one vendor call whose
+   * result is data (the agent's vendor face: {@code PGConnection.getNotifications()}, {@code
+   * getBackendPID()}): checked as a statement is (verified first; in autocommit mode under a lease
+   * a verify of its own), not as a driver object handed out, so the connection is not retired when
+   * the transaction ends. A call whose result can reach the database later (a {@code CopyManager})
+   * must go through {@code unwrap}.
+   */
+  public static <T> T vendorDataCall(Connection connection, Class<T> iface) throws SQLException {
+    return dev.lease.jdbc.internal.fence.Fences.forDataCall(connection, iface);
   }
 
   /**

@@ -51,6 +51,15 @@ public interface FenceRules {
     return true;
   }
 
+  /**
+   * Whether a STRICT commit on PostgreSQL proves itself only in doubt (the fence's {@code Doubt}
+   * list), leaning on the verify's lock otherwise; false: every commit carries the proof, as before
+   * issue 36 (the benchmarks' baseline).
+   */
+  default boolean provesOnlyInDoubt() {
+    return true;
+  }
+
   /** Whether the driver's view of the server's transaction state can send a verify again. */
   default boolean readsServerTransactionState() {
     return true;

@@ -56,6 +56,29 @@ final class Bypass {
   }
 
   /**
+   * Before one vendor call whose result is data ({@code PGConnection.getNotifications}, {@code
+   * getBackendPID}): the call does its work now, through the driver, and hands out nothing that
+   * reaches the database later, so it is checked as a statement is, not as a driver object handed
+   * out (no retirement). Inside a transaction: after its verify. In autocommit mode under a lease:
+   * after a verify of its own (refused with {@link AutoCommitPolicy#REFUSE}).
+   */
+  void beforeDataCall() throws SQLException {
+    verifyIfInTransaction();
+    Lease lease = LeaseInternals.currentOrNull();
+    if (lease == null || !f.rules.checksUnwrap() || f.view.mode() != Mode.AUTOCOMMIT) {
+      return;
+    }
+    if (f.options.autoCommit() == AutoCommitPolicy.REFUSE) {
+      throw Losses.autoCommitRefused(lease);
+    }
+    try {
+      f.verifier.verify(lease); // refuses a lease no longer held
+    } finally {
+      f.state.endTransaction();
+    }
+  }
+
+  /**
    * Before {@code unwrap} hands out a driver object, whose calls bypass the wrapper (review S4).
    * Under a bound lease, inside a transaction: after its verify ({@link #verifyIfInTransaction});
    * on MySQL/MariaDB the transaction is then in doubt ({@link TransactionFence#inDoubt}): the
@@ -75,7 +98,7 @@ final class Bypass {
       if (f.state.verified() != null && f.isMySql()) {
         // its commit() can end the verified transaction (and STRICT's lock) and its next
         // statement open another, which the driver's flag cannot tell apart (review: unwrap)
-        f.inDoubt();
+        f.inDoubt(Doubt.DRIVER_OBJECT);
       }
       FencedTransaction t = f.state.txn;
       if (t != null && f.rules.retiresConnectionsOfDriverObjects()) {
@@ -96,7 +119,11 @@ final class Bypass {
                   + " unwrap it with no lease bound (it is then not fenced)",
               false);
         }
-        // every handle on the physical connection dies with the transaction (issue 35 item 3)
+        // every handle on the physical connection dies with the transaction (issue 35 item 3):
+        // TransactionState.endTransaction marks it for retirement
+      }
+      if (t != null) {
+        // handed out: its commit proves itself, on PostgreSQL too (Doubt.DRIVER_OBJECT)
         t.driverObjects = true;
       }
       return;

@@ -1,8 +1,9 @@
 package dev.lease.jdbc.internal.fence;
 
 import java.sql.Connection;
+import java.sql.SQLException;
 
-/** The fence's two entries from outside this package: build one, reset one. */
+/** The fence's entries from outside this package: build one, reset one, a vendor data call. */
 public final class Fences {
 
   private Fences() {}
@@ -22,5 +23,16 @@ public final class Fences {
     if (connection instanceof FencingConnection) {
       ((FencingConnection) connection).fence.endedElsewhere();
     }
+  }
+
+  /**
+   * The driver's {@code iface} object behind fenced {@code connection} for one vendor call whose
+   * result is data: {@code FenceInternals.vendorDataCall}, the agent's vendor face.
+   */
+  public static <T> T forDataCall(Connection connection, Class<T> iface) throws SQLException {
+    if (connection instanceof FencingConnection) {
+      return ((FencingConnection) connection).forDataCall(iface);
+    }
+    return connection.unwrap(iface);
   }
 }

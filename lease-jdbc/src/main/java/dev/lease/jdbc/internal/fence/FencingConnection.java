@@ -250,6 +250,15 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
   }
 
+  /**
+   * The driver's object for one vendor call whose result is data ({@link
+   * TransactionFence#beforeDataCall}): checked as a statement, not handed out as a driver object.
+   */
+  <T> T forDataCall(Class<T> iface) throws SQLException {
+    fence.beforeDataCall();
+    return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
+  }
+
   @Override
   public boolean isWrapperFor(Class<?> iface) throws SQLException {
     return iface.isInstance(this) || iface.isInstance(delegate) || delegate.isWrapperFor(iface);

@@ -137,7 +137,7 @@ final class SessionView {
    */
   void afterError() {
     driverSession().failed();
-    f.state.lockMayBeGone();
+    f.state.doubt(Doubt.DRIVER_ERROR);
     DriverSession s = session;
     if (f.state.sqlTransaction && (s == null || !s.hasExactState())) {
       f.state.markSqlTransaction(false); // unknown now: assume none (the safe side)

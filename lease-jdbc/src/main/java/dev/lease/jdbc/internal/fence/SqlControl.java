@@ -206,9 +206,7 @@ final class SqlControl {
       case ROLLBACK_TO:
         {
           T result = f.runUnverified(call);
-          if (f.state.verified() != null) {
-            f.state.reverify = true; // PostgreSQL frees row locks taken after the savepoint
-          }
+          f.state.doubt(Doubt.SAVEPOINT_ROLLBACK); // PostgreSQL frees locks taken after it
           return result;
         }
       case ROLLBACK_PREPARED:
@@ -330,7 +328,7 @@ final class SqlControl {
       f.verifier.verify(lease);
     }
     T result = f.run(st, call);
-    f.state.reverify = true;
+    f.state.doubt(Doubt.ROUTINE);
     return result;
   }
 }

@@ -266,7 +266,7 @@ final class TransactionFence {
         try {
           return ordinary(lease, st, call, CallShape.NONE, source, sql);
         } finally {
-          inDoubt();
+          inDoubt(Doubt.UNREAD_TEXT);
         }
       }
       return ordinary(lease, st, call, count == 1 ? shape : CallShape.NONE, source, sql);
@@ -283,8 +283,8 @@ final class TransactionFence {
    * ends it and frees STRICT's lock, and a later statement opens a new one, so the flag says "in
    * transaction" again. The next statement and the commit verify again.
    */
-  void inDoubt() {
-    state.lockMayBeGone();
+  void inDoubt(Doubt why) {
+    state.doubt(why);
   }
 
   /**
@@ -366,7 +366,8 @@ final class TransactionFence {
       throws SQLException {
     if (state.verified() == lease) {
       if (!state.reverify && verifier.endedBehindTheFence()) {
-        state.reverify = true; // an implicit commit, a COMMIT through a driver object: verify anew
+        // an implicit commit, a COMMIT through a driver object: verify anew
+        state.doubt(Doubt.DRIVER_STATE_DISAGREES);
       }
       if (state.reverify) {
         // MySQL family: a CALL/EXECUTE may have run SET autocommit = 1 behind Connector/J's cached
@@ -423,6 +424,11 @@ final class TransactionFence {
     bypass.verifyIfInTransaction();
   }
 
+  /** Before one vendor call whose result is data ({@link Bypass#beforeDataCall}). */
+  void beforeDataCall() throws SQLException {
+    bypass.beforeDataCall();
+  }
+
   /** Before {@code unwrap} hands out a driver object ({@link Bypass#beforeUnwrap}). */
   void beforeUnwrap(Class<?> iface) throws SQLException {
     bypass.beforeUnwrap(iface);
@@ -463,7 +469,7 @@ final class TransactionFence {
     }
     Lease proof = verifier.proofLease(lease);
     if (proof != null && proof == state.verified() && verifier.endedBehindTheFence()) {
-      state.reverify = true;
+      state.doubt(Doubt.DRIVER_STATE_DISAGREES);
     }
     boolean rides = verifier.ridesInCommit(proof);
     if (state.reverify && state.verified() != null && !rides) {
@@ -519,7 +525,7 @@ final class TransactionFence {
 
   /** A savepoint rollback stays in the transaction, but the verify's lock may be gone. */
   void rolledBackToSavepoint() {
-    state.lockMayBeGone();
+    state.doubt(Doubt.SAVEPOINT_ROLLBACK);
   }
 
   /**
@@ -638,7 +644,7 @@ final class TransactionFence {
       return;
     }
     if (verifier.endedBehindTheFence()) {
-      state.reverify = true;
+      state.doubt(Doubt.DRIVER_STATE_DISAGREES);
     }
     if (state.reverify && state.verified() != null && lease == state.verified()) {
       verifier.verifyAgain(lease);

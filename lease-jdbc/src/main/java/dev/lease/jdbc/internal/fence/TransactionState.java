@@ -44,8 +44,11 @@ final class TransactionState {
   /** The open fenced transaction, null when none is. */
   volatile FencedTransaction txn;
 
-  /** The verify's lock may be gone (error, savepoint rollback, CALL): verify again before use. */
+  /** The verify's lock may be gone ({@link Doubt}): verify again before use. */
   boolean reverify;
+
+  /** Why {@link #reverify} was last set, for messages and tests; null when it was not. */
+  Doubt doubt;
 
   /** A transaction begun as SQL that the fence saw begin (for drivers that cannot tell). */
   boolean sqlTransaction;
@@ -89,6 +92,7 @@ final class TransactionState {
       txn = null;
     }
     reverify = false;
+    doubt = null;
     flags &= ~FENCED;
     if (t != null && t.driverObjects && rules.retiresConnectionsOfDriverObjects()) {
       flags |= RETIRE;
@@ -108,13 +112,33 @@ final class TransactionState {
   }
 
   /**
-   * The verify's lock may be gone although the transaction goes on (a driver error, a savepoint
-   * rollback, a MySQL batch or driver object that may have committed behind the fence): the next
-   * statement and the commit verify again ({@code FenceRules.reverifiesAfterDoubt}).
+   * The verify's lock may be gone although the transaction goes on ({@code why}, one of the {@link
+   * Doubt} list): the next statement and the commit verify again ({@code
+   * FenceRules.reverifiesAfterDoubt}).
    */
-  void lockMayBeGone() {
+  void doubt(Doubt why) {
     if (rules.reverifiesAfterDoubt() && verified() != null) {
       reverify = true;
+      doubt = why;
     }
+  }
+
+  /**
+   * Whether a commit of the open transaction must prove itself: a doubt not yet cleared by a
+   * verify, or a driver object handed out in it ({@link Doubt#DRIVER_OBJECT}, which no verify
+   * clears: the object may act at any time until the transaction ends).
+   */
+  boolean commitInDoubt() {
+    if (reverify) {
+      return true;
+    }
+    FencedTransaction t = txn;
+    return t != null && t.driverObjects && rules.reverifiesAfterDoubt();
+  }
+
+  /** A verify ran in the open transaction: its lock is fresh. */
+  void verifiedAgain() {
+    reverify = false;
+    doubt = null;
   }
 }

@@ -49,7 +49,7 @@ final class Verifier {
     if (!f.delegate.getAutoCommit()) {
       f.view.ensureSqliteTransaction(); // an error may have rolled SQLite's transaction back
     }
-    f.state.reverify = false;
+    f.state.verifiedAgain();
     FencedTransaction t = f.state.txn;
     if (t != null) {
       t.confirmed = false; // until the database confirms it again
@@ -273,19 +273,33 @@ final class Verifier {
   }
 
   /**
-   * PostgreSQL: the commit's proof rides in the COMMIT's own round trip, always (no round trip, but
-   * one more statement per commit: measured in docs/benchmarks.md). A read-only transaction carries
-   * one too: it writes no rows, but PostgreSQL delivers its NOTIFY at commit, which must not reach
-   * listeners after a successor's claim; its proof is the plain verify ({@link #proveCommit}),
-   * STRICT's lock being refused there. Not where {@link ReadOnlyPolicy#SKIP} skipped the verify:
-   * nothing was verified.
+   * PostgreSQL: whether the commit's proof rides in the COMMIT's own round trip (no round trip, but
+   * one more statement for the server). Only where the commit cannot lean on STRICT's lock: the
+   * transaction is in {@link Doubt} ({@link TransactionState#commitInDoubt}), or it writes what the
+   * fence never verified (a transaction the server has open under the bound lease), or its verify
+   * took no lock (VERIFY mode; a read-only transaction, where PostgreSQL refuses {@code FOR KEY
+   * SHARE}: it writes no rows, but PostgreSQL delivers its NOTIFY at commit, which must not reach
+   * listeners after a successor's claim; its proof is the plain verify, {@link #proveCommit}). Out
+   * of doubt, STRICT's {@code FOR KEY SHARE}, held since the verify, orders the commit before a
+   * successor's claim, as on the other databases. Not where {@link ReadOnlyPolicy#SKIP} skipped the
+   * verify: nothing was verified.
    */
   boolean ridesInCommit(Lease proof) throws SQLException {
-    return proof != null
-        && f.rules.commitCarriesProof()
-        && f.reader.lexer(proof).dialect == SqlDialect.POSTGRESQL
-        && !((f.options.readOnly() == ReadOnlyPolicy.SKIP || !f.rules.provesReadOnlyCommits())
-            && readOnlyWithoutLocks(proof));
+    if (proof == null
+        || !f.rules.commitCarriesProof()
+        || f.reader.lexer(proof).dialect != SqlDialect.POSTGRESQL) {
+      return false;
+    }
+    boolean readOnly = readOnlyWithoutLocks(proof);
+    if ((f.options.readOnly() == ReadOnlyPolicy.SKIP || !f.rules.provesReadOnlyCommits())
+        && readOnly) {
+      return false;
+    }
+    return !f.strategy.locks()
+        || readOnly
+        || proof != f.state.verified()
+        || f.state.commitInDoubt()
+        || !f.rules.provesOnlyInDoubt();
   }
 
   /**

@@ -16,6 +16,7 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.CountingDataSource;
+import dev.lease.testing.PgWire;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.sql.Connection;
@@ -74,8 +75,7 @@ class DatabaseLossTest {
       lease.onLoss(l -> lost.countDown());
       // PostgreSQL: the verify may travel inside pgjdbc's own round trip, past the counting
       // wrapper, so a proxy counts the round trips on the wire too
-      PgRoundTrips proxy =
-          db == TestDatabase.POSTGRESQL ? new PgRoundTrips("127.0.0.1", 5432) : null;
+      PgWire proxy = db == TestDatabase.POSTGRESQL ? new PgWire("127.0.0.1", 5432) : null;
       if (proxy != null) {
         f.closeLater(proxy);
       }

@@ -82,6 +82,71 @@ class RoutineTest {
     }
   }
 
+  /**
+   * {@link Doubt#ROUTINE}: a procedure that commits inside frees STRICT's lock; a successor takes
+   * over; the holder's next write must verify again and be refused.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mysqlFamily")
+  void afterARoutineThatCommittedTheStaleWriteIsRefused(TestDatabase db) throws Exception {
+    assertEquals("refused", afterACommittingRoutine(db, false));
+  }
+
+  /** Control: ignoring the routine's doubt, the stale write after the takeover commits. */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("mysqlFamily")
+  void controlIgnoringTheRoutinesDoubtTheStaleWriteCommits(TestDatabase db) throws Exception {
+    assertEquals("committed", afterACommittingRoutine(db, true));
+  }
+
+  private static String afterACommittingRoutine(TestDatabase db, boolean ignoreDoubt)
+      throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      String proc = TestDatabase.uniqueTable("p");
+      try (Connection c = f.pool.getConnection();
+          Statement s = c.createStatement()) {
+        s.execute(
+            "CREATE PROCEDURE "
+                + proc
+                + "(IN base INT) BEGIN INSERT INTO "
+                + f.data
+                + " (id, term) VALUES (base, 0); COMMIT; END");
+      }
+      try {
+        Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("doubt").orElseThrow();
+        dev.lease.jdbc.FencingOptions.Builder b =
+            f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST);
+        FencedDataSource ds =
+            f.fenced(
+                (ignoreDoubt ? WeakenedFence.weaken(b, WeakenedFence.NO_REVERIFY) : b).build());
+        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+            Connection c = ds.getConnection()) {
+          c.setAutoCommit(false);
+          f.insert(c, 1, lease.term());
+          try (CallableStatement cs = c.prepareCall("{call " + proc + "(?)}")) {
+            cs.setInt(1, 100);
+            cs.execute(); // its COMMIT ends the verified transaction and frees the share lock
+          }
+          f.takeOver(lease); // does not wait: the lock is gone
+          try {
+            f.insert(c, 2, lease.term());
+            c.commit();
+          } catch (LeaseLostSQLException e) {
+            assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState(), e.toString());
+            c.rollback();
+            return f.count("id = 2") == 0 ? "refused" : "refused, yet written";
+          }
+        }
+        return f.count("id = 2") == 1 ? "committed" : "lost";
+      } finally {
+        try (Connection c = f.pool.getConnection();
+            Statement s = c.createStatement()) {
+          s.execute("DROP PROCEDURE IF EXISTS " + proc);
+        }
+      }
+    }
+  }
+
   /** PostgreSQL: a procedure's COMMIT is refused inside the fence's own transaction. */
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")

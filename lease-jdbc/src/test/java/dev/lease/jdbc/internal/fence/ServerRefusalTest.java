@@ -14,6 +14,7 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencedDriver;
+import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.TestDatabase;
@@ -53,7 +54,11 @@ class ServerRefusalTest {
   }
 
   private static FencedDataSource fenced(Fixture f, Refusal refusal) {
-    FencingOptions.Builder b = WeakenedFence.refusal(f.options(), refusal);
+    return fenced(f, refusal, FencingMode.STRICT);
+  }
+
+  private static FencedDataSource fenced(Fixture f, Refusal refusal, FencingMode mode) {
+    FencingOptions.Builder b = WeakenedFence.refusal(f.options().mode(mode), refusal);
     if (refusal == Refusal.CLIENT) {
       // the whole previous mechanism: a refusal was not reported to the lease either (issue 23),
       // so the next statement is sent again instead of being refused locally
@@ -239,8 +244,10 @@ class ServerRefusalTest {
 
   /**
    * PostgreSQL: the lease changes hands while a verified transaction is open (the test's takeover
-   * writes the row directly; a real claim would wait for STRICT's lock). The verify riding in the
-   * COMMIT refuses it; the previous commit trusted its earlier verify.
+   * writes the row directly). The verify riding in the COMMIT refuses it; the previous commit
+   * trusted its earlier verify. In VERIFY mode, where every PostgreSQL commit carries the proof: a
+   * STRICT commit carries it only in doubt (CommitProofTest), because a real claim would wait for
+   * STRICT's lock.
    */
   @ParameterizedTest(name = "{0} {1}")
   @MethodSource("postgresBothMechanisms")
@@ -249,7 +256,7 @@ class ServerRefusalTest {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease =
           f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("c" + IDS.incrementAndGet()).get();
-      FencedDataSource ds = fenced(f, server ? Refusal.SERVER : Refusal.CLIENT);
+      FencedDataSource ds = fenced(f, server ? Refusal.SERVER : Refusal.CLIENT, FencingMode.VERIFY);
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection()) {
         c.setAutoCommit(false);
@@ -267,14 +274,15 @@ class ServerRefusalTest {
   }
 
   /**
-   * The same for a COMMIT written as SQL (its proof runs just before it) and setAutoCommit(true).
+   * The same for a COMMIT written as SQL (its proof runs just before it) and setAutoCommit(true),
+   * in VERIFY mode; under STRICT they prove themselves in doubt, as {@code commit()} does.
    */
   @ParameterizedTest(name = "{0} {1}")
   @MethodSource("postgresBothMechanisms")
   void everyCommitPathCarriesTheProof(TestDatabase db, String mechanism) throws Exception {
     boolean server = mechanism.equals("server");
     try (Fixture f = new Fixture(db, 2)) {
-      FencedDataSource ds = fenced(f, server ? Refusal.SERVER : Refusal.CLIENT);
+      FencedDataSource ds = fenced(f, server ? Refusal.SERVER : Refusal.CLIENT, FencingMode.VERIFY);
       for (int path = 1; path <= 2; path++) {
         Lease lease =
             f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("q" + IDS.incrementAndGet()).get();

@@ -132,7 +132,12 @@ enum WeakenedFence {
    * Keep the physical connection after a transaction in which driver objects were handed out, as
    * before issue 35 item 3: a handle kept past its transaction writes unfenced.
    */
-  DRIVER_OBJECTS_OUTLIVE;
+  DRIVER_OBJECTS_OUTLIVE,
+  /**
+   * PostgreSQL: every STRICT commit carries the verify in its round trip, in doubt or not, as
+   * before issue 36 (not a weakening: the cost baseline the statement counts compare with).
+   */
+  PROVES_EVERY_COMMIT;
 
   /** This weakening alone, as rules. */
   FenceRules rules() {
@@ -199,6 +204,11 @@ enum WeakenedFence {
       }
       Dialect d = LeaseInternals.dialect(lease.manager());
       return sql.replace(d.reference(), d.table()).replace("OPERATOR(pg_catalog.=)", "=");
+    }
+
+    @Override
+    public boolean provesOnlyInDoubt() {
+      return on(PROVES_EVERY_COMMIT);
     }
 
     @Override

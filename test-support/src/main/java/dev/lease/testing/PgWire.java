@@ -1,4 +1,4 @@
-package dev.lease.jdbc.internal.fence;
+package dev.lease.testing;
 
 import java.io.DataInputStream;
 import java.io.IOException;
@@ -12,13 +12,13 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A loopback proxy in front of the PostgreSQL test server that counts the round trips clients make:
- * every Sync ({@code 'S'}) and simple Query ({@code 'Q'}) message a client sends ends a batch of
- * messages the client then waits for the server to answer. It reads the client's side of the
- * protocol message by message (the untyped startup message first; connect with {@code
- * sslmode=disable}) and forwards every byte unchanged.
+ * A loopback proxy in front of a PostgreSQL server that counts what clients send (for the tests and
+ * the benchmarks): the round trips they make: every Sync ({@code 'S'}) and simple Query ({@code
+ * 'Q'}) message a client sends ends a batch of messages the client then waits for the server to
+ * answer. It reads the client's side of the protocol message by message (the untyped startup
+ * message first; connect with {@code sslmode=disable}) and forwards every byte unchanged.
  */
-final class PgRoundTrips implements AutoCloseable {
+public final class PgWire implements AutoCloseable {
 
   private final ServerSocket server;
   private final String host;
@@ -26,9 +26,10 @@ final class PgRoundTrips implements AutoCloseable {
   private final AtomicLong roundTrips = new AtomicLong();
   private final AtomicLong syncs = new AtomicLong();
   private final AtomicLong parses = new AtomicLong();
+  private final AtomicLong executes = new AtomicLong();
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
 
-  PgRoundTrips(String host, int port) throws IOException {
+  public PgWire(String host, int port) throws IOException {
     this.host = host;
     this.port = port;
     this.server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
@@ -38,28 +39,36 @@ final class PgRoundTrips implements AutoCloseable {
   }
 
   /** The JDBC URL of the test database through this proxy. */
-  String url() {
+  public String url() {
     return "jdbc:postgresql://127.0.0.1:"
         + server.getLocalPort()
         + "/test?user=postgres&sslmode=disable&gssEncMode=disable";
   }
 
   /** {@link #url()} with pgjdbc's {@code prepareThreshold}. */
-  String url(int prepareThreshold) {
+  public String url(int prepareThreshold) {
     return url() + "&prepareThreshold=" + prepareThreshold;
   }
 
-  long roundTrips() {
+  public long roundTrips() {
     return roundTrips.get();
   }
 
   /** Parse messages sent: a statement the server has not prepared under a name yet. */
-  long parses() {
+  public long parses() {
     return parses.get();
   }
 
+  /**
+   * Statements the server ran: Execute messages, and simple queries (which this project's tests do
+   * not send with more than one statement).
+   */
+  public long executes() {
+    return executes.get();
+  }
+
   /** Sync messages and simple queries sent: each is answered with a ReadyForQuery. */
-  long syncs() {
+  public long syncs() {
     return syncs.get();
   }
 
@@ -127,6 +136,9 @@ final class PgRoundTrips implements AutoCloseable {
       body = d.readNBytes(length - 4);
       if (type == 'S' || type == 'Q') {
         syncs.incrementAndGet();
+      }
+      if (type == 'E' || type == 'Q') {
+        executes.incrementAndGet();
       } else if (type == 'P') {
         parses.incrementAndGet();
       }

@@ -11,14 +11,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  * attempt thread while the caller waited for it with a timeout; the hand-off there and back cost
  * about as much as a claim statement itself (issue 24), and this bound costs one heap insert.
  *
- * <p>One daemon thread serves every manager of the JVM. Guards are not removed when their borrow
- * ends (a removal from the heap is linear); the thread drops them at their deadline, and wakes at
- * most every {@link #TICK_NANOS} while any are pending, so an interrupt comes at most that late.
+ * <p>One daemon thread serves every manager of the JVM, while borrows are in flight. Guards are not
+ * removed when their borrow ends (a removal from the heap is linear); the thread drops them at
+ * their deadline, and wakes at most every {@link #TICK_NANOS} while any are pending, so an
+ * interrupt comes at most that late. When no borrow has been in flight for {@link #LINGER_NANOS}
+ * the thread drops what is left and ends (the next borrow starts another), so no thread outlives
+ * the managers that use it (issue 37); an interrupt is taken as a request to end, in the same way.
  */
 final class BorrowWatchdog {
 
   /** The watchdog's coarsest wake-up: attempt timeouts are hundreds of milliseconds or more. */
   private static final long TICK_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+
+  /** How long the thread waits with no borrow in flight before it ends. */
+  static final long LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
   private static final Object LOCK = new Object();
   private static final PriorityQueue<Guard> PENDING =
@@ -26,6 +32,7 @@ final class BorrowWatchdog {
   private static Thread thread; // guarded by LOCK
   private static boolean waiting; // guarded by LOCK: the thread waits with nothing pending
   private static long wakeAtNanos; // guarded by LOCK: when a waiting thread with guards wakes
+  private static int inFlight; // guarded by LOCK: guards whose borrow has not ended
 
   private BorrowWatchdog() {}
 
@@ -51,7 +58,11 @@ final class BorrowWatchdog {
      * it never reaches the caller's code.
      */
     boolean end() {
-      if (state.compareAndSet(BORROWING, ENDED) || state.get() == ENDED) {
+      if (state.compareAndSet(BORROWING, ENDED)) {
+        ended();
+        return true;
+      }
+      if (state.get() == ENDED) {
         return true;
       }
       while (state.get() == FIRING) {
@@ -65,8 +76,18 @@ final class BorrowWatchdog {
 
     private void fire() {
       if (state.compareAndSet(BORROWING, FIRING)) {
+        inFlight--; // on the watchdog thread, under LOCK
         borrower.interrupt();
         state.set(FIRED);
+      }
+    }
+  }
+
+  /** A borrow ended before its deadline: the thread may end once none is in flight. */
+  private static void ended() {
+    synchronized (LOCK) {
+      if (--inFlight == 0 && waiting) {
+        LOCK.notifyAll();
       }
     }
   }
@@ -81,6 +102,7 @@ final class BorrowWatchdog {
         thread.start();
       }
       PENDING.add(g);
+      inFlight++;
       // every manager's guards share the heap: wake the thread only if this deadline comes first
       if (waiting && (PENDING.size() == 1 || deadlineNanos - wakeAtNanos < 0)) {
         LOCK.notifyAll();
@@ -91,23 +113,31 @@ final class BorrowWatchdog {
 
   private static void watch() {
     synchronized (LOCK) {
+      long idleSince = System.nanoTime();
+      boolean interrupted = false;
       while (true) {
         long now = System.nanoTime();
         Guard head;
         while ((head = PENDING.peek()) != null && head.deadlineNanos - now <= 0) {
           PENDING.poll().fire();
         }
+        if (inFlight > 0) {
+          idleSince = now;
+        } else if (interrupted || now - idleSince >= LINGER_NANOS) {
+          PENDING.clear(); // ended borrows only: nothing left to interrupt
+          thread = null; // the next guard starts another
+          return;
+        }
         waiting = true;
         try {
-          if (head == null) {
-            LOCK.wait();
-          } else {
-            long wait = Math.max(head.deadlineNanos - now, TICK_NANOS);
-            wakeAtNanos = now + wait;
-            TimeUnit.NANOSECONDS.timedWait(LOCK, wait);
-          }
+          long wait =
+              inFlight == 0
+                  ? LINGER_NANOS - (now - idleSince)
+                  : head == null ? LINGER_NANOS : Math.max(head.deadlineNanos - now, TICK_NANOS);
+          wakeAtNanos = now + wait;
+          TimeUnit.NANOSECONDS.timedWait(LOCK, wait);
         } catch (InterruptedException e) {
-          // nobody interrupts this thread on purpose; it serves the whole JVM, so it goes on
+          interrupted = true; // asked to end: as soon as no borrow is in flight
         } finally {
           waiting = false;
         }

@@ -32,7 +32,7 @@ final class CancelThreads {
         new ThreadPoolExecutor(
             THREADS,
             THREADS,
-            30,
+            1, // idle threads end a second after the last cancel: none outlives its use (issue 37)
             TimeUnit.SECONDS,
             new ArrayBlockingQueue<>(QUEUE),
             r -> {

@@ -172,6 +172,50 @@ class FailoverPropertyTest {
   }
 
   /**
+   * Issue 41 item 2: a pair declared synchronous ({@code --failover-replication sync}) that is in
+   * fact asynchronous loses acknowledged commits at its failover, and the run fails on them, with
+   * the seed, instead of counting them. One method per pair (its lock), on the asynchronous mode.
+   */
+  @ParameterizedTest(
+      name = "{0}",
+      allowZeroInvocations = true) // lease.failover.only may leave none
+  @MethodSource("postgresqlModes")
+  @ResourceLock(POSTGRESQL_PAIR)
+  void aPairDeclaredSynchronousThatLosesCommitsFailsThePostgresqlRun(Mode m) {
+    aPairDeclaredSynchronousThatLosesCommitsFails(m);
+  }
+
+  @ParameterizedTest(
+      name = "{0}",
+      allowZeroInvocations = true) // lease.failover.only may leave none
+  @MethodSource("mariadbModes")
+  @ResourceLock(MARIADB_PAIR)
+  void aPairDeclaredSynchronousThatLosesCommitsFailsTheMariadbRun(Mode m) {
+    aPairDeclaredSynchronousThatLosesCommitsFails(m);
+  }
+
+  private static void aPairDeclaredSynchronousThatLosesCommitsFails(Mode m) {
+    if (m.synchronous()) {
+      return; // a synchronous pair loses nothing: there is nothing to catch
+    }
+    String script = script();
+    PropertyResult r;
+    try (CiPairHook hook = m.hook(script)) {
+      r =
+          // 5 rounds: a round whose failover came while no commit was in flight loses none
+          new FailoverProperty(hook, 5, 5, true, FailoverProperty.Break.NONE)
+              .check(target(m), Size.QUICK, 41L, ConformanceProperty.Progress.NONE);
+    }
+    System.out.println("failover declared sync " + m + ": " + r);
+    assertEquals(PropertyResult.Verdict.FAILS, r.verdict(), r.counts().toString());
+    assertTrue(
+        r.failure() != null
+            && r.failure().contains("seed 41")
+            && r.failure().contains("though replication is synchronous"),
+        r.failure() + " " + r.counts());
+  }
+
+  /**
    * The negative control of each mode, caught after a failover: in an asynchronous mode a holder
    * that trusts its clock ({@link #aHolderThatTrustsItsClockIsCaught}), in a synchronous one a
    * claim that keeps the term ({@link #aClaimThatKeepsTheTermIsCaught}). One method per pair, as

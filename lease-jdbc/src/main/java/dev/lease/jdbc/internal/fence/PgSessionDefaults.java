@@ -27,11 +27,33 @@ final class PgSessionDefaults {
 
   private static final PgSessionDefaults NONE = new PgSessionDefaults(null, null);
 
+  /**
+   * pgjdbc's {@code PGConnection} type and its {@code getParameterStatus} as the class loader of a
+   * delegate class sees them, looked up once per delegate class (a pool's proxy class, pgjdbc's
+   * connection class), not on every borrow; empty where pgjdbc is not there.
+   */
+  private static final ClassValue<Object[]> LOOKUP =
+      new ClassValue<>() {
+        @Override
+        protected Object[] computeValue(Class<?> delegateType) {
+          try {
+            Class<?> type =
+                Class.forName("org.postgresql.PGConnection", false, delegateType.getClassLoader());
+            return new Object[] {type, type.getMethod("getParameterStatus", String.class)};
+          } catch (ReflectiveOperationException | LinkageError e) {
+            return new Object[0];
+          }
+        }
+      };
+
   /** For {@code delegate}; never fails (a driver that is not pgjdbc: nothing to read). */
   static PgSessionDefaults of(Connection delegate) {
     try {
-      Class<?> type =
-          Class.forName("org.postgresql.PGConnection", false, delegate.getClass().getClassLoader());
+      Object[] lookup = LOOKUP.get(delegate.getClass());
+      if (lookup.length == 0) {
+        return NONE;
+      }
+      Class<?> type = (Class<?>) lookup[0];
       Object pg =
           type.isInstance(delegate)
               ? delegate
@@ -39,8 +61,8 @@ final class PgSessionDefaults {
       if (pg == null) {
         return NONE;
       }
-      return new PgSessionDefaults(pg, type.getMethod("getParameterStatus", String.class));
-    } catch (ReflectiveOperationException | java.sql.SQLException | LinkageError e) {
+      return new PgSessionDefaults(pg, (Method) lookup[1]);
+    } catch (java.sql.SQLException | RuntimeException e) {
       return NONE;
     }
   }

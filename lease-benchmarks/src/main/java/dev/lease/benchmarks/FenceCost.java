@@ -136,7 +136,7 @@ public final class FenceCost {
     String table = TestDatabase.uniqueTable("fcost");
     String leaseTable = TestDatabase.uniqueTable("fcost_leases");
     try (HikariDataSource pool = new HikariDataSource(cfg)) {
-      create(pool, table);
+      CounterTable.create(pool, table, ROWS);
       try (LeaseManager leases =
           LeaseManager.builder(pool)
               .table(leaseTable)
@@ -217,24 +217,6 @@ public final class FenceCost {
   private static String sqliteFile() throws IOException {
     Path dir = Files.createTempDirectory("fencecost");
     return dir.resolve("cost.db").toString();
-  }
-
-  private static void create(DataSource pool, String table) throws SQLException {
-    try (Connection c = pool.getConnection()) {
-      try (Statement s = c.createStatement()) {
-        s.execute(
-            "CREATE TABLE " + table + " (id INTEGER NOT NULL PRIMARY KEY, v BIGINT NOT NULL)");
-      }
-      try (PreparedStatement ps =
-          c.prepareStatement("INSERT INTO " + table + " (id, v) VALUES (?, 0)")) {
-        for (int i = 0; i < ROWS; i++) {
-          ps.setInt(1, i);
-          ps.addBatch();
-        }
-        ps.executeBatch();
-      }
-      c.commit();
-    }
   }
 
   /** One transaction: {@code statements} UPDATEs by primary key (ids sorted), then commit. */

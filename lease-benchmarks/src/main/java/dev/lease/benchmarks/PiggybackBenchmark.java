@@ -13,7 +13,6 @@ import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.ThreadLocalRandom;
@@ -116,21 +115,7 @@ public class PiggybackBenchmark {
     table = TestDatabase.uniqueTable("pbench");
     leaseTable = TestDatabase.uniqueTable("pbench_leases");
     update = "UPDATE " + table + " SET v = v + 1 WHERE id = ?";
-    try (Connection c = pool.getConnection()) {
-      try (Statement s = c.createStatement()) {
-        s.execute(
-            "CREATE TABLE " + table + " (id INTEGER NOT NULL PRIMARY KEY, v BIGINT NOT NULL)");
-      }
-      try (PreparedStatement ps =
-          c.prepareStatement("INSERT INTO " + table + " (id, v) VALUES (?, 0)")) {
-        for (int i = 0; i < ROWS; i++) {
-          ps.setInt(1, i);
-          ps.addBatch();
-        }
-        ps.executeBatch();
-      }
-      c.commit();
-    }
+    CounterTable.create(pool, table, ROWS);
     leases =
         LeaseManager.builder(pool)
             .table(leaseTable)

@@ -47,9 +47,6 @@ final class TransactionState {
   /** The verify's lock may be gone ({@link Doubt}): verify again before use. */
   boolean reverify;
 
-  /** Why {@link #reverify} was last set, for messages and tests; null when it was not. */
-  Doubt doubt;
-
   /** A transaction begun as SQL that the fence saw begin (for drivers that cannot tell). */
   boolean sqlTransaction;
 
@@ -92,7 +89,6 @@ final class TransactionState {
       txn = null;
     }
     reverify = false;
-    doubt = null;
     flags &= ~FENCED;
     if (t != null && t.driverObjects && rules.retiresConnectionsOfDriverObjects()) {
       flags |= RETIRE;
@@ -113,13 +109,12 @@ final class TransactionState {
 
   /**
    * The verify's lock may be gone although the transaction goes on ({@code why}, one of the {@link
-   * Doubt} list): the next statement and the commit verify again ({@code
-   * FenceRules.reverifiesAfterDoubt}).
+   * Doubt} list, names the cause at each call): the next statement and the commit verify again
+   * ({@code FenceRules.reverifiesAfterDoubt}).
    */
   void doubt(Doubt why) {
     if (rules.reverifiesAfterDoubt() && verified() != null) {
       reverify = true;
-      doubt = why;
     }
   }
 
@@ -134,11 +129,5 @@ final class TransactionState {
     }
     FencedTransaction t = txn;
     return t != null && t.driverObjects && rules.reverifiesAfterDoubt();
-  }
-
-  /** A verify ran in the open transaction: its lock is fresh. */
-  void verifiedAgain() {
-    reverify = false;
-    doubt = null;
   }
 }

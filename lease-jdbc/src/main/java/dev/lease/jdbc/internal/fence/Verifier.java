@@ -49,7 +49,7 @@ final class Verifier {
     if (!f.delegate.getAutoCommit()) {
       f.view.ensureSqliteTransaction(); // an error may have rolled SQLite's transaction back
     }
-    f.state.verifiedAgain();
+    f.state.reverify = false;
     FencedTransaction t = f.state.txn;
     if (t != null) {
       t.confirmed = false; // until the database confirms it again

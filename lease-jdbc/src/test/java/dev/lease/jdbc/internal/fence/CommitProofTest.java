@@ -137,13 +137,13 @@ class CommitProofTest {
         Connection c = f.fenced(options).getConnection()) {
       c.setAutoCommit(false);
       f.insert(c, first, lease.term()); // verified: FOR KEY SHARE on the lease row
-      assertFalse(leaseRowFree(f), "the verify holds the lease row");
+      assertFalse(f.pgLeaseRowFree(), "the verify holds the lease row");
       Connection driver = (Connection) c.unwrap(org.postgresql.PGConnection.class);
       try (Statement s = driver.createStatement()) {
         s.execute("COMMIT");
         s.execute("SELECT 1"); // pgjdbc begins a new transaction for it
       }
-      assertTrue(leaseRowFree(f), "the driver's COMMIT ended the verified transaction");
+      assertTrue(f.pgLeaseRowFree(), "the driver's COMMIT ended the verified transaction");
       f.takeOver(lease);
       try {
         f.insert(c, stale, lease.term());
@@ -154,22 +154,5 @@ class CommitProofTest {
       }
     }
     return f.count("id = " + stale) == 1 ? "committed" : "lost";
-  }
-
-  /** Whether a claim's {@code FOR UPDATE} could lock the lease row now. */
-  private static boolean leaseRowFree(Fixture f) throws SQLException {
-    try (Connection c = f.pool.getConnection();
-        Statement s = c.createStatement()) {
-      c.setAutoCommit(false);
-      try {
-        s.executeQuery("SELECT name FROM " + f.leaseTable + " FOR UPDATE NOWAIT").close();
-        return true;
-      } catch (SQLException e) {
-        assertEquals("55P03", e.getSQLState(), e.toString());
-        return false;
-      } finally {
-        c.rollback();
-      }
-    }
   }
 }

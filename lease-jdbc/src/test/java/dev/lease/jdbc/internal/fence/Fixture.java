@@ -150,6 +150,39 @@ final class Fixture implements AutoCloseable {
     }
   }
 
+  /**
+   * PostgreSQL: whether a claim's {@code FOR UPDATE} could lock the lease row now (a {@code NOWAIT}
+   * lock that fails with {@code 55P03} means a transaction holds it; any other error is thrown).
+   */
+  boolean pgLeaseRowFree() throws SQLException {
+    try (Connection c = pool.getConnection();
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
+      try {
+        s.executeQuery("SELECT name FROM " + leaseTable + " FOR UPDATE NOWAIT").close();
+        return true;
+      } catch (SQLException e) {
+        if (!"55P03".equals(e.getSQLState())) {
+          throw e;
+        }
+        return false;
+      } finally {
+        c.rollback();
+      }
+    }
+  }
+
+  /** Runs {@code sql} on a pooled connection without a fence (a test's set-up or clean-up). */
+  void execute(String sql) throws SQLException {
+    try (Connection c = pool.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(sql);
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+    }
+  }
+
   int count(String where) throws SQLException {
     try (Connection c = pool.getConnection();
         Statement s = c.createStatement();

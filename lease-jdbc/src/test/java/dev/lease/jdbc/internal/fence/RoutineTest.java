@@ -36,17 +36,14 @@ class RoutineTest {
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       String proc = TestDatabase.uniqueTable("p");
-      try (Connection c = f.pool.getConnection();
-          Statement s = c.createStatement()) {
-        s.execute(
-            "CREATE PROCEDURE "
-                + proc
-                + "(IN base INT) BEGIN INSERT INTO "
-                + f.data
-                + " (id, term) VALUES (base, 0); COMMIT; INSERT INTO "
-                + f.data
-                + " (id, term) VALUES (base + 1, 0); END");
-      }
+      f.execute(
+          "CREATE PROCEDURE "
+              + proc
+              + "(IN base INT) BEGIN INSERT INTO "
+              + f.data
+              + " (id, term) VALUES (base, 0); COMMIT; INSERT INTO "
+              + f.data
+              + " (id, term) VALUES (base + 1, 0); END");
       try {
         Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("call").orElseThrow();
         FencedDataSource ds =
@@ -74,10 +71,7 @@ class RoutineTest {
         }
         assertEquals(0, f.count("id IN (200, 201)"), "the procedure never ran");
       } finally {
-        try (Connection c = f.pool.getConnection();
-            Statement s = c.createStatement()) {
-          s.execute("DROP PROCEDURE IF EXISTS " + proc);
-        }
+        f.execute("DROP PROCEDURE IF EXISTS " + proc);
       }
     }
   }
@@ -103,15 +97,12 @@ class RoutineTest {
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       String proc = TestDatabase.uniqueTable("p");
-      try (Connection c = f.pool.getConnection();
-          Statement s = c.createStatement()) {
-        s.execute(
-            "CREATE PROCEDURE "
-                + proc
-                + "(IN base INT) BEGIN INSERT INTO "
-                + f.data
-                + " (id, term) VALUES (base, 0); COMMIT; END");
-      }
+      f.execute(
+          "CREATE PROCEDURE "
+              + proc
+              + "(IN base INT) BEGIN INSERT INTO "
+              + f.data
+              + " (id, term) VALUES (base, 0); COMMIT; END");
       try {
         Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("doubt").orElseThrow();
         dev.lease.jdbc.FencingOptions.Builder b =
@@ -139,10 +130,7 @@ class RoutineTest {
         }
         return f.count("id = 2") == 1 ? "committed" : "lost";
       } finally {
-        try (Connection c = f.pool.getConnection();
-            Statement s = c.createStatement()) {
-          s.execute("DROP PROCEDURE IF EXISTS " + proc);
-        }
+        f.execute("DROP PROCEDURE IF EXISTS " + proc);
       }
     }
   }
@@ -157,17 +145,14 @@ class RoutineTest {
     }
     try (Fixture f = new Fixture(db, 3)) {
       String proc = TestDatabase.uniqueTable("p");
-      try (Connection c = f.pool.getConnection();
-          Statement s = c.createStatement()) {
-        s.execute(
-            "CREATE PROCEDURE "
-                + proc
-                + "() LANGUAGE plpgsql AS $$ BEGIN INSERT INTO "
-                + f.data
-                + " (id, term) VALUES (1, 0); COMMIT; INSERT INTO "
-                + f.data
-                + " (id, term) VALUES (2, 0); END $$");
-      }
+      f.execute(
+          "CREATE PROCEDURE "
+              + proc
+              + "() LANGUAGE plpgsql AS $$ BEGIN INSERT INTO "
+              + f.data
+              + " (id, term) VALUES (1, 0); COMMIT; INSERT INTO "
+              + f.data
+              + " (id, term) VALUES (2, 0); END $$");
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("call").orElseThrow();
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c =

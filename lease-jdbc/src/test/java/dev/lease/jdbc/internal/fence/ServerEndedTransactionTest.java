@@ -236,7 +236,7 @@ class ServerEndedTransactionTest {
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
         f.insert(c, 1, lease.term()); // verified here, after the savepoint
         if (f.db == TestDatabase.POSTGRESQL) {
-          assertFalse(leaseRowFree(f), "the verify holds the lease row");
+          assertFalse(f.pgLeaseRowFree(), "the verify holds the lease row");
         }
         if (asSql) {
           try (Statement s = c.createStatement()) {
@@ -253,7 +253,7 @@ class ServerEndedTransactionTest {
           c.commit();
           return "refused"; // nothing to refuse: the lease is held; the count is the check
         }
-        assertTrue(leaseRowFree(f), "PostgreSQL released the verify's lock with the rollback");
+        assertTrue(f.pgLeaseRowFree(), "PostgreSQL released the verify's lock with the rollback");
         f.takeOver(lease);
         try {
           f.insert(c, 2, lease.term());
@@ -266,23 +266,6 @@ class ServerEndedTransactionTest {
       }
     }
     return f.count("id = 2") == 1 ? "committed" : "lost";
-  }
-
-  /** PostgreSQL: whether a claim's FOR UPDATE could lock the lease row now. */
-  private static boolean leaseRowFree(Fixture f) throws SQLException {
-    try (Connection c = f.pool.getConnection();
-        Statement s = c.createStatement()) {
-      c.setAutoCommit(false);
-      try {
-        s.executeQuery("SELECT name FROM " + f.leaseTable + " FOR UPDATE NOWAIT").close();
-        return true;
-      } catch (SQLException e) {
-        assertEquals("55P03", e.getSQLState(), e.toString());
-        return false;
-      } finally {
-        c.rollback();
-      }
-    }
   }
 
   // ---- a failed statement (PostgreSQL with autosave, every database)

@@ -27,8 +27,10 @@ final class LeaseTable {
       String clockFunction,
       SqlRules rules,
       boolean createTable) {
+    refuseFenced(dataSource, null);
     Dialect dialect;
     try (Connection c = dataSource.getConnection()) {
+      refuseFenced(dataSource, c);
       dialect = Dialect.detect(c, table, clockFunction, rules);
       if (createTable) {
         try (Statement s = c.createStatement()) {
@@ -119,6 +121,53 @@ final class LeaseTable {
           e);
     }
     return dialect;
+  }
+
+  /**
+   * Lease SQL must not run through lease-jdbc's fence (issue 40 item 3): the manager's claims and
+   * renewals are not the application's writes, and a claim made on a thread with a lease bound
+   * would be fenced under that lease. Refuses a {@code FencedDataSource} (or a DataSource wrapping
+   * one), and, once {@code c} is open, a DataSource that hands out fenced connections (a pool over
+   * a {@code jdbc:fenced:} URL). Looked up by name: lease-core does not depend on lease-jdbc, and
+   * without it on the class path nothing can be fenced.
+   */
+  static void refuseFenced(DataSource dataSource, Connection c) {
+    String fix =
+        ": lease SQL (claims, renewals) must not run through the fence. Build the LeaseManager on"
+            + " the plain pool (for FencedDataSource.wrap(pool), the pool itself:"
+            + " FencedDataSource.target()) and give the fenced DataSource to the application's"
+            + " code; a pool configured with a jdbc:fenced: URL is fenced itself, so give the"
+            + " LeaseManager a second pool (or a plain DataSource) over the same database with the"
+            + " plain jdbc: URL";
+    if (c == null) {
+      if (wraps(dataSource, "dev.lease.jdbc.FencedDataSource")) {
+        throw new IllegalArgumentException(
+            "LeaseManager.builder(dataSource) got a fenced DataSource ("
+                + dataSource.getClass().getName()
+                + ")"
+                + fix);
+      }
+    } else if (wraps(c, "dev.lease.jdbc.FencedConnection")) {
+      throw new IllegalArgumentException(
+          "the DataSource given to LeaseManager.builder ("
+              + dataSource.getClass().getName()
+              + ") hands out fenced connections"
+              + fix);
+    }
+  }
+
+  private static boolean wraps(java.sql.Wrapper object, String className) {
+    Class<?> type;
+    try {
+      type = Class.forName(className, false, LeaseTable.class.getClassLoader());
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false; // lease-jdbc is not there: nothing is fenced
+    }
+    try {
+      return type.isInstance(object) || object.isWrapperFor(type);
+    } catch (SQLException | RuntimeException | AbstractMethodError e) {
+      return false; // a wrapper that cannot answer: take it as it is
+    }
   }
 
   /**

@@ -30,6 +30,48 @@ public final class FencedConnections {
     return Fences.wrap(connection, options.fence());
   }
 
+  /** {@link #wrap} for the {@code jdbc:fenced:} driver: marks the connection as opened by URL. */
+  static Connection wrapOpenedByUrl(Connection connection, FencingOptions options) {
+    if (isFenced(connection)) {
+      return connection;
+    }
+    return Fences.wrapOpenedByUrl(connection, options.fence());
+  }
+
+  /**
+   * {@link #wrap} for a {@link FencedDataSource}: a connection its target hands out already fenced
+   * by the {@code jdbc:fenced:} driver (a pool configured with that URL) is refused, closed, with a
+   * message saying which fence to keep; the options of the FencedDataSource would be silently
+   * ignored (issue 40 item 3). One fenced by lease-agent is handed out as it is.
+   */
+  static Connection wrapForDataSource(Connection connection, FencingOptions options)
+      throws SQLException {
+    if (connection == null || !isFenced(connection)) {
+      return connection == null ? null : Fences.wrap(connection, options.fence());
+    }
+    boolean byUrl;
+    try {
+      byUrl = Fences.openedByUrl(connection);
+    } catch (SQLException | RuntimeException e) {
+      byUrl = false;
+    }
+    if (byUrl) {
+      try {
+        connection.close();
+      } catch (SQLException | RuntimeException e) {
+        // the refusal below is what the caller needs to see
+      }
+      throw new SQLException(
+          "FencedDataSource wraps a DataSource whose connections are already fenced by the"
+              + " jdbc:fenced: driver (a pool configured with a jdbc:fenced: URL): fence once."
+              + " Either give the pool the plain jdbc: URL and keep FencedDataSource.wrap(pool)"
+              + " (its FencingOptions apply), or drop FencedDataSource and use the pool as it is"
+              + " (the driver's options apply: FencedDriver.setDefaultOptions)",
+          "55000");
+    }
+    return connection;
+  }
+
   /** True if {@code connection} is fenced or wraps a fenced connection. */
   public static boolean isFenced(Connection connection) {
     if (connection instanceof FencedConnection) {

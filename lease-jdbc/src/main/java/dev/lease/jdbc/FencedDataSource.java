@@ -69,12 +69,12 @@ public final class FencedDataSource implements DataSource {
 
   @Override
   public Connection getConnection() throws SQLException {
-    return FencedConnections.wrap(target.getConnection(), options);
+    return FencedConnections.wrapForDataSource(target.getConnection(), options);
   }
 
   @Override
   public Connection getConnection(String username, String password) throws SQLException {
-    return FencedConnections.wrap(target.getConnection(username, password), options);
+    return FencedConnections.wrapForDataSource(target.getConnection(username, password), options);
   }
 
   @Override

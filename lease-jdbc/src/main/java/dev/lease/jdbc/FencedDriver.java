@@ -109,7 +109,7 @@ public final class FencedDriver implements Driver {
     if (c == null) {
       throw new SQLException("the driver for " + real + " returned no connection", "08001");
     }
-    return FencedConnections.wrap(c, options);
+    return FencedConnections.wrapOpenedByUrl(c, options);
   }
 
   @Override

@@ -77,11 +77,73 @@ public class LeaseLostSQLException extends SQLException {
    */
   public static final String OUTSIDE_TRANSACTION = "LF006";
 
-  private final transient Lease lease;
+  /**
+   * Why the fence refused, whatever the SQLState: catch {@code LeaseLostSQLException} and read this
+   * instead of comparing SQLStates. A poisoned transaction ({@value #POISONED}) tells what poisoned
+   * it: the same reason as the refusal or the loss that came first.
+   */
+  public enum Reason {
+    /**
+     * The database refused the verify: another holder claimed the lease after this one (or its row
+     * is gone). {@link #getCause()} is the server's error when the server raised one.
+     */
+    REFUSED_BY_DATABASE,
+    /**
+     * The lease was already lost or released in this process (its local deadline passed, a renewal
+     * failed, {@code close()}), before or while the transaction ran: refused without asking the
+     * database. A holder paused inside its transaction past its lease meets this one.
+     */
+    LOST_LOCALLY,
+    /** A different lease, or none, was bound to the thread inside a verified transaction. */
+    LEASE_CHANGED,
+    /**
+     * The verify could not run (a connection or server error): the transaction cannot show that it
+     * holds its lease. {@link #getCause()} is the error.
+     */
+    VERIFY_FAILED,
+    /**
+     * The statement is not allowed under a lease ({@value #AUTOCOMMIT_REFUSED}, {@value
+     * #TRANSACTION_CONTROL_MIXED}, {@value #OUTSIDE_TRANSACTION}): nothing of it was sent, and the
+     * lease may still be held. Change the statement, not the lease.
+     */
+    NOT_ALLOWED_UNDER_LEASE
+  }
 
+  private final transient Lease lease;
+  private final Reason reason;
+
+  /** With the reason its SQLState implies ({@link #reasonOf}). */
   public LeaseLostSQLException(String message, String sqlState, Lease lease, Throwable cause) {
+    this(message, sqlState, lease, cause, reasonOf(sqlState, cause));
+  }
+
+  public LeaseLostSQLException(
+      String message, String sqlState, Lease lease, Throwable cause, Reason reason) {
     super(message, sqlState, cause);
     this.lease = lease;
+    this.reason = java.util.Objects.requireNonNull(reason, "reason");
+  }
+
+  /**
+   * The reason a SQLState implies when nothing more is known: {@value #REFUSED} with a cause is the
+   * database's refusal, without one a local one; {@value #POISONED} a local loss.
+   */
+  static Reason reasonOf(String sqlState, Throwable cause) {
+    if (REFUSED.equals(sqlState)) {
+      return cause != null ? Reason.REFUSED_BY_DATABASE : Reason.LOST_LOCALLY;
+    }
+    if (LEASE_CHANGED.equals(sqlState)) {
+      return Reason.LEASE_CHANGED;
+    }
+    if (POISONED.equals(sqlState)) {
+      return Reason.LOST_LOCALLY;
+    }
+    return Reason.NOT_ALLOWED_UNDER_LEASE;
+  }
+
+  /** Why the fence refused: the lease's fate, or a statement not allowed under a lease. */
+  public Reason reason() {
+    return reason;
   }
 
   /** The lease the transaction ran under, if known. */

@@ -90,22 +90,25 @@ final class FencedDataSourcePostProcessor implements BeanPostProcessor, BeanFact
   String leaseDataSource() {
     String name = leaseDataSource;
     if (name == null) {
-      String[] names = beanFactory.getBeanNamesForType(DataSource.class, true, false);
-      if (names.length == 1) {
-        name = names[0];
-      } else {
-        List<String> primary = new ArrayList<>();
-        for (String n : names) {
-          if (beanFactory.containsBeanDefinition(n)
-              && beanFactory.getBeanDefinition(n).isPrimary()) {
-            primary.add(n);
-          }
-        }
-        name = primary.size() == 1 ? primary.get(0) : "";
-      }
+      name = leaseDataSource(beanFactory);
       leaseDataSource = name;
     }
     return name;
+  }
+
+  /** {@link #leaseDataSource()} of {@code beanFactory}; empty when no single one is chosen. */
+  static String leaseDataSource(ConfigurableListableBeanFactory beanFactory) {
+    String[] names = beanFactory.getBeanNamesForType(DataSource.class, true, false);
+    if (names.length == 1) {
+      return names[0];
+    }
+    List<String> primary = new ArrayList<>();
+    for (String n : names) {
+      if (beanFactory.containsBeanDefinition(n) && beanFactory.getBeanDefinition(n).isPrimary()) {
+        primary.add(n);
+      }
+    }
+    return primary.size() == 1 ? primary.get(0) : "";
   }
 
   /** True if {@code lease.fencing.data-sources} names the bean (or one of its aliases). */

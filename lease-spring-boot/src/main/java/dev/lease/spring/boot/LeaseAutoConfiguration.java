@@ -67,6 +67,11 @@ public class LeaseAutoConfiguration {
   }
 
   @Bean
+  static LeaseDatabaseProbe leaseDatabaseProbe(Environment environment) {
+    return new LeaseDatabaseProbe(environment);
+  }
+
+  @Bean
   @ConditionalOnProperty(prefix = "lease.fencing", name = "enabled", havingValue = "true")
   FencingCheck leaseFencingCheck(
       FencedDataSourcePostProcessor fencer,
@@ -119,6 +124,16 @@ public class LeaseAutoConfiguration {
       return buildWithin(b, properties.getConnectTimeout(), properties.getTable());
     } catch (IllegalArgumentException e) {
       String message = e.getMessage() == null ? "" : e.getMessage();
+      if (message.contains("LeaseManager.builder")) {
+        // a fenced DataSource or a pool over a jdbc:fenced: URL (issue 40 item 3)
+        throw new LeaseException(
+            "the lease database's DataSource is fenced: with the starter, give"
+                + " spring.datasource.url the plain jdbc: URL and set lease.fencing.enabled=true"
+                + " (the starter fences the application's connections and runs lease SQL"
+                + " unfenced); "
+                + message,
+            e);
+      }
       if (message.startsWith("instance")) {
         throw new InvalidConfigurationPropertyValueException(
             "lease.instance", properties.getInstance(), message);

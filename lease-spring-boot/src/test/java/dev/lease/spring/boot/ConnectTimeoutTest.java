@@ -91,12 +91,23 @@ class ConnectTimeoutTest {
 
   private static Map<String, Object> properties(TestDatabase db, int port, String timeout) {
     Map<String, Object> p = new HashMap<>();
-    p.put("spring.main.web-application-type", "none");
-    p.put("spring.main.banner-mode", "off");
     p.put("spring.autoconfigure.exclude", Replicas.NO_JPA);
-    p.put("spring.jmx.enabled", false);
     // Boot's SQL init asks the database whether it is embedded, unbounded: not the lease's part
     p.put("spring.sql.init.mode", "never");
+    p.putAll(withBootDefaults(db, port, timeout));
+    return p;
+  }
+
+  /**
+   * An application as a user writes one: JPA on the class path and Boot's SQL init left on, so the
+   * first connection of the start-up is Boot's or Hibernate's (Boot 4 asks whether the database is
+   * embedded before the lease manager exists), not the lease manager's.
+   */
+  private static Map<String, Object> withBootDefaults(TestDatabase db, int port, String timeout) {
+    Map<String, Object> p = new HashMap<>();
+    p.put("spring.main.web-application-type", "none");
+    p.put("spring.main.banner-mode", "off");
+    p.put("spring.jmx.enabled", false);
     p.put("spring.datasource.url", url(db, port));
     p.put("lease.table", "leases");
     p.put("lease.connect-timeout", timeout);
@@ -117,6 +128,42 @@ class ConnectTimeoutTest {
       assertTrue(all.contains("did not answer within lease.connect-timeout=2000ms"), all);
       // the bound plus the context's own start on a loaded machine; the pool's 30 s is far off
       assertTrue(tookMs < 12_000, "start-up failed after " + tookMs + " ms");
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("servers")
+  void silentDatabaseFailsStartUpWithinTheBoundWhenBootConnectsFirst(TestDatabase db)
+      throws Exception {
+    try (SilentServer silent = new SilentServer()) {
+      long start = System.nanoTime();
+      RuntimeException e =
+          assertThrows(
+              RuntimeException.class,
+              () -> Replicas.builder(App.class, withBootDefaults(db, silent.port(), "2s")).run());
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      String all = chain(e);
+      assertTrue(all.contains("did not answer within lease.connect-timeout=2000ms"), all);
+      assertTrue(tookMs < 12_000, "start-up failed after " + tookMs + " ms");
+    }
+  }
+
+  /**
+   * Negative control of the probe: with JPA and a bound longer than the test waits, start-up hangs
+   * where Hibernate (Boot 4) or the lease manager (Boot 3.5) opens the first connection.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("postgresql")
+  void negativeControlWhenBootConnectsFirstStartUpHangs(TestDatabase db) throws Exception {
+    try (SilentServer silent = new SilentServer()) {
+      CompletableFuture<Object> start =
+          CompletableFuture.supplyAsync(
+              () -> Replicas.builder(App.class, withBootDefaults(db, silent.port(), "10m")).run(),
+              OwnThread.EXECUTOR);
+      assertThrows(TimeoutException.class, () -> start.get(10, TimeUnit.SECONDS));
+      assertFalse(start.isDone());
+      silent.close();
+      assertThrows(Exception.class, () -> start.get(60, TimeUnit.SECONDS));
     }
   }
 

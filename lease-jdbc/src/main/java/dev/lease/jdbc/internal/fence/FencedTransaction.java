@@ -1,6 +1,7 @@
 package dev.lease.jdbc.internal.fence;
 
 import dev.lease.core.Lease;
+import dev.lease.jdbc.LeaseLostSQLException;
 import java.sql.Statement;
 
 /**
@@ -14,6 +15,10 @@ final class FencedTransaction {
   volatile boolean confirmed;
   volatile boolean poisoned;
   volatile String poisonReason;
+
+  /** What poisoned it (the refusal's or the loss's reason); set with {@link #poisonReason}. */
+  volatile LeaseLostSQLException.Reason poisonedBy;
+
   volatile Statement running;
   Lease.Registration registration;
 

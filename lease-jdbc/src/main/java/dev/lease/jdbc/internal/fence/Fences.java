@@ -13,6 +13,25 @@ public final class Fences {
     return new FencingConnection(connection, config);
   }
 
+  /** {@link #wrap} for the {@code jdbc:fenced:} driver, which marks what it opens. */
+  public static Connection wrapOpenedByUrl(Connection connection, FenceConfig config) {
+    FencingConnection fenced = new FencingConnection(connection, config);
+    fenced.openedByUrl = true;
+    return fenced;
+  }
+
+  /**
+   * True if {@code connection} is (or wraps, at any depth of pool proxies) a connection the {@code
+   * jdbc:fenced:} driver opened.
+   */
+  public static boolean openedByUrl(Connection connection) throws SQLException {
+    if (!(connection instanceof FencingConnection)
+        && !connection.isWrapperFor(FencingConnection.class)) {
+      return false;
+    }
+    return connection.unwrap(FencingConnection.class).openedByUrl;
+  }
+
   /**
    * The transaction of {@code connection} ended outside it (an XA branch): {@code
    * FenceInternals.transactionEndedElsewhere}, the agent's XA support. Not on {@code

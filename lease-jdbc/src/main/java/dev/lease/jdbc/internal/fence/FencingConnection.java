@@ -24,6 +24,9 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
 
   private volatile boolean closed;
 
+  /** Opened by the {@code jdbc:fenced:} driver: a FencedDataSource over it would be ignored. */
+  volatile boolean openedByUrl;
+
   FencingConnection(Connection delegate, FenceConfig config) {
     super(delegate);
     this.fence = new TransactionFence(delegate, config);

@@ -5,6 +5,7 @@ import dev.lease.core.LeaseListener;
 import dev.lease.core.LossReason;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.jdbc.LeaseLostSQLException.Reason;
 import dev.lease.jdbc.internal.sql.SqlSummary;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -51,7 +52,8 @@ final class Losses {
         lease,
         "its lease was lost ("
             + lease.lossReason().map(Enum::name).orElse("local deadline passed")
-            + ") while it was open");
+            + ") while it was open",
+        Reason.LOST_LOCALLY);
     return poisonedException("then the database failed it: " + e.getMessage(), e);
   }
 
@@ -127,7 +129,7 @@ final class Losses {
    */
   void refuseIfLost(Lease verified) throws LeaseLostSQLException {
     if (verified.isLost() && f.rules.commitReadsLeaseState()) {
-      poison(verified, "its lease was lost while it was open");
+      poison(verified, "its lease was lost while it was open", Reason.LOST_LOCALLY);
       throw poisonedException(null);
     }
   }
@@ -144,7 +146,7 @@ final class Losses {
       if (t == null || t.lease != lease || (mine != null && t != mine)) {
         return; // that transaction has ended; the open one is another's
       }
-      if (!poisonLocked(t, "its lease was lost while it was open")) {
+      if (!poisonLocked(t, "its lease was lost while it was open", Reason.LOST_LOCALLY)) {
         return;
       }
       s = t.running;
@@ -226,7 +228,7 @@ final class Losses {
     String why = "the database says it is no longer held by this holder at this term";
     // poisoned before the loss is reported: the lease's loss listener (on the loss executor, which
     // may run before this thread goes on) then finds it poisoned and does not report it again
-    boolean first = markRefused(lease, why);
+    boolean first = markRefused(lease, why, Reason.REFUSED_BY_DATABASE);
     boolean lostHere = false;
     if (f.rules.reportsRefusalToLease()) {
       boolean lostBefore = lease.lossReason().isPresent();
@@ -235,7 +237,7 @@ final class Losses {
     }
     // lostHere: lease-core has just logged this refusal at WARN ("lost lease ...: the database
     // refused a fenced transaction"), so this line is the second for one refused transaction
-    return refused(lease, why, cause, first && !lostHere);
+    return refused(lease, why, cause, first && !lostHere, Reason.REFUSED_BY_DATABASE);
   }
 
   LeaseLostSQLException refuse(Lease lease, String why) {
@@ -243,16 +245,18 @@ final class Losses {
   }
 
   LeaseLostSQLException refuse(Lease lease, String why, SQLException cause) {
-    return refused(lease, why, cause, markRefused(lease, why));
+    return refused(
+        lease, why, cause, markRefused(lease, why, Reason.LOST_LOCALLY), Reason.LOST_LOCALLY);
   }
 
   /** Poisons the transaction under {@code lease} as refused; false if it already was poisoned. */
-  boolean markRefused(Lease lease, String why) {
+  boolean markRefused(Lease lease, String why, Reason reason) {
     FencedTransaction t = f.state.transaction(lease);
     synchronized (f.state) {
       boolean first = !t.poisoned;
       t.poisoned = true;
       t.poisonReason = "it was refused under " + lease + ": " + why;
+      t.poisonedBy = reason;
       return first;
     }
   }
@@ -262,7 +266,8 @@ final class Losses {
    * WARN once per transaction ({@code warn}); at DEBUG when the transaction's refusal or poisoning
    * was already logged at WARN, so one refused transaction is one WARN line.
    */
-  LeaseLostSQLException refused(Lease lease, String why, SQLException cause, boolean warn) {
+  LeaseLostSQLException refused(
+      Lease lease, String why, SQLException cause, boolean warn, Reason reason) {
     // term 0 is a placeholder for a lease never claimed here (as in the exception below): no term
     String term = lease.term() == 0 ? "" : " term " + lease.term();
     if (warn) {
@@ -292,15 +297,16 @@ final class Losses {
             + "; roll back",
         LeaseLostSQLException.REFUSED,
         lease,
-        cause);
+        cause,
+        reason);
   }
 
   /** Poisons the open transaction under {@code lease} (owner thread). */
-  void poison(Lease lease, String why) {
+  void poison(Lease lease, String why, Reason reason) {
     FencedTransaction t = f.state.transaction(lease);
     boolean now;
     synchronized (f.state) {
-      now = poisonLocked(t, why);
+      now = poisonLocked(t, why, reason);
     }
     if (now) {
       reportPoisoned(lease, why);
@@ -308,11 +314,12 @@ final class Losses {
   }
 
   /** Marks {@code t} poisoned; false if it already was. Under the monitor. */
-  boolean poisonLocked(FencedTransaction t, String why) {
+  boolean poisonLocked(FencedTransaction t, String why, Reason reason) {
     if (t.poisoned) {
       return false;
     }
     t.poisonReason = "lease " + t.lease.name() + " term " + t.lease.term() + ": " + why;
+    t.poisonedBy = reason;
     t.poisoned = true;
     return true;
   }
@@ -329,7 +336,10 @@ final class Losses {
 
   LeaseLostSQLException leaseChanged(Lease lease) {
     Lease was = f.state.verified();
-    poison(was, "the thread's lease changed to " + lease + " inside the transaction");
+    poison(
+        was,
+        "the thread's lease changed to " + lease + " inside the transaction",
+        Reason.LEASE_CHANGED);
     return new LeaseLostSQLException(
         "the transaction was verified under "
             + was
@@ -415,7 +425,8 @@ final class Losses {
             + "; roll it back",
         LeaseLostSQLException.POISONED,
         t == null ? null : t.lease,
-        cause);
+        cause,
+        t == null || t.poisonedBy == null ? Reason.LOST_LOCALLY : t.poisonedBy);
   }
 
   /** A LOCK TABLES under a lease whose list leaves out the lease table ({@link LockTables}). */

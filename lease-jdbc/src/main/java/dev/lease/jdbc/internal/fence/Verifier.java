@@ -2,6 +2,7 @@ package dev.lease.jdbc.internal.fence;
 
 import dev.lease.core.Lease;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.ReadOnlyPolicy;
 import dev.lease.jdbc.internal.sql.SqlDialect;
 import java.sql.PreparedStatement;
@@ -111,7 +112,10 @@ final class Verifier {
       if (f.losses.refusedInServer(e)) {
         throw f.losses.refusedByDatabase(lease, e);
       }
-      f.losses.poison(lease, "its verify failed: " + e.getMessage());
+      f.losses.poison(
+          lease,
+          "its verify failed: " + e.getMessage(),
+          LeaseLostSQLException.Reason.VERIFY_FAILED);
       if (f.isMySql() && e.getErrorCode() == ER_TABLE_NOT_LOCKED) {
         throw new SQLException(
             "the verify of "

@@ -45,6 +45,12 @@ public interface ConformanceProperty {
   /** A short id, the row label of the runner's table and what {@code --only} selects. */
   String id();
 
+  /**
+   * The property in one short line (at most 110 characters): what the runner prints above its
+   * progress; {@link #summary()} is the whole sentence, as docs/conformance.md gives it.
+   */
+  String headline();
+
   /** The property in one sentence. */
   String summary();
 

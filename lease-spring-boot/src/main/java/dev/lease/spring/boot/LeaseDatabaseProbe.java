@@ -29,6 +29,9 @@ import org.springframework.core.env.Environment;
  */
 final class LeaseDatabaseProbe implements BeanPostProcessor, BeanFactoryAware, Ordered {
 
+  /** lease-jdbc's refusal of a FencedDataSource over a pool that is fenced itself. */
+  private static final String FENCE_ONCE = "55000";
+
   private final Environment environment;
   private ConfigurableListableBeanFactory beanFactory;
 
@@ -96,12 +99,14 @@ final class LeaseDatabaseProbe implements BeanPostProcessor, BeanFactoryAware, O
       Throwable cause = e.getCause();
       if (cause instanceof SQLException sql) {
         throw new LeaseException(
-            "cannot reach the lease database (DataSource bean '"
+            "the lease database's DataSource (bean '"
                 + beanName
-                + "'): "
+                + "') could not open a connection at start-up: "
                 + sql.getMessage()
-                + "; check that it is running and that the DataSource's URL, user and password"
-                + " are right",
+                + (FENCE_ONCE.equals(sql.getSQLState())
+                    ? ""
+                    : "; check that the database is running and that the DataSource's URL, user"
+                        + " and password are right"),
             sql);
       }
       if (cause instanceof RuntimeException r) {

@@ -196,7 +196,7 @@ class DocSnippetsTest {
       System.setOut(stdout);
     }
     String text = printed.toString(StandardCharsets.UTF_8);
-    assertTrue(text.contains("stale write refused: LF00"), text);
+    assertTrue(text.contains("stale write refused (LOST_LOCALLY): "), text);
     try (Connection c = DriverManager.getConnection(url);
         Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT paid FROM invoice WHERE id = 42")) {

@@ -300,6 +300,11 @@ public final class FailoverProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "Across a database failover, terms never repeat and no commit under a term lands after the next term's claim.";
+  }
+
+  @Override
   public String summary() {
     return "across a failover of the database, no transaction of term t commits after the claim of"
         + " t+1, no row is kept under a term the promoted server never granted, and a holder whose"

@@ -149,6 +149,11 @@ public final class FaultRunProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "Real threads and injected faults: one holder per term, no commit under term t after term t+1's claim.";
+  }
+
+  @Override
   public String summary() {
     return "With real threads, whole processes frozen inside their transactions past their lease,"
         + " killed sessions, reset and delayed connections, STRICT fencing lets no transaction"

@@ -75,6 +75,11 @@ public final class PausedHolderProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "A holder paused inside its fenced transaction past its lease cannot commit after its successor's claim.";
+  }
+
+  @Override
   public String summary() {
     return "A holder paused inside its STRICT-fenced transaction past its lease, while another"
         + " process claims, cannot commit under its old term after that claim (invariant 3).";
@@ -186,7 +191,10 @@ public final class PausedHolderProperty implements ConformanceProperty {
           counts,
           violations.size(),
           failure,
-          String.join("; ", outcomes),
+          "how each round's paused holder ended its transaction (COMMITTED is allowed only"
+              + " before the successor's claim, which STRICT makes wait for it; FAILED: nothing of"
+              + " it committed): "
+              + String.join("; ", outcomes),
           (System.nanoTime() - started) / 1_000_000);
     } catch (SQLException e) {
       throw new IllegalStateException(
@@ -351,10 +359,10 @@ public final class PausedHolderProperty implements ConformanceProperty {
     return "round "
         + round
         + " ("
-        + (stallBeforeWrite ? "stall before the first write" : "stall after the first write")
-        + "): "
+        + (stallBeforeWrite ? "paused before its first write" : "paused after its first write")
+        + ") "
         + end
-        + (next[0] != null ? ", taken over by term " + next[0].term() : ", no takeover")
+        + (next[0] != null ? ", successor's term " + next[0].term() : ", no successor claimed")
         + (error != null ? " (" + abbreviate(error) + ")" : "");
   }
 

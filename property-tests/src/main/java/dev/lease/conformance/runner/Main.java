@@ -416,11 +416,11 @@ public final class Main {
     return rows;
   }
 
-  /** What a row is about, in one sentence: the property's summary or what the control breaks. */
+  /** What a row is about, in one line: the property's headline or what the control breaks. */
   private static String describe(String id) {
     for (ConformanceProperty p : Properties.all()) {
       if (p.id().equals(id)) {
-        return p.summary();
+        return p.headline();
       }
       for (NegativeControl c : p.controls()) {
         if (c.id().equals(id)) {

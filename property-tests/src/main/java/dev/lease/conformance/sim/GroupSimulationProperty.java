@@ -84,6 +84,11 @@ public final class GroupSimulationProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "A LeaseGroup keeps one holder per key and term, and shares its keys fairly after a quiet period.";
+  }
+
+  @Override
   public String summary() {
     return "In virtual time, members of a LeaseGroup joining, draining, killed without release,"
         + " paused and drifting within the clock bound: per key one holder per term, terms only grow,"

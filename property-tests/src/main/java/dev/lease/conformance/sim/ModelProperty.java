@@ -51,6 +51,11 @@ public final class ModelProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "Generated sequences of lease operations give the reference model's outcomes, rows and states.";
+  }
+
+  @Override
   public String summary() {
     return "Generated sequences of claim, renew, release, verify, fenced transaction, transfer to"
         + " another process (adopted by its claim), time, clock skew and drift, database clock"

@@ -61,6 +61,11 @@ public final class SimulationProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "Virtual time, faults everywhere: one holder per term, no commit under term t after term t+1's claim.";
+  }
+
+  @Override
   public String summary() {
     return "In virtual time, with lease-jdbc's STRICT fence on each process's own connections, under"
         + " pauses anywhere in a transaction, dropped, delayed and slow requests, database stalls,"

@@ -161,6 +161,11 @@ public final class RawPathProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "No write through a JDBC object reachable from a fenced connection lands under a taken-over lease.";
+  }
+
+  @Override
   public String summary() {
     return "No write issued through a JDBC object reachable from a fenced connection (statements"
         + " and connections got back from result sets, metadata, arrays, refcursors, unwrap; large"

@@ -71,6 +71,11 @@ public final class StaleScriptProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "Under a taken-over lease, no generated SQL script on any execute path changes the data.";
+  }
+
+  @Override
   public String summary() {
     return "Under a lease taken over by another process, no generated SQL script (transaction"
         + " control, counter writes, SELECT, SET; random case, white space and comments) on any"

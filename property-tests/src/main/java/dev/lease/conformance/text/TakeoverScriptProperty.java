@@ -123,6 +123,11 @@ public final class TakeoverScriptProperty implements ConformanceProperty {
   }
 
   @Override
+  public String headline() {
+    return "A holder paused inside a generated SQL script's transaction commits nothing after its successor's claim.";
+  }
+
+  @Override
   public String summary() {
     return "A healthy holder paused inside a generated SQL script's transaction, while another"
         + " process claims the expired lease, commits nothing of the script after the claim.";

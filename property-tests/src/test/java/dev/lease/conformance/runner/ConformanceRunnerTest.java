@@ -79,6 +79,15 @@ class ConformanceRunnerTest {
     assertFalse(r.out.contains("!!"), "every required count met:\n" + r.out);
     assertTrue(r.out.contains("durations measured by this run: model "), r.out);
     assertTrue(r.out.contains("every property holds (seed "), r.out);
+    // read by people and by scripts: no terminal escape codes, and one short line per property
+    assertFalse((r.out + r.err).contains("\u001b"), "an escape code in the output:\n" + r.out);
+    Matcher heading = Pattern.compile("(?m)^\\[[a-z-]+\\] .*$").matcher(r.out);
+    int headings = 0;
+    while (heading.find()) {
+      headings++;
+      assertTrue(heading.group().length() <= 130, "a long heading: " + heading.group());
+    }
+    assertEquals(Options.propertyIds().size() - 1, headings, r.out);
     // four at a time, each on its own database file, yet printed in the suite's order
     assertTrue(r.out.contains(", 4 at a time (each on its own embedded SQLite in "), r.out);
     int block = -1;

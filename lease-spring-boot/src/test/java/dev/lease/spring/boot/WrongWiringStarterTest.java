@@ -30,6 +30,9 @@ class WrongWiringStarterTest {
   private static Map<String, Object> properties(Replicas r, String url, boolean fencing) {
     Map<String, Object> p = new HashMap<>();
     p.put("spring.datasource.url", url);
+    if (url.startsWith("jdbc:fenced:")) { // Boot knows no driver for the prefix: name it
+      p.put("spring.datasource.driver-class-name", "dev.lease.jdbc.FencedDriver");
+    }
     p.put("lease.table", r.table);
     p.put("lease.create-table", true);
     p.put("lease.fencing.enabled", fencing);

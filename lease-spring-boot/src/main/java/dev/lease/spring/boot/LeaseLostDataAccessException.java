@@ -36,6 +36,15 @@ public class LeaseLostDataAccessException extends ConcurrencyFailureException {
     return sqlState;
   }
 
+  /**
+   * Why the transaction was refused ({@link LeaseLostSQLException#reason()}): refused by the
+   * database, lost locally, ...; the same whether the SQLState is {@value
+   * LeaseLostSQLException#REFUSED} or {@value LeaseLostSQLException#POISONED}.
+   */
+  public LeaseLostSQLException.Reason reason() {
+    return ((LeaseLostSQLException) getCause()).reason();
+  }
+
   /** The lease the transaction ran under, if known. */
   public Optional<Lease> lease() {
     return Optional.ofNullable(((LeaseLostSQLException) getCause()).lease());

@@ -120,30 +120,48 @@ public final class Main {
               + target.tablePrefix()
               + "* (dropped at the end)");
       Path dir = tempDir;
+      if (options.campaign() != null) {
+        Campaign.Round round =
+            (its, s, n, sink) -> {
+              List<Target> used = new ArrayList<>();
+              try {
+                return launchAll(
+                    its,
+                    parallel,
+                    targetOf(target, dir, parallel, "r" + n, used),
+                    options,
+                    s,
+                    sink);
+              } finally {
+                used.forEach(Preflight::sweep); // each round's tables, before the next round
+              }
+            };
+        Options controls = options.withControls();
+        Campaign.Round controlsRound =
+            (its, s, n, sink) -> {
+              List<Target> used = new ArrayList<>();
+              try {
+                return launchAll(
+                    its, parallel, targetOf(target, dir, parallel, "c", used), controls, s, sink);
+              } finally {
+                used.forEach(Preflight::sweep);
+              }
+            };
+        return new Campaign(
+                Campaign.Goal.parse(options.campaign()),
+                items,
+                round,
+                seed,
+                command(args, options),
+                target.label() + (tempDir == null ? "" : " (embedded)"),
+                Preflight.serverVersion(target),
+                Path.of(options.report() != null ? options.report() : "lease-campaign"),
+                out)
+            .run(controlsRound, items(controls));
+      }
       List<Row> rows =
           launchAll(
-              items,
-              parallel,
-              item -> {
-                // its own tables: each launch counts its tables from 1 again
-                String prefix = target.tablePrefix() + "p" + item.order() + "_";
-                if (dir == null || parallel == 1) {
-                  return new Target(target.url(), target.user(), target.password(), prefix);
-                }
-                Target own =
-                    new Target(
-                        embeddedUrl(dir, item.fileName()),
-                        target.user(),
-                        target.password(),
-                        prefix);
-                synchronized (targets) {
-                  targets.add(own);
-                }
-                return own;
-              },
-              options,
-              seed,
-              out);
+              items, parallel, targetOf(target, dir, parallel, "", targets), options, seed, out);
       int status = options.controls() ? controlsTable(rows, out) : propertiesTable(rows, out);
       out.println(durations(rows, started));
       if (options.controls()) {
@@ -174,6 +192,43 @@ public final class Main {
         deleteRecursively(tempDir);
       }
     }
+  }
+
+  /**
+   * Where each item runs: its own tables ({@code prefix} + its order: each launch counts its tables
+   * from 1 again), and with no --url and several at a time its own embedded SQLite file. Every
+   * target made is added to {@code made}, to be swept.
+   */
+  private static Function<Item, Target> targetOf(
+      Target target, Path dir, int parallel, String prefix, List<Target> made) {
+    return item -> {
+      String tables = target.tablePrefix() + prefix + "p" + item.order() + "_";
+      Target own =
+          dir == null || parallel == 1
+              ? new Target(target.url(), target.user(), target.password(), tables)
+              : new Target(
+                  embeddedUrl(dir, item.fileName()), target.user(), target.password(), tables);
+      synchronized (made) {
+        made.add(own);
+      }
+      return own;
+    };
+  }
+
+  /** The command line as a user would type it again, the password left out. */
+  private static String command(String[] args, Options options) {
+    List<String> shown = new ArrayList<>();
+    for (int i = 0; i < args.length; i++) {
+      if (args[i].equals("--password") && i + 1 < args.length) {
+        shown.add("--password ***");
+        i++;
+      } else if (args[i].startsWith("--password=")) {
+        shown.add("--password=***");
+      } else {
+        shown.add(args[i]);
+      }
+    }
+    return "java -jar lease-conformance.jar " + String.join(" ", shown);
   }
 
   /** The embedded database {@code name}.db in {@code dir}. */
@@ -251,7 +306,7 @@ public final class Main {
    * {@code out}; otherwise each item's lines are kept until it and every item before it have
    * finished, so the output reads as if they had run in order.
    */
-  private static List<Row> launchAll(
+  static List<Row> launchAll(
       List<Item> items,
       int parallel,
       Function<Item, Target> targetOf,

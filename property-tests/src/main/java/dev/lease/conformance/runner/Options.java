@@ -27,7 +27,9 @@ record Options(
     String failoverPrepare,
     String failoverStall,
     String failoverReplication,
-    int parallel) {
+    int parallel,
+    String campaign,
+    String report) {
 
   /**
    * Properties checked at once by default: they mostly wait (lease durations, pauses, timeouts).
@@ -43,6 +45,7 @@ record Options(
           "                                      [--failover-prepare-command CMD]",
           "                                      [--failover-stall-command CMD]",
           "                                      [--failover-replication sync|async]]",
+          "                                      [--campaign DURATION|COUNTS [--report PATH]]",
           "",
           "Checks the lease protocol's guarantees against a database and prints a table of",
           "property x database x result, with the events each property counted. Exit status:",
@@ -82,7 +85,14 @@ record Options(
           "                 acknowledged commit, a lost hand-over or a repeated term is a violation;",
           "                 without it the runner reads it from the primary (PostgreSQL",
           "                 synchronous_standby_names and synchronous_commit, MariaDB's semi-sync",
-          "                 status), and your declaration wins");
+          "                 status), and your declaration wins",
+          "  --campaign SPEC   checks the properties again and again, each round with a fresh seed",
+          "                 derived from --seed, until SPEC: a duration (90s, 30m, 2h) or counts",
+          "                 (schedules=100000,fault-runs=1000: schedules of the virtual-time",
+          "                 properties, runs of the properties on the database), or both",
+          "                 (duration=2h,schedules=100000); a status line after each round, the",
+          "                 negative controls once at the end, and a report (--report PATH: PATH.md",
+          "                 and PATH.json, default lease-campaign) rewritten every minute");
 
   static List<String> propertyIds() {
     List<String> ids =
@@ -115,6 +125,8 @@ record Options(
     String failoverStall = null;
     String failoverReplication = null;
     int parallel = DEFAULT_PARALLEL;
+    String campaign = null;
+    String report = null;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       String value = null;
@@ -133,7 +145,9 @@ record Options(
             "--failover-command",
             "--failover-prepare-command",
             "--failover-stall-command",
-            "--failover-replication" -> {
+            "--failover-replication",
+            "--campaign",
+            "--report" -> {
           if (value == null) {
             if (i + 1 >= args.length) {
               throw new IllegalArgumentException(a + " needs a value");
@@ -146,6 +160,11 @@ record Options(
             case "--password" -> password = value;
             case "--only" -> only = value;
             case "--failover-command" -> failoverCommand = value;
+            case "--campaign" -> {
+              Campaign.Goal.parse(value); // bad input now, not after the set-up
+              campaign = value;
+            }
+            case "--report" -> report = value;
             case "--failover-prepare-command" -> failoverPrepare = value;
             case "--failover-stall-command" -> failoverStall = value;
             case "--failover-replication" -> {
@@ -194,6 +213,14 @@ record Options(
           "--failover-prepare-command, --failover-stall-command and --failover-replication need"
               + " --failover-command");
     }
+    if (report != null && campaign == null) {
+      throw new IllegalArgumentException("--report needs --campaign");
+    }
+    if (campaign != null && controls) {
+      throw new IllegalArgumentException(
+          "--campaign runs the properties, and the negative controls once at its end: leave out"
+              + " --controls");
+    }
     if (failoverCommand != null && failoverCommand.isBlank()) {
       failoverCommand = null;
     }
@@ -217,7 +244,29 @@ record Options(
         failoverPrepare,
         failoverStall,
         failoverReplication,
-        parallel);
+        parallel,
+        campaign,
+        report);
+  }
+
+  /** These options with {@code --controls}: the campaign's last step. */
+  Options withControls() {
+    return new Options(
+        url,
+        user,
+        password,
+        size,
+        seed,
+        only,
+        true,
+        help,
+        failoverCommand,
+        failoverPrepare,
+        failoverStall,
+        failoverReplication,
+        parallel,
+        null,
+        null);
   }
 
   /** Every id of {@code --only} must name a property (or, with --controls, a control). */

@@ -87,6 +87,16 @@ final class Preflight {
   }
 
   /** Drops every table of this run that a property left behind (after a crash, say). */
+  /** The server's product and version, for a report; "unknown" when it cannot be asked. */
+  static String serverVersion(Target target) {
+    try (Connection c = target.connect()) {
+      DatabaseMetaData md = c.getMetaData();
+      return md.getDatabaseProductName() + " " + md.getDatabaseProductVersion();
+    } catch (SQLException e) {
+      return "unknown";
+    }
+  }
+
   static List<String> sweep(Target target) {
     List<String> dropped = new ArrayList<>();
     try (Connection c = target.connect()) {

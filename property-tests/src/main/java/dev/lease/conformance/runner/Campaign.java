@@ -105,17 +105,18 @@ final class Campaign {
 
     @Override
     public String toString() {
-      List<String> parts = new ArrayList<>();
-      if (duration != null) {
-        parts.add(clock(duration.toMillis()));
-      }
+      List<String> counts = new ArrayList<>();
       if (schedules > 0) {
-        parts.add(String.format(Locale.ROOT, "%,d simulated schedules", schedules));
+        counts.add(String.format(Locale.ROOT, "%,d simulated schedules", schedules));
       }
       if (faultRuns > 0) {
-        parts.add(String.format(Locale.ROOT, "%,d fault runs", faultRuns));
+        counts.add(String.format(Locale.ROOT, "%,d fault runs", faultRuns));
       }
-      return String.join(" or ", parts);
+      String all = String.join(" and ", counts);
+      if (duration == null) {
+        return all;
+      }
+      return clock(duration.toMillis()) + (all.isEmpty() ? "" : ", or " + all + " if sooner");
     }
   }
 
@@ -276,7 +277,8 @@ final class Campaign {
                 && goal.duration() == null
                 && (t.virtualTime() ? virtual >= goal.schedules() : real >= goal.faultRuns());
         if (!met) {
-          now.add(item);
+          // numbered again: a round's items are its own list (launchAll keeps their output by it)
+          now.add(new Main.Item(now.size(), item.id(), item.alone()));
         }
       }
       if (now.isEmpty()) {

@@ -45,6 +45,9 @@ final class SimConnection implements InvocationHandler {
   /** lease-core's verify ran in the open transaction: lease-jdbc now cancels on a loss. */
   boolean verified;
 
+  /** Which verified transaction this is (SimWorld numbers them as their verify runs). */
+  long verifiedSerial;
+
   /** The physical connection is gone (the process crashed). */
   boolean broken;
 

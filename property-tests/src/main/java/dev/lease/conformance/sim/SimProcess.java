@@ -58,6 +58,9 @@ public final class SimProcess {
   /** The transfer statement met the write lock of this process's verified transaction. */
   boolean transferWaited;
 
+  /** This process's claim in progress met a verified transaction's lock (issue 38). */
+  boolean claimWaited;
+
   /** The business transaction in progress, or null. */
   SimWorld.BusinessTxn openTxn;
 
@@ -111,6 +114,11 @@ public final class SimProcess {
   }
 
   /** Connections this process holds with a verified transaction open. */
+  /** The connections whose transaction is verified now. */
+  List<SimConnection> verifiedConnections() {
+    return connections.stream().filter(c -> c.verified && !c.broken).toList();
+  }
+
   boolean hasVerifiedTransaction() {
     return connections.stream().anyMatch(c -> c.verified && !c.broken);
   }

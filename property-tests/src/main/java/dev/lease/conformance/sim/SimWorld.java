@@ -72,7 +72,19 @@ public final class SimWorld implements AutoCloseable {
     long refusedLocally;
     long poisonedByLoss;
     long cancelledByLoss;
+
+    /** Claim attempts that met SQLite's lock while a verified transaction was open: info. */
     long claimsThatWaitedForAVerifiedTransaction;
+
+    /** Distinct verified transactions that held back at least one claim (issue 38): info. */
+    long verifiedTransactionsThatHeldBackAClaim;
+
+    /**
+     * Claims that met another process's verified transaction's lock, waited, and then took the
+     * lease: the successor's claim ordered after the old term's verified transaction (issue 38).
+     */
+    long takeoversThatWaitedForAVerifiedTransaction;
+
     long transactionsOpenAcrossAPause;
     long databaseStepsForward;
     long databaseStepsBack;
@@ -263,7 +275,11 @@ public final class SimWorld implements AutoCloseable {
 
   Outcome claim(SimProcess p) {
     try {
+      p.claimWaited = false;
       Optional<Lease> claimed = p.manager.tryClaim(NAME);
+      if (claimed.isPresent() && p.claimWaited) {
+        stats.takeoversThatWaitedForAVerifiedTransaction++;
+      }
       if (claimed.isEmpty()) {
         Transfer pending = pendingTransfer();
         if (pending != null && !pending.successor.equals(p.instance())) {
@@ -787,6 +803,16 @@ public final class SimWorld implements AutoCloseable {
           note(p + " transfer waits for its verified transaction's write lock");
         } else if (!counted && Mutation.isClaim(sql) && anotherVerifiedTransaction(p)) {
           stats.claimsThatWaitedForAVerifiedTransaction++;
+          p.claimWaited = true;
+          for (SimProcess q : processes) {
+            if (q != p) {
+              for (SimConnection held : q.verifiedConnections()) {
+                if (heldBack.add(held.verifiedSerial)) {
+                  stats.verifiedTransactionsThatHeldBackAClaim++;
+                }
+              }
+            }
+          }
           note(p + " claim waits for a verified transaction's write lock");
         }
         counted = true;
@@ -795,6 +821,9 @@ public final class SimWorld implements AutoCloseable {
       }
     }
     if (Mutation.isVerify(sql) && !c.physical.getAutoCommit()) {
+      if (!c.verified) {
+        c.verifiedSerial = ++verifiedSerials;
+      }
       c.verified = true;
     }
     if (p.slowReplyNext > 0) {
@@ -804,6 +833,11 @@ public final class SimWorld implements AutoCloseable {
     }
     return result;
   }
+
+  /** Numbers the verified transactions; those that held back a claim, by number. */
+  private long verifiedSerials;
+
+  private final java.util.Set<Long> heldBack = new java.util.HashSet<>();
 
   private boolean anotherVerifiedTransaction(SimProcess self) {
     return processes.stream().anyMatch(q -> q != self && q.hasVerifiedTransaction());

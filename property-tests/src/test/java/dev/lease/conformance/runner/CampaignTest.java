@@ -64,13 +64,16 @@ class CampaignTest {
     ConformanceRunnerTest.Run r =
         run(
             "--campaign",
-            "schedules=1000",
+            "schedules=60,fault-runs=2",
             "--only",
-            "model",
+            "paused-holder,group",
             "--report",
             dir.resolve("r").toString());
     assertEquals(Main.HOLDS, r.exit(), r.out() + r.err());
-    assertTrue(r.out().contains("1 rounds (its counts were reached)"), r.out());
+    // paused-holder's 2 rounds per run reach 2 fault runs at once; group's 25 schedules per run
+    // need 3 runs: rounds 2 and 3 run group alone (what has not reached its count)
+    assertTrue(r.out().contains("3 rounds (its counts were reached)"), r.out());
+    assertTrue(r.out().contains("paused-holder 1×2, group 3×75"), r.out());
   }
 
   @Test

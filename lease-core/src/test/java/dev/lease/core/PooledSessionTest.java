@@ -90,7 +90,7 @@ class PooledSessionTest {
         case MYSQL, MARIADB ->
             s.execute(
                 "SET time_zone = '+05:30', innodb_lock_wait_timeout = 7,"
-                    + " idle_transaction_timeout = 9");
+                    + " idle_transaction_timeout = 9, lock_wait_timeout = 11");
         // through sqlite-jdbc, which lease steps read it from (no statement); the snapshot reads
         // the library's real value with the PRAGMA
         case SQLITE -> c.unwrap(org.sqlite.SQLiteConnection.class).setBusyTimeout(7000);
@@ -116,7 +116,7 @@ class PooledSessionTest {
           case MYSQL, MARIADB ->
               "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout,"
                   + " @@session.tx_isolation, @@session.timestamp = UNIX_TIMESTAMP(NOW(6)),"
-                  + " @@session.idle_transaction_timeout";
+                  + " @@session.idle_transaction_timeout, @@session.lock_wait_timeout";
           case SQLITE -> "PRAGMA busy_timeout";
         };
     if (db.isSqlite()) {

@@ -157,6 +157,10 @@ final class MySqlDialect extends StandardDialect {
     String settings =
         "time_zone = '+00:00', timestamp = DEFAULT, innodb_lock_wait_timeout = "
             + lockWaitSeconds
+            // a metadata lock (a DDL or LOCK TABLES elsewhere on the lease table) waits for
+            // lock_wait_timeout, a day by default: bounded like the row lock (issue 38)
+            + ", lock_wait_timeout = "
+            + lockWaitSeconds
             // MariaDB: a holder paused between its UPDATE and COMMIT would keep the lease row
             // locked (no successor could claim) until it resumes; the server ends such a
             // session (PausedLeaseSessionTest). MySQL 8 has no such bound.
@@ -204,28 +208,41 @@ final class MySqlDialect extends StandardDialect {
     Object[] saved =
         LeaseSql.firstPlain(
             c,
-            "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout"
+            "SELECT @@session.time_zone, @@session.innodb_lock_wait_timeout,"
+                + " @@session.lock_wait_timeout"
                 + (mariadb ? ", @@session.idle_transaction_timeout" : ""),
-            rs -> new Object[] {rs.getString(1), rs.getLong(2), mariadb ? rs.getLong(3) : 0L});
+            rs ->
+                new Object[] {
+                  rs.getString(1), rs.getLong(2), rs.getLong(3), mariadb ? rs.getLong(4) : 0L
+                });
     String zone = (String) saved[0];
     long lockWait = (Long) saved[1];
-    long idle = (Long) saved[2];
+    long metadataLockWait = (Long) saved[2];
+    long idle = (Long) saved[3];
     LeaseSql.executePlain(c, "SET " + settings);
-    return () -> restoreSettings(c, zone, lockWait, idle);
+    return () -> restoreSettings(c, zone, lockWait, metadataLockWait, idle);
   }
 
-  private void restoreSettings(Connection c, String zone, long lockWait, long idle)
+  private void restoreSettings(
+      Connection c, String zone, long lockWait, long metadataLockWait, long idle)
       throws SQLException {
     // bound, not concatenated: a named time zone is the server's text
     if (mariadb) {
       LeaseSql.execute(
           c,
-          "SET time_zone = ?, innodb_lock_wait_timeout = ?, idle_transaction_timeout = ?",
+          "SET time_zone = ?, innodb_lock_wait_timeout = ?, lock_wait_timeout = ?,"
+              + " idle_transaction_timeout = ?",
           zone,
           lockWait,
+          metadataLockWait,
           idle);
     } else {
-      LeaseSql.execute(c, "SET time_zone = ?, innodb_lock_wait_timeout = ?", zone, lockWait);
+      LeaseSql.execute(
+          c,
+          "SET time_zone = ?, innodb_lock_wait_timeout = ?, lock_wait_timeout = ?",
+          zone,
+          lockWait,
+          metadataLockWait);
     }
   }
 

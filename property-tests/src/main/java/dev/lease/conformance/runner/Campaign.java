@@ -383,7 +383,7 @@ final class Campaign {
   /** One plain line: where the campaign stands. */
   String status() {
     long violations =
-        tallies.values().stream().mapToLong(t -> t.violations + t.replays.size()).sum();
+        tallies.values().stream().mapToLong(t -> Math.max(t.violations, t.replays.size())).sum();
     String left =
         goal.duration() == null
             ? ""
@@ -461,7 +461,7 @@ final class Campaign {
               t.runs,
               t.schedules,
               t.faults,
-              t.violations + t.replays.size(),
+              Math.max(t.violations, t.replays.size()),
               t.inconclusiveRuns,
               clock(t.millis)));
     }
@@ -511,7 +511,7 @@ final class Campaign {
       b.append(", \"runs\": ").append(t.runs);
       b.append(", \"schedules\": ").append(t.schedules);
       b.append(", \"faults\": ").append(t.faults);
-      b.append(", \"violations\": ").append(t.violations + t.replays.size());
+      b.append(", \"violations\": ").append(Math.max(t.violations, t.replays.size()));
       b.append(", \"inconclusiveRuns\": ").append(t.inconclusiveRuns);
       b.append(", \"millis\": ").append(t.millis);
       b.append(", \"replays\": [")

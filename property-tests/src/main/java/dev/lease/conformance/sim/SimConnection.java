@@ -150,6 +150,9 @@ final class SimConnection implements InvocationHandler {
     /** The database clock when this statement last ran ({@link Long#MIN_VALUE}: not yet). */
     long dbNowMs = Long.MIN_VALUE;
 
+    /** The text bound to parameter 1 (an adopt's new holder), or null. */
+    String firstParameter;
+
     Stmt(Statement physical, String sql) {
       this.physical = physical;
       this.sql = sql;
@@ -188,6 +191,12 @@ final class SimConnection implements InvocationHandler {
           }
         default:
           break;
+      }
+      if ((name.equals("setString") || name.equals("setObject"))
+          && args.length >= 2
+          && Integer.valueOf(1).equals(args[0])
+          && args[1] instanceof String value) {
+        firstParameter = value;
       }
       String text = sql;
       if (args != null && args.length > 0 && args[0] instanceof String s) {

@@ -259,13 +259,15 @@ final class Campaign {
     while (true) {
       long virtual = total(true);
       long real = total(false);
+      long faultRuns = faultRuns();
       if (goal.duration() != null && elapsedMillis() >= goal.duration().toMillis()) {
         stopped = "its duration passed";
         break;
       }
       if (rounds > 0
           && goal.countsMet(
-              hasRuns(true) ? virtual : Long.MAX_VALUE, hasRuns(false) ? real : Long.MAX_VALUE)) {
+              hasRuns(true) ? virtual : Long.MAX_VALUE,
+              hasRuns(false) ? faultRuns : Long.MAX_VALUE)) {
         stopped = "its counts were reached";
         break;
       }
@@ -275,7 +277,9 @@ final class Campaign {
         boolean met =
             t.runs > 0
                 && goal.duration() == null
-                && (t.virtualTime() ? virtual >= goal.schedules() : real >= goal.faultRuns());
+                && (t.virtualTime()
+                    ? virtual >= goal.schedules()
+                    : t.faults > 0 ? faultRuns >= goal.faultRuns() : real >= goal.faultRuns());
         if (!met) {
           // numbered again: a round's items are its own list (launchAll keeps their output by it)
           now.add(new Main.Item(now.size(), item.id(), item.alone()));
@@ -369,6 +373,19 @@ final class Campaign {
     return tallies.values().stream().anyMatch(t -> t.runs > 0 && t.virtualTime() == virtualTime);
   }
 
+  /**
+   * The fault runs so far: the schedules of the properties that inject faults into the database
+   * ({@code fault-run}, {@code paused-holder}); without one of them, every schedule on the
+   * database.
+   */
+  private long faultRuns() {
+    List<Tally> injecting =
+        tallies.values().stream().filter(t -> !t.virtualTime() && t.faults > 0).toList();
+    return injecting.isEmpty()
+        ? total(false)
+        : injecting.stream().mapToLong(t -> t.schedules).sum();
+  }
+
   private long total(boolean virtualTime) {
     return tallies.values().stream()
         .filter(t -> t.virtualTime() == virtualTime && t.runs > 0)
@@ -390,14 +407,16 @@ final class Campaign {
             : ", " + clock(Math.max(0, goal.duration().toMillis() - elapsedMillis())) + " left";
     return String.format(
         Locale.ROOT,
-        "campaign %s%s: round %d; simulated schedules %,d%s; fault runs %,d%s; violations %d; %s",
+        "campaign %s%s: round %d; simulated schedules %,d%s; fault runs %,d%s (schedules on the"
+            + " database %,d); violations %d; %s",
         clock(elapsedMillis()),
         left,
         rounds,
         total(true),
         goal.schedules() > 0 ? String.format(Locale.ROOT, " of %,d", goal.schedules()) : "",
-        total(false),
+        faultRuns(),
         goal.faultRuns() > 0 ? String.format(Locale.ROOT, " of %,d", goal.faultRuns()) : "",
+        total(false),
         violations,
         tallies.values().stream()
             .filter(t -> t.runs > 0)

@@ -89,7 +89,7 @@ record Options(
           "  --campaign SPEC   checks the properties again and again, each round with a fresh seed",
           "                 derived from --seed, until SPEC: a duration (90s, 30m, 2h) or counts",
           "                 (schedules=100000,fault-runs=1000: schedules of the virtual-time",
-          "                 properties, runs of the properties on the database), or both",
+          "                 properties, runs of fault-run and paused-holder), or both",
           "                 (duration=2h,schedules=100000); a status line after each round, the",
           "                 negative controls once at the end, and a report (--report PATH: PATH.md",
           "                 and PATH.json, default lease-campaign) rewritten every minute");

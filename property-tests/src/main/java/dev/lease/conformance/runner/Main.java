@@ -709,7 +709,20 @@ public final class Main {
         + (each.isEmpty() ? "" : each + "; ")
         + "total "
         + seconds((System.nanoTime() - startedNanos) / 1_000_000)
-        + " (from start to this line, connecting and setting up included)";
+        + " (from start to this line, connecting and setting up included)"
+        + processCpu();
+  }
+
+  /** The JVM's CPU time so far (all threads, user and system), where the platform tells it. */
+  private static String processCpu() {
+    if (java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+        instanceof com.sun.management.OperatingSystemMXBean os) {
+      long nanos = os.getProcessCpuTime();
+      if (nanos >= 0) {
+        return "; CPU " + seconds(nanos / 1_000_000) + " (all threads, user and system)";
+      }
+    }
+    return "";
   }
 
   private static String seconds(long millis) {

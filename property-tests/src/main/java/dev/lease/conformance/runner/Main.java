@@ -30,12 +30,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import org.junit.platform.engine.TestExecutionResult;
-import org.junit.platform.engine.reporting.ReportEntry;
 import org.junit.platform.launcher.Launcher;
 import org.junit.platform.launcher.LauncherDiscoveryRequest;
-import org.junit.platform.launcher.TestExecutionListener;
-import org.junit.platform.launcher.TestIdentifier;
 import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
 import org.junit.platform.launcher.core.LauncherFactory;
 
@@ -472,7 +468,7 @@ public final class Main {
   }
 
   /** What a row is about, in one line: the property's headline or what the control breaks. */
-  private static String describe(String id) {
+  static String describe(String id) {
     for (ConformanceProperty p : Properties.all()) {
       if (p.id().equals(id)) {
         return p.headline();
@@ -484,96 +480,6 @@ public final class Main {
       }
     }
     return "";
-  }
-
-  /** Shows progress while the suite runs and collects the rows of the table. */
-  private static final class Progress implements TestExecutionListener {
-    private final PrintStream out;
-    private final List<Row> rows;
-    private final Target target;
-
-    /** Progress lines only while the output is live: kept for later, "so far" means nothing. */
-    private final boolean live;
-
-    private long lastPrint;
-
-    Progress(PrintStream out, List<Row> rows, Target target, boolean live) {
-      this.out = out;
-      this.rows = rows;
-      this.target = target;
-      this.live = live;
-    }
-
-    @Override
-    public void executionStarted(TestIdentifier id) {
-      if (id.isTest()) {
-        out.println("\n[" + id.getDisplayName() + "] " + describe(id.getDisplayName()));
-        rows.add(new Row(id.getDisplayName(), target.label()));
-        lastPrint = System.nanoTime();
-      }
-    }
-
-    @Override
-    public void reportingEntryPublished(TestIdentifier id, ReportEntry entry) {
-      Map<String, String> m = entry.getKeyValuePairs();
-      if (m.containsKey("progress")) {
-        if (live && System.nanoTime() - lastPrint > 2_000_000_000L) {
-          out.println(
-              "  "
-                  + m.get("progress")
-                  + ": "
-                  + m.get("schedules")
-                  + " schedules, "
-                  + m.get("faults")
-                  + " faults injected so far");
-          lastPrint = System.nanoTime();
-        }
-      } else if (m.containsKey("notApplicable")) {
-        Row row = current();
-        row.notApplicable = m.get("why");
-        out.println("  not applicable on " + m.get("database") + ": " + m.get("why"));
-      } else if (m.containsKey("result")) {
-        PropertyResult r = ResultEntries.decode(m);
-        Row row = current();
-        row.result = r;
-        row.database = r.database();
-        out.println(
-            "  "
-                + r.property()
-                + " on "
-                + r.database()
-                + ": "
-                + r.verdict()
-                + " after "
-                + r.schedules()
-                + " schedules, "
-                + r.faults()
-                + " faults ("
-                + seconds(r.millis())
-                + ")");
-      }
-    }
-
-    @Override
-    public void executionFinished(TestIdentifier id, TestExecutionResult result) {
-      if (result.getStatus() == TestExecutionResult.Status.FAILED) {
-        String message = result.getThrowable().map(Throwable::toString).orElse("failed");
-        if (id.isTest()) {
-          Row row = current();
-          if (row.result == null) {
-            row.error = message;
-          }
-        } else if (rows.isEmpty() || id.getParentId().isEmpty()) {
-          Row row = new Row("(suite)", target.label());
-          row.error = message;
-          rows.add(row);
-        }
-      }
-    }
-
-    private Row current() {
-      return rows.get(rows.size() - 1);
-    }
   }
 
   private static final String FORMAT = "%-30s %-22s %-12s %9s %8s %10s %8s%n";
@@ -725,7 +631,7 @@ public final class Main {
     return "";
   }
 
-  private static String seconds(long millis) {
+  static String seconds(long millis) {
     return String.format("%.1f s", millis / 1000.0);
   }
 

@@ -1,6 +1,5 @@
 package dev.lease.conformance.sim;
 
-import dev.lease.conformance.Mutation;
 import dev.lease.conformance.Mutations;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
@@ -9,14 +8,11 @@ import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.LossReason;
-import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.LeaseLostSQLException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.SQLNonTransientConnectionException;
-import java.sql.SQLTimeoutException;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -26,10 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import org.sqlite.SQLiteErrorCode;
-import org.sqlite.SQLiteException;
 
 /**
  * A simulated cluster: processes with their own clocks, faults and connections, one SQLite database
@@ -52,7 +45,7 @@ public final class SimWorld implements AutoCloseable {
   private static final int TRACE = 40;
 
   /** How often a waiting statement lets the rest of the world run (and retries a busy one). */
-  private static final long SLICE_NANOS = 10_000_000L;
+  static final long SLICE_NANOS = 10_000_000L;
 
   /** What a protocol call returned. */
   enum Outcome {
@@ -100,31 +93,6 @@ public final class SimWorld implements AutoCloseable {
     long transfersFailed;
   }
 
-  /**
-   * A transfer the database took (its statement wrote term {@code term}, pending for {@code
-   * successor}) and what became of it: adopted by the successor at that term, or expired at the
-   * bound by the database clock, with no other process holding the lease in between.
-   */
-  static final class Transfer {
-    final long term;
-    final String from;
-    final String successor;
-    final long boundMs;
-    boolean adopted;
-    boolean claimedAfterTheBound;
-
-    Transfer(long term, String from, String successor, long boundMs) {
-      this.term = term;
-      this.from = from;
-      this.successor = successor;
-      this.boundMs = boundMs;
-    }
-
-    boolean unresolved() {
-      return !adopted && !claimedAfterTheBound;
-    }
-  }
-
   /** A business transaction of {@link #ROWS} rows under a process's lease, run in steps. */
   final class BusinessTxn {
     final SimProcess process;
@@ -160,7 +128,8 @@ public final class SimWorld implements AutoCloseable {
   long faults;
 
   private final Map<Long, String> holderOfTerm = new HashMap<>();
-  private final List<Transfer> transfers = new ArrayList<>();
+  final SimTransfers transfers = new SimTransfers(this);
+  private final SimStatements statements = new SimStatements(this);
   private final Map<Long, Long> commitsOfTerm = new TreeMap<>();
   private final List<long[]> databaseSteps = new ArrayList<>();
   private final Deque<Object[]> trace = new ArrayDeque<>();
@@ -256,7 +225,7 @@ public final class SimWorld implements AutoCloseable {
     trace.addLast(new Object[] {loop.now, what});
   }
 
-  private void violate(String what) {
+  void violate(String what) {
     if (violation == null) {
       violation = what;
       note("VIOLATION " + what);
@@ -268,7 +237,7 @@ public final class SimWorld implements AutoCloseable {
     loop.runUntil(scheduleEndNanos, this::check);
     checkBusinessTable();
     countHandOvers();
-    countTransfers();
+    transfers.countExpired();
   }
 
   // ---- the protocol, as a process calls it ------------------------------------------------------
@@ -281,7 +250,7 @@ public final class SimWorld implements AutoCloseable {
         stats.takeoversThatWaitedForAVerifiedTransaction++;
       }
       if (claimed.isEmpty()) {
-        Transfer pending = pendingTransfer();
+        SimTransfers.Transfer pending = transfers.pending();
         if (pending != null && !pending.successor.equals(p.instance())) {
           stats.claimsRefusedWhileTransferredToAnother++;
           note(
@@ -458,110 +427,12 @@ public final class SimWorld implements AutoCloseable {
     }
   }
 
-  /** The transfer of this schedule not adopted yet and within its bound by the database clock. */
-  private Transfer pendingTransfer() {
-    long now = db.nowMs();
-    for (Transfer t : transfers) {
-      if (t.unresolved() && now < t.boundMs) {
-        return t;
-      }
-    }
-    return null;
-  }
-
   /**
-   * The transfer invariants, when a statement of {@code p} that may have written the lease row (a
-   * transfer, an adoption, a claim while a transfer is open) is closed, which commits it (SQLite's
-   * autocommit ends with the statement), judged by the database clock it read ({@code now}): a
-   * transfer the database took is recorded with its bound; the only process that may take the lease
-   * until the bound passes is the successor, and only by adopting it at the transfer's term.
+   * A statement of {@code p} that may have written the lease row is closed, which commits it
+   * (SQLite's autocommit ends with the statement): the transfer invariants ({@link SimTransfers}).
    */
   void statementClosed(SimConnection.Stmt s) {
-    if (s.dbNowMs != Long.MIN_VALUE && s.sql != null) {
-      observeTransfers(s.connection().process, s.sql, s.dbNowMs);
-    }
-  }
-
-  private void observeTransfers(SimProcess p, String sql, long now) {
-    boolean transfer = Mutation.isTransfer(sql);
-    boolean adopt = Mutation.isAdopt(sql);
-    if (!transfer && !adopt && transfers.stream().noneMatch(Transfer::unresolved)) {
-      return;
-    }
-    SimDatabase.Row row = row();
-    if (transfer
-        && p.transferringTo != null
-        && row.term() > p.transferringTerm // max(term + 1, clock in µs): not consecutive
-        && Dialect.TRANSFER_PENDING.equals(row.holder())
-        && transfers.stream().noneMatch(t -> t.term == row.term())) {
-      // the bound lease-core asked for, from the database clock the statement read
-      transfers.add(
-          new Transfer(row.term(), p.instance(), p.transferringTo, now + p.transferAdoptWithinMs));
-      stats.transfers++;
-      note(p + " transfer statement: term " + row.term() + " pending for " + p.transferringTo);
-      return;
-    }
-    for (Transfer t : transfers) {
-      if (!t.unresolved()) {
-        continue;
-      }
-      if (adopt && row.term() == t.term && !Dialect.TRANSFER_PENDING.equals(row.holder())) {
-        // an adopt statement took it (only an adopt swaps the pending holder at the same term):
-        // the row's new holder names which process's (its adopt statement's parameter). Not
-        // necessarily p's: an adopt whose process crashed before its statement closed is first
-        // seen when the next adopt statement closes (issue 38: a campaign found the checker
-        // blaming that next process).
-        t.adopted = true;
-        SimProcess adopter = adopters.get(row.holder());
-        String who = adopter != null ? adopter.instance() : "a holder no adopt statement sent";
-        if (adopter == null || !adopter.instance().equals(t.successor)) {
-          violate(
-              "transfer: "
-                  + who
-                  + " adopted term "
-                  + t.term
-                  + ", which "
-                  + t.from
-                  + " transferred to "
-                  + t.successor
-                  + ": a third process holds the lease between a transfer and its adoption");
-        } else {
-          stats.transfersAdopted++;
-          note(who + " adopted term " + t.term + " from " + t.from);
-        }
-      } else if (row.term() > t.term) {
-        if (now < t.boundMs) {
-          violate(
-              "transfer: "
-                  + p
-                  + " took the lease at term "
-                  + row.term()
-                  + " while term "
-                  + t.term
-                  + ", which "
-                  + t.from
-                  + " transferred to "
-                  + t.successor
-                  + ", was pending for another "
-                  + (t.boundMs - now)
-                  + " ms"
-                  + (p.instance().equals(t.successor)
-                      ? ": the successor must adopt the transfer's term"
-                      : ": no third process may hold the lease before the adoption bound"));
-        }
-        t.claimedAfterTheBound = true;
-      }
-    }
-  }
-
-  /** Transfers never adopted whose bound passed: the lease expired and was free again. */
-  private void countTransfers() {
-    long now = db.nowMs();
-    for (Transfer t : transfers) {
-      if (!t.adopted && (t.claimedAfterTheBound || now >= t.boundMs)) {
-        stats.transfersExpiredUnadopted++;
-      }
-    }
+    transfers.statementClosed(s);
   }
 
   /** The database server's clock steps by {@code ms} (NTP on the server), forward or back. */
@@ -759,140 +630,9 @@ public final class SimWorld implements AutoCloseable {
 
   // ---- statements in virtual time ---------------------------------------------------------------
 
-  /**
-   * Runs one statement of a process's connection: the request may be late (a delay, a stalled
-   * database) or time out, it waits for SQLite's locks up to the connection's busy timeout, its
-   * reply may be late; during every wait the rest of the world runs, and a cancel from lease-jdbc
-   * (after the loss of the lease it runs under) interrupts it.
-   */
-  /**
-   * Which process sent an adopt statement with a new holder: the row names the holder, and the
-   * adopter's statement may never close (its process crashed after the database took it).
-   */
-  private final Map<String, SimProcess> adopters = new HashMap<>();
-
+  /** Runs one statement of a process's connection in virtual time ({@link SimStatements}). */
   Object execute(SimConnection.Stmt s, String sql, Call call) throws Throwable {
-    if (s.firstParameter != null && Mutation.isAdopt(sql)) {
-      adopters.put(s.firstParameter, s.connection().process);
-    }
-    SimConnection c = s.connection();
-    SimProcess p = c.process;
-    Lease bound = LeaseInternals.currentOrNull();
-    boolean lostBefore = bound == null || bound.isLost();
-    BooleanSupplier cancel = () -> s.isCancelled() || (c.verified && !lostBefore && bound.isLost());
-    // lease statements (autocommit on SQLite) give up after the attempt timeout; an application's
-    // statement inside its transaction waits as long as the delay lasts
-    long timeout =
-        c.physical.getAutoCommit() ? timings.attemptTimeout().toNanos() : Long.MAX_VALUE / 4;
-    long wait = 0;
-    if (p.delayNext > 0) {
-      p.delayNext--;
-      wait = p.delayNanos;
-    }
-    wait = Math.max(wait, stallUntil - loop.now);
-    if (wait > 0) {
-      await(p, Math.min(wait, timeout), cancel);
-      interruptIfCancelled(s, c, bound, lostBefore, sql);
-      if (wait > timeout) {
-        throw new SQLTimeoutException(
-            "request timed out after " + timeout / 1_000_000 + " ms (simulated)");
-      }
-    }
-    Object result;
-    long busyUntil = loop.now + c.busyTimeoutMs * 1_000_000L;
-    boolean counted = false;
-    while (true) {
-      if (p.crashed || c.broken) {
-        throw new SQLNonTransientConnectionException("the process crashed (simulated)", "08003");
-      }
-      try {
-        s.dbNowMs = db.nowMs(); // the database clock the statement reads
-        result = call.call();
-        break;
-      } catch (SQLiteException e) {
-        if (e.getResultCode() != SQLiteErrorCode.SQLITE_BUSY || loop.now >= busyUntil) {
-          throw e;
-        }
-        if (!counted && Mutation.isTransfer(sql) && p.hasVerifiedTransaction()) {
-          p.transferWaited = true;
-          note(p + " transfer waits for its verified transaction's write lock");
-        } else if (!counted && Mutation.isClaim(sql) && anotherVerifiedTransaction(p)) {
-          stats.claimsThatWaitedForAVerifiedTransaction++;
-          p.claimWaited = true;
-          for (SimProcess q : processes) {
-            if (q != p) {
-              for (SimConnection held : q.verifiedConnections()) {
-                if (heldBack.add(held.verifiedSerial)) {
-                  stats.verifiedTransactionsThatHeldBackAClaim++;
-                }
-              }
-            }
-          }
-          note(p + " claim waits for a verified transaction's write lock");
-        }
-        counted = true;
-        await(p, Math.min(SLICE_NANOS, busyUntil - loop.now), cancel);
-        interruptIfCancelled(s, c, bound, lostBefore, sql);
-      }
-    }
-    if (Mutation.isVerify(sql) && !c.physical.getAutoCommit()) {
-      if (!c.verified) {
-        c.verifiedSerial = ++verifiedSerials;
-      }
-      c.verified = true;
-    }
-    if (p.slowReplyNext > 0) {
-      p.slowReplyNext--;
-      // the statement took effect; only its answer is late
-      await(p, Math.min(p.slowReplyNanos, timeout), () -> false);
-    }
-    return result;
-  }
-
-  /** Numbers the verified transactions; those that held back a claim, by number. */
-  private long verifiedSerials;
-
-  private final java.util.Set<Long> heldBack = new java.util.HashSet<>();
-
-  private boolean anotherVerifiedTransaction(SimProcess self) {
-    return processes.stream().anyMatch(q -> q != self && q.hasVerifiedTransaction());
-  }
-
-  /**
-   * lease-jdbc cancels the statement running under a lease when the lease is lost, from another
-   * thread: wait for that cancel when the loss happened during this statement's wait, then fail as
-   * SQLite's interrupt does (rolling back a write's transaction).
-   */
-  private void interruptIfCancelled(
-      SimConnection.Stmt s, SimConnection c, Lease bound, boolean lostBefore, String sql)
-      throws SQLException {
-    boolean expected = c.verified && !lostBefore && bound.isLost();
-    if (!s.isCancelled() && !expected) {
-      return;
-    }
-    try {
-      if (!s.cancelled.await(10, TimeUnit.SECONDS)) {
-        violate(
-            "lease-jdbc: the loss of term "
-                + bound.term()
-                + " did not cancel the statement running under it within 10 s");
-        return;
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
-    stats.cancelledByLoss++;
-    note(c.process + " statement cancelled: " + sql);
-    String verb = sql.stripLeading().toUpperCase(java.util.Locale.ROOT);
-    if (verb.startsWith("INSERT") || verb.startsWith("UPDATE") || verb.startsWith("DELETE")) {
-      try {
-        c.physical.rollback();
-        c.verified = false;
-      } catch (SQLException e) {
-        // no transaction
-      }
-    }
-    throw new SQLException("[SQLITE_INTERRUPT] interrupted (the statement was cancelled)");
+    return statements.execute(s, sql, call);
   }
 
   /**

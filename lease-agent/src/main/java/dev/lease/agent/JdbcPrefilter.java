@@ -1,0 +1,198 @@
+package dev.lease.agent;
+
+import java.lang.instrument.IllegalClassFormatException;
+import java.lang.instrument.Instrumentation;
+import java.nio.charset.StandardCharsets;
+import java.security.ProtectionDomain;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Predicate;
+import net.bytebuddy.agent.builder.AgentBuilder;
+import net.bytebuddy.agent.builder.ResettableClassFileTransformer;
+
+/**
+ * Hands ByteBuddy only the class files a rule could weave (issue 37). ByteBuddy describes every
+ * class it is given from its class file (a parse) before its matchers decide; most classes of an
+ * application never mention JDBC. Every type the agent weaves is a JDBC implementation, whose class
+ * file names {@code java/sql/}, {@code javax/sql/} or {@code javax/transaction/xa/} (an interface
+ * it implements, a method returning a connection), or a class the rules or the configuration name;
+ * anything else is passed over here, by a search of its bytes, before ByteBuddy sees it. The ignore
+ * rule's prefixes are passed over by name. A redefinition (retransformation) always goes through.
+ */
+final class JdbcPrefilter extends ResettableClassFileTransformer.WithDelegation {
+
+  private static final byte[][] JDBC =
+      new byte[][] {
+        "java/sql/".getBytes(StandardCharsets.US_ASCII),
+        "javax/sql/".getBytes(StandardCharsets.US_ASCII),
+        "javax/transaction/xa/".getBytes(StandardCharsets.US_ASCII)
+      };
+
+  /** The ignore rule's prefixes ({@code Instrumenter.IGNORED}), as internal names. */
+  private static final String[] IGNORED = {
+    "java/",
+    "javax/",
+    "jdk/",
+    "sun/",
+    "com/sun/",
+    "net/bytebuddy/",
+    "dev/lease/agent/",
+    "dev/lease/core/"
+  };
+
+  private final Predicate<String> named;
+
+  /**
+   * @param named whether the rules or the configuration name a class (a binary name), asked at each
+   *     class: the names grow as DataSources reveal the ancestors they inherit from
+   */
+  private JdbcPrefilter(ResettableClassFileTransformer transformer, Predicate<String> named) {
+    super(transformer);
+    this.named = named;
+  }
+
+  static AgentBuilder.TransformerDecorator decorator(Predicate<String> named) {
+    return transformer -> new JdbcPrefilter(transformer, named);
+  }
+
+  @Override
+  public byte[] transform(
+      ClassLoader loader,
+      String internalName,
+      Class<?> redefined,
+      ProtectionDomain domain,
+      byte[] bytes)
+      throws IllegalClassFormatException {
+    if (redefined == null && passOver(loader, internalName, bytes)) {
+      return null;
+    }
+    return classFileTransformer.transform(loader, internalName, redefined, domain, bytes);
+  }
+
+  @Override
+  public byte[] transform(
+      Module module,
+      ClassLoader loader,
+      String internalName,
+      Class<?> redefined,
+      ProtectionDomain domain,
+      byte[] bytes)
+      throws IllegalClassFormatException {
+    if (redefined == null && passOver(loader, internalName, bytes)) {
+      return null;
+    }
+    return classFileTransformer.transform(module, loader, internalName, redefined, domain, bytes);
+  }
+
+  /** True when no rule can weave this class: ByteBuddy need not describe it. */
+  boolean passOver(ClassLoader loader, String internalName, byte[] bytes) {
+    if (internalName == null || bytes == null) {
+      return false; // a hidden or unnamed class: ByteBuddy's own rules decide
+    }
+    if (loader == null || loader == ClassLoader.getPlatformClassLoader()) {
+      return true; // the ignore rule's first cases
+    }
+    for (String prefix : IGNORED) {
+      if (internalName.startsWith(prefix)) {
+        return true;
+      }
+    }
+    if (named.test(internalName.replace('/', '.'))) {
+      return false;
+    }
+    for (byte[] word : JDBC) {
+      if (contains(bytes, word)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static boolean contains(byte[] bytes, byte[] word) {
+    byte first = word[0];
+    int last = bytes.length - word.length;
+    outer:
+    for (int i = 0; i <= last; i++) {
+      if (bytes[i] != first) {
+        continue;
+      }
+      for (int k = 1; k < word.length; k++) {
+        if (bytes[i + k] != word[k]) {
+          continue outer;
+        }
+      }
+      return true;
+    }
+    return false;
+  }
+
+  private static final List<Class<?>> WOVEN_INTERFACES =
+      List.of(
+          javax.sql.DataSource.class,
+          java.sql.Driver.class,
+          javax.sql.PooledConnection.class,
+          javax.sql.ConnectionPoolDataSource.class,
+          javax.sql.XADataSource.class,
+          javax.transaction.xa.XAResource.class);
+
+  /**
+   * The classes loaded before the agent that a rule may weave (checked on the loaded classes, no
+   * class file read): JDBC implementations, the classes named by the rules and the configuration,
+   * and the superclasses of loaded DataSources (a DataSource may inherit getConnection). {@code
+   * JdbcTypes} and the other matchers still decide; this only keeps the rest from being described.
+   */
+  static Set<Class<?>> loadedCandidates(
+      Instrumentation inst, Predicate<String> named, boolean connections) {
+    Set<Class<?>> found = new LinkedHashSet<>();
+    for (Class<?> c : inst.getAllLoadedClasses()) {
+      if (!mayWeave(c, named, connections) || !inst.isModifiableClass(c)) {
+        continue;
+      }
+      found.add(c);
+      if (javax.sql.DataSource.class.isAssignableFrom(c)) {
+        for (Class<?> up = c.getSuperclass(); up != null; up = up.getSuperclass()) {
+          if (mayBeWoven(up) && inst.isModifiableClass(up)) {
+            found.add(up);
+          }
+        }
+      }
+    }
+    return found;
+  }
+
+  private static boolean mayWeave(Class<?> c, Predicate<String> named, boolean connections) {
+    if (!mayBeWoven(c)) {
+      return false;
+    }
+    if (named.test(c.getName())) {
+      return true;
+    }
+    if (c.isInterface()) {
+      return false;
+    }
+    for (Class<?> i : WOVEN_INTERFACES) {
+      if (i.isAssignableFrom(c)) {
+        return true;
+      }
+    }
+    return connections && java.sql.Connection.class.isAssignableFrom(c);
+  }
+
+  /** Not a class {@code Instrumenter.IGNORED} or the ignore rule leaves out. */
+  private static boolean mayBeWoven(Class<?> c) {
+    ClassLoader loader = c.getClassLoader();
+    if (loader == null || loader == ClassLoader.getPlatformClassLoader() || c.isSynthetic()) {
+      return false;
+    }
+    String n = c.getName();
+    return !(n.startsWith("java.")
+        || n.startsWith("javax.")
+        || n.startsWith("jdk.")
+        || n.startsWith("sun.")
+        || n.startsWith("com.sun.")
+        || n.startsWith("net.bytebuddy.")
+        || n.startsWith("dev.lease.agent.")
+        || n.startsWith("dev.lease.core."));
+  }
+}

@@ -22,13 +22,6 @@ import net.bytebuddy.agent.builder.ResettableClassFileTransformer;
  */
 final class JdbcPrefilter extends ResettableClassFileTransformer.WithDelegation {
 
-  private static final byte[][] JDBC =
-      new byte[][] {
-        "java/sql/".getBytes(StandardCharsets.US_ASCII),
-        "javax/sql/".getBytes(StandardCharsets.US_ASCII),
-        "javax/transaction/xa/".getBytes(StandardCharsets.US_ASCII)
-      };
-
   /** The ignore rule's prefixes ({@code Instrumenter.IGNORED}), as internal names. */
   private static final String[] IGNORED = {
     "java/",
@@ -41,15 +34,11 @@ final class JdbcPrefilter extends ResettableClassFileTransformer.WithDelegation 
     "dev/lease/core/"
   };
 
-  private final Predicate<String> named;
+  private final Decision decision;
 
-  /**
-   * @param named whether the rules or the configuration name a class (a binary name), asked at each
-   *     class: the names grow as DataSources reveal the ancestors they inherit from
-   */
   private JdbcPrefilter(ResettableClassFileTransformer transformer, Predicate<String> named) {
     super(transformer);
-    this.named = named;
+    this.decision = new Decision(named);
   }
 
   static AgentBuilder.TransformerDecorator decorator(Predicate<String> named) {
@@ -64,7 +53,7 @@ final class JdbcPrefilter extends ResettableClassFileTransformer.WithDelegation 
       ProtectionDomain domain,
       byte[] bytes)
       throws IllegalClassFormatException {
-    if (redefined == null && passOver(loader, internalName, bytes)) {
+    if (redefined == null && decision.passOver(loader, internalName, bytes)) {
       return null;
     }
     return classFileTransformer.transform(loader, internalName, redefined, domain, bytes);
@@ -79,52 +68,83 @@ final class JdbcPrefilter extends ResettableClassFileTransformer.WithDelegation 
       ProtectionDomain domain,
       byte[] bytes)
       throws IllegalClassFormatException {
-    if (redefined == null && passOver(loader, internalName, bytes)) {
+    if (redefined == null && decision.passOver(loader, internalName, bytes)) {
       return null;
     }
     return classFileTransformer.transform(module, loader, internalName, redefined, domain, bytes);
   }
 
-  /** True when no rule can weave this class: ByteBuddy need not describe it. */
-  boolean passOver(ClassLoader loader, String internalName, byte[] bytes) {
-    if (internalName == null || bytes == null) {
-      return false; // a hidden or unnamed class: ByteBuddy's own rules decide
+  /**
+   * Which class files ByteBuddy need not see: those of the ignored loaders and prefixes, and those
+   * that neither mention JDBC nor are named by the rules.
+   */
+  static final class Decision {
+    private final Predicate<String> named;
+
+    /**
+     * @param named whether the rules or the configuration name a class (a binary name), asked at
+     *     each class: the names grow as DataSources reveal the ancestors they inherit from
+     */
+    Decision(Predicate<String> named) {
+      this.named = named;
     }
-    if (loader == null || loader == ClassLoader.getPlatformClassLoader()) {
-      return true; // the ignore rule's first cases
+
+    /** True when no rule can weave this class: ByteBuddy need not describe it. */
+    boolean passOver(ClassLoader loader, String internalName, byte[] bytes) {
+      if (internalName == null || bytes == null) {
+        return false; // a hidden or unnamed class: ByteBuddy's own rules decide
+      }
+      if (loader == null || loader == ClassLoader.getPlatformClassLoader()) {
+        return true; // the ignore rule's first cases
+      }
+      for (String prefix : IGNORED) {
+        if (internalName.startsWith(prefix)) {
+          return true;
+        }
+      }
+      if (named.test(internalName.replace('/', '.'))) {
+        return false;
+      }
+      return !mentionsJdbc(bytes);
     }
-    for (String prefix : IGNORED) {
-      if (internalName.startsWith(prefix)) {
-        return true;
+  }
+
+  /**
+   * Whether {@code bytes} contain {@code java/sql/}, {@code javax/sql/} or {@code
+   * javax/transaction/xa/}: one pass, looking further only where a {@code java} starts.
+   */
+  static boolean mentionsJdbc(byte[] bytes) {
+    int n = bytes.length;
+    for (int i = 0; i + 9 <= n; i++) {
+      if (bytes[i] != 'j' || bytes[i + 1] != 'a' || bytes[i + 2] != 'v' || bytes[i + 3] != 'a') {
+        continue;
+      }
+      int at = i + 4;
+      if (bytes[at] == 'x') {
+        at++;
+      }
+      if (at < n && bytes[at] == '/') {
+        if (startsWith(bytes, at + 1, SQL) || (at > i + 4 && startsWith(bytes, at + 1, XA))) {
+          return true;
+        }
       }
     }
-    if (named.test(internalName.replace('/', '.'))) {
+    return false;
+  }
+
+  private static final byte[] SQL = "sql/".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] XA = "transaction/xa/".getBytes(StandardCharsets.US_ASCII);
+
+  private static boolean startsWith(byte[] bytes, int from, byte[] word) {
+    if (from + word.length > bytes.length) {
       return false;
     }
-    for (byte[] word : JDBC) {
-      if (contains(bytes, word)) {
+    for (int k = 0; k < word.length; k++) {
+      if (bytes[from + k] != word[k]) {
         return false;
       }
     }
     return true;
-  }
-
-  static boolean contains(byte[] bytes, byte[] word) {
-    byte first = word[0];
-    int last = bytes.length - word.length;
-    outer:
-    for (int i = 0; i <= last; i++) {
-      if (bytes[i] != first) {
-        continue;
-      }
-      for (int k = 1; k < word.length; k++) {
-        if (bytes[i + k] != word[k]) {
-          continue outer;
-        }
-      }
-      return true;
-    }
-    return false;
   }
 
   private static final List<Class<?>> WOVEN_INTERFACES =

@@ -372,7 +372,7 @@ public final class Lease implements AutoCloseable {
       throws SQLException {
     try {
       return verifyInTransaction(
-          connection, manager.dialect().verifySql(strict), strict, idleInTransaction, null);
+          connection, manager.dialect().verifyText(strict), strict, idleInTransaction, null);
     } catch (SQLException e) {
       if (Dialect.isRefusal(e)) {
         return false; // the database refused it: this holder no longer holds the lease

@@ -270,6 +270,36 @@ public abstract class Dialect {
     return verifySql(strict);
   }
 
+  /** A text built for the table reference it names ({@link #verifyText}). */
+  private record Built(String table, String text) {}
+
+  /** {@link #verifySql} and {@link #commitProofSql}, strict and not, built once each. */
+  private final Built[] texts = new Built[4];
+
+  /**
+   * {@link #verifySql}, built once per dialect and table reference: the text is fixed by the table
+   * ({@link #resolve} may replace the reference) and the clock, so a transaction does not rebuild
+   * it (issue 36). A race builds it twice, harmlessly.
+   */
+  public final String verifyText(boolean strict) {
+    return built(strict ? 1 : 0, strict, false);
+  }
+
+  /** {@link #commitProofSql}, built once per dialect and table reference ({@link #verifyText}). */
+  public final String commitProofText(boolean strict) {
+    return built(strict ? 3 : 2, strict, true);
+  }
+
+  private String built(int slot, boolean strict, boolean proof) {
+    String ref = table;
+    Built b = texts[slot];
+    if (b == null || b.table() != ref) {
+      b = new Built(ref, proof ? commitProofSql(strict) : verifySql(strict));
+      texts[slot] = b;
+    }
+    return b.text();
+  }
+
   /**
    * True if {@code e} (or an exception chained to it) is a refusing verify's error: its message
    * carries {@link #REFUSAL_TEXT} (this process's nonce, so not user data echoed in an error) and

@@ -113,7 +113,7 @@ public final class LeaseInternals {
    * #verifyParameters}.
    */
   public static String verifySql(Lease lease, boolean strict) {
-    return dialect(lease.manager()).verifySql(strict);
+    return dialect(lease.manager()).verifyText(strict);
   }
 
   /**
@@ -126,7 +126,7 @@ public final class LeaseInternals {
 
   /** The verify a commit carries as its proof ({@link Dialect#commitProofSql}). */
   public static String commitProofSql(Lease lease, boolean strict) {
-    return dialect(lease.manager()).commitProofSql(strict);
+    return dialect(lease.manager()).commitProofText(strict);
   }
 
   /** True if {@code e} is (or chains) a refusing verify's error ({@link Dialect#isRefusal}). */

@@ -115,6 +115,20 @@ public final class SqlLexer {
     if (sql == null) {
       return SqlSummary.EMPTY;
     }
+    SqlSummary known = summaries.get(sql);
+    if (known != null) {
+      return known;
+    }
+    SqlSummary summary = lex(sql);
+    summaries.put(sql, summary);
+    return summary;
+  }
+
+  /** Summaries of texts read before (a statement prepared again from the same text): issue 36. */
+  private final SummaryCache summaries = new SummaryCache(SummaryCache.SLOTS, true);
+
+  /** {@link #summarize} without the cache: every reading of the text, lexed now. */
+  SqlSummary lex(String sql) {
     SqlScan scan = SqlScan.reuse(this, sql);
     try {
       return summarize(scan);

@@ -8,7 +8,6 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseManager;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
-import dev.lease.jdbc.PreviousMechanism;
 import dev.lease.testing.CountingDataSource;
 import dev.lease.testing.PgWire;
 import dev.lease.testing.TestDatabase;

@@ -136,9 +136,7 @@ public class PiggybackBenchmark {
                   .piggybackVerify(true)
                   .build()),
           FencedDataSource.wrap(
-              pool,
-              dev.lease.jdbc.PreviousMechanism.of(FencingOptions.builder().piggybackVerify(true))
-                  .build())
+              pool, PreviousMechanism.of(FencingOptions.builder().piggybackVerify(true)).build())
         };
   }
 

@@ -26,7 +26,7 @@ public final class FencingOptions {
 
   static {
     // the guarded entry of the negative controls' weakened rules (FenceInternals.rulesForTesting)
-    FenceInternals.registerRules((b, rules) -> b.rules(rules, true));
+    FenceInternals.registerRules((b, rules, warn) -> b.rules(rules, warn));
   }
 
   private static final FencingOptions DEFAULTS = builder().build();

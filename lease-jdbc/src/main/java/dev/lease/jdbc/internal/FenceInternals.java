@@ -5,7 +5,6 @@ import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.internal.fence.Fences;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.function.BiConsumer;
 
 /**
  * What lease-agent and lease's own tests need from lease-jdbc and applications must not call:
@@ -20,7 +19,13 @@ import java.util.function.BiConsumer;
  */
 public final class FenceInternals {
 
-  private static volatile BiConsumer<FencingOptions.Builder, FenceRules> rulesSetter;
+  private static volatile RulesSetter rulesSetter;
+
+  /** lease-jdbc's way to set a builder's rules ({@link #registerRules}). */
+  @FunctionalInterface
+  public interface RulesSetter {
+    void set(FencingOptions.Builder builder, FenceRules rules, boolean warn);
+  }
 
   private FenceInternals() {}
 
@@ -51,7 +56,7 @@ public final class FenceInternals {
    *
    * @throws IllegalStateException if called again, or from another class
    */
-  public static void registerRules(BiConsumer<FencingOptions.Builder, FenceRules> setter) {
+  public static void registerRules(RulesSetter setter) {
     if (!setter.getClass().getName().startsWith("dev.lease.jdbc.FencingOptions")
         || setter.getClass().getClassLoader() != FenceInternals.class.getClassLoader()) {
       throw new IllegalStateException("only lease-jdbc registers its rules' setter");
@@ -76,6 +81,24 @@ public final class FenceInternals {
    */
   public static FencingOptions.Builder rulesForTesting(
       FencingOptions.Builder builder, FenceRules rules) {
+    return setRules(builder, rules, true);
+  }
+
+  /**
+   * Benchmarks only: {@code builder} builds fences that run an earlier mechanism ({@code rules}) so
+   * that one run can time it beside today's, without the ERROR line per connection of {@link
+   * #rulesForTesting} (which would be timed too). Guarded as that one is.
+   *
+   * @return {@code builder}
+   * @throws IllegalStateException without lease's test support on the class path
+   */
+  public static FencingOptions.Builder rulesForComparison(
+      FencingOptions.Builder builder, FenceRules rules) {
+    return setRules(builder, rules, false);
+  }
+
+  private static FencingOptions.Builder setRules(
+      FencingOptions.Builder builder, FenceRules rules, boolean warn) {
     if (!LeaseInternals.testJvm(FenceInternals.class.getClassLoader())) {
       throw new IllegalStateException(
           "weakened FenceRules ("
@@ -84,7 +107,7 @@ public final class FenceInternals {
               + " they are honoured only with lease's test support or conformance runner on the"
               + " class path, and refused here: build FencingOptions without them");
     }
-    BiConsumer<FencingOptions.Builder, FenceRules> setter = rulesSetter;
+    RulesSetter setter = rulesSetter;
     if (setter == null) {
       FencingOptions.defaults(); // initialises FencingOptions, which registers the setter
       setter = rulesSetter;
@@ -92,7 +115,7 @@ public final class FenceInternals {
         throw new IllegalStateException("lease-jdbc did not register its rules' setter");
       }
     }
-    setter.accept(builder, rules);
+    setter.set(builder, rules, warn);
     return builder;
   }
 }

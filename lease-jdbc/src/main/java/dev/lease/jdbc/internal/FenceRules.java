@@ -15,10 +15,10 @@ import java.sql.SQLException;
  * <p>A weakened implementation (the control of one mechanism) lives in test sources only
  * (lease-jdbc's {@code WeakenedFence}, the conformance runner's), never in the jar, and reaches a
  * fence through {@link FenceInternals#rulesForTesting}, honoured only with lease's test support or
- * conformance runner on the class path. One exception: the benchmarks' {@code PreviousMechanism}
- * (the earlier refusal, for comparison) sets its rules through the builder's package-private method
- * from lease-jdbc's package on the class path, so that the per-connection ERROR log of a weakened
- * fence is not timed. Production code asks a rule here and branches on no test switch.
+ * conformance runner on the class path; the benchmarks' {@code PreviousMechanism} (earlier
+ * mechanisms, for comparison) through {@link FenceInternals#rulesForComparison}, the same guard
+ * without the per-connection ERROR log, which would be timed. Production code asks a rule here and
+ * branches on no test switch.
  *
  * <p><b>Not API.</b> It may change in any release.
  */

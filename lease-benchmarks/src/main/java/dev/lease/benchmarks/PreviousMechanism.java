@@ -1,15 +1,17 @@
-package dev.lease.jdbc;
+package dev.lease.benchmarks;
 
 import dev.lease.core.Lease;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.jdbc.FencingOptions;
+import dev.lease.jdbc.internal.FenceInternals;
 import dev.lease.jdbc.internal.FenceRules;
 
 /**
  * Benchmarks only: fencing options with the refusal mechanism before issue 25 (the client reads the
  * verify's empty result, commits trust the fence's picture), so that one trial can run it
- * interleaved with today's. In the benchmarks' jar only, beside lease-jdbc's package: its rules are
- * set without the ERROR line a weakened fence logs for every connection (through {@code
- * FenceInternals.rulesForTesting}), which would time the log as well.
+ * interleaved with today's. In the benchmarks' jar only: its rules are set through {@link
+ * FenceInternals#rulesForComparison}, without the ERROR line a weakened fence logs for every
+ * connection, which would time the log as well.
  */
 public final class PreviousMechanism {
 
@@ -44,7 +46,7 @@ public final class PreviousMechanism {
   private PreviousMechanism() {}
 
   public static FencingOptions.Builder of(FencingOptions.Builder b) {
-    return b.rules(CLIENT_REFUSAL, false);
+    return FenceInternals.rulesForComparison(b, CLIENT_REFUSAL);
   }
 
   private static final FenceRules EVERY_COMMIT_PROVES =
@@ -65,6 +67,6 @@ public final class PreviousMechanism {
    * as before issue 36 (the baseline of {@code FenceCost}).
    */
   public static FencingOptions.Builder everyCommitProves(FencingOptions.Builder b) {
-    return b.rules(EVERY_COMMIT_PROVES, false);
+    return FenceInternals.rulesForComparison(b, EVERY_COMMIT_PROVES);
   }
 }

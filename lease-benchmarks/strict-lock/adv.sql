@@ -1,0 +1,6 @@
+\set id random(0, 9999)
+BEGIN;
+SELECT pg_advisory_xact_lock_shared(1279870292, hashtext('cost'));
+SELECT term FROM adv_leases WHERE name = 'cost' AND holder = 'h1' AND term = 42 AND expires_at_ms > (extract(epoch from clock_timestamp()) * 1000)::bigint;
+UPDATE adv_rows SET v = v + 1 WHERE id = :id;
+COMMIT;

@@ -103,46 +103,9 @@ class MySqlPiggybackVerifyTest {
       String select = "SELECT id FROM " + f.data + " ORDER BY id";
       String update = "UPDATE " + f.data + " SET note = 'x' WHERE id >= 2";
       String warn = "SELECT CAST(CONCAT(id, 'x') AS SIGNED) FROM " + f.data + " ORDER BY id";
-      List<Shape> shapes =
+      List<Shape> shapes = new ArrayList<>(PiggybackVerifyTest.resultShapes(select, update));
+      shapes.addAll(
           List.of(
-              (c, x) -> rows(c.createStatement().executeQuery(select)),
-              (c, x) -> "" + c.createStatement().executeUpdate(update),
-              (c, x) -> "" + c.createStatement().executeLargeUpdate(update),
-              (c, x) -> {
-                Statement s = c.createStatement();
-                return all(s, s.execute(select));
-              },
-              (c, x) -> {
-                Statement s = c.createStatement();
-                return all(s, s.execute(update));
-              },
-              (c, x) -> {
-                PreparedStatement ps =
-                    c.prepareStatement("SELECT id FROM " + x.data + " WHERE id >= ? ORDER BY id");
-                ps.setInt(1, 2);
-                return rows(ps.executeQuery()) + " " + all(ps, ps.execute());
-              },
-              (c, x) -> {
-                PreparedStatement ps =
-                    c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id >= ?");
-                ps.setString(1, "p");
-                ps.setInt(2, 2);
-                return ps.executeUpdate() + " " + all(ps, false);
-              },
-              (c, x) -> {
-                PreparedStatement ps =
-                    c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id >= ?");
-                ps.setString(1, "p");
-                ps.setLong(2, 1);
-                return ps.executeLargeUpdate() + " " + all(ps, false);
-              },
-              (c, x) -> {
-                PreparedStatement ps =
-                    c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id = ?");
-                ps.setString(1, "p");
-                ps.setInt(2, 3);
-                return all(ps, ps.execute());
-              },
               // the statement's warnings, and only its own (the verify has none)
               (c, x) -> {
                 Statement s = c.createStatement();
@@ -174,7 +137,7 @@ class MySqlPiggybackVerifyTest {
                   PiggybackVerifyTest.outcome(
                       (cc, xx) -> "" + cc.createStatement().executeUpdate("UPDATE nope SET x = 1"),
                       c,
-                      x));
+                      x)));
       for (int i = 0; i < shapes.size(); i++) {
         boolean failing = i == shapes.size() - 1;
         // a failing statement that carried the verify leaves the transaction unverified: no

@@ -152,6 +152,54 @@ class PiggybackVerifyTest {
   // ---- every result shape, as without the verify
   // --------------------------------------------------------
 
+  /**
+   * The result shapes of a first statement every database answers alike ({@code select} reads the
+   * fixture's rows, {@code update} changes some): plain, large and generic calls, on a statement
+   * and on a prepared one. {@link MySqlPiggybackVerifyTest} runs them too, with the shapes only
+   * MySQL and MariaDB have.
+   */
+  static List<Shape> resultShapes(String select, String update) {
+    return List.of(
+        (c, x) -> rows(c.createStatement().executeQuery(select)),
+        (c, x) -> "" + c.createStatement().executeUpdate(update),
+        (c, x) -> "" + c.createStatement().executeLargeUpdate(update),
+        (c, x) -> {
+          Statement s = c.createStatement();
+          return all(s, s.execute(select));
+        },
+        (c, x) -> {
+          Statement s = c.createStatement();
+          return all(s, s.execute(update));
+        },
+        (c, x) -> {
+          PreparedStatement ps =
+              c.prepareStatement("SELECT id FROM " + x.data + " WHERE id >= ? ORDER BY id");
+          ps.setInt(1, 2);
+          return rows(ps.executeQuery()) + " " + all(ps, ps.execute());
+        },
+        (c, x) -> {
+          PreparedStatement ps =
+              c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id >= ?");
+          ps.setString(1, "p");
+          ps.setInt(2, 2);
+          return ps.executeUpdate() + " " + all(ps, false);
+        },
+        (c, x) -> {
+          PreparedStatement ps =
+              c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id >= ?");
+          ps.setString(1, "p");
+          ps.setLong(2, 1);
+          return ps.executeLargeUpdate() + " " + all(ps, false);
+        },
+        (c, x) -> {
+          PreparedStatement ps =
+              c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id = ?");
+          ps.setString(1, "p");
+          ps.setInt(2, 3);
+          return all(ps, ps.execute());
+        });
+  }
+
   @ParameterizedTest(name = "{0}")
   @MethodSource("dev.lease.testing.TestDatabase#all")
   void everyResultShapeOfAFirstStatementIsPresentedAsWithoutTheVerify(TestDatabase db)
@@ -161,53 +209,16 @@ class PiggybackVerifyTest {
       boolean pg = db == TestDatabase.POSTGRESQL;
       String select = "SELECT id FROM " + f.data + " ORDER BY id";
       String update = "UPDATE " + f.data + " SET note = 'x' WHERE id >= 2";
-      List<Shape> shapes =
+      List<Shape> shapes = new ArrayList<>(resultShapes(select, update));
+      shapes.addAll(
           List.of(
-              (c, x) -> rows(c.createStatement().executeQuery(select)),
-              (c, x) -> "" + c.createStatement().executeUpdate(update),
-              (c, x) -> "" + c.createStatement().executeLargeUpdate(update),
-              (c, x) -> {
-                Statement s = c.createStatement();
-                return all(s, s.execute(select));
-              },
-              (c, x) -> {
-                Statement s = c.createStatement();
-                return all(s, s.execute(update));
-              },
-              (c, x) -> {
-                PreparedStatement ps =
-                    c.prepareStatement("SELECT id FROM " + x.data + " WHERE id >= ? ORDER BY id");
-                ps.setInt(1, 2);
-                return rows(ps.executeQuery()) + " " + all(ps, ps.execute());
-              },
-              (c, x) -> {
-                PreparedStatement ps =
-                    c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id >= ?");
-                ps.setString(1, "p");
-                ps.setInt(2, 2);
-                return ps.executeUpdate() + " " + all(ps, false);
-              },
-              (c, x) -> {
-                PreparedStatement ps =
-                    c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id >= ?");
-                ps.setString(1, "p");
-                ps.setLong(2, 1);
-                return ps.executeLargeUpdate() + " " + all(ps, false);
-              },
-              (c, x) -> {
-                PreparedStatement ps =
-                    c.prepareStatement("UPDATE " + x.data + " SET note = ? WHERE id = ?");
-                ps.setString(1, "p");
-                ps.setInt(2, 3);
-                return all(ps, ps.execute());
-              },
               // the driver's own errors for a call of the wrong kind
               (c, x) -> rows(c.createStatement().executeQuery(update)),
               (c, x) -> "" + c.createStatement().executeUpdate(select),
               // a failing statement, then the transaction as the driver leaves it
               (c, x) ->
                   outcome((cc, xx) -> "" + cc.createStatement().executeUpdate("UPDATE nope"), c, x)
-                      .replaceAll("Position: \\d+", ""));
+                      .replaceAll("Position: \\d+", "")));
       for (int i = 0; i < shapes.size(); i++) {
         boolean failing = i == shapes.size() - 1;
         // a failing statement that carried the verify leaves the transaction unverified (and

@@ -235,13 +235,7 @@ final class PostgresDialect extends StandardDialect {
             + clock
             + " FOR UPDATE),"
             + " claimed AS (UPDATE "
-            + table
-            + " t SET holder = ?, instance = ?, term = "
-            + nextTerm("t.term")
-            + ","
-            + " expires_at_ms = "
-            + clock
-            + " + ?, revision = t.revision + 1"
+            + giveRow()
             + " FROM expired WHERE t.name = expired.name RETURNING t.term, expired.instance)"
             + " SELECT (SELECT term FROM claimed), EXISTS (SELECT 1 FROM "
             + table
@@ -334,6 +328,20 @@ final class PostgresDialect extends StandardDialect {
   }
 
   /**
+   * {@code <table> t SET ...}: what every step that gives the row to a new holder sets (a claim, a
+   * transfer, a schedule's claim): the holder, the instance and the expiry (three parameters, in
+   * that order), the next term and the revision; the caller adds the rest and the {@code FROM}.
+   */
+  private String giveRow() {
+    return table
+        + " t SET holder = ?, instance = ?, term = "
+        + nextTerm("t.term")
+        + ", expires_at_ms = "
+        + clock
+        + " + ?, revision = t.revision + 1";
+  }
+
+  /**
    * The claim locks the row {@code FOR UPDATE} before it changes it. A plain UPDATE takes only
    * {@code FOR NO KEY UPDATE}, which does not conflict with the {@code FOR KEY SHARE} of a strict
    * verify (measured: it went through while a verified transaction was open); {@code FOR UPDATE}
@@ -351,13 +359,7 @@ final class PostgresDialect extends StandardDialect {
             + clock
             + " FOR UPDATE)"
             + " UPDATE "
-            + table
-            + " t SET holder = ?, instance = ?, term = "
-            + nextTerm("t.term")
-            + ","
-            + " expires_at_ms = "
-            + clock
-            + " + ?, revision = t.revision + 1"
+            + giveRow()
             + " FROM expired WHERE t.name = expired.name"
             + " RETURNING t.term, t.expires_at_ms";
     return LeaseSql.first(
@@ -505,13 +507,7 @@ final class PostgresDialect extends StandardDialect {
             + rules.postgresTransferRowLock()
             + ")"
             + " UPDATE "
-            + table
-            + " t SET holder = ?, instance = ?, term = "
-            + nextTerm("t.term")
-            + ","
-            + " expires_at_ms = "
-            + clock
-            + " + ?, revision = t.revision + 1"
+            + giveRow()
             + " FROM held WHERE t.name = held.name RETURNING t.term";
     String ms = bound(timeoutMs);
     Object[] params = {name, holder, term, ms, ms, TRANSFER_PENDING, successor, adoptWithinMs};
@@ -540,13 +536,7 @@ final class PostgresDialect extends StandardDialect {
             + clock
             + " ORDER BY t.name FOR UPDATE OF t)"
             + " UPDATE "
-            + table
-            + " t SET holder = ?, instance = ?, term = "
-            + nextTerm("t.term")
-            + ","
-            + " expires_at_ms = "
-            + clock
-            + " + ?, revision = t.revision + 1"
+            + giveRow()
             + " FROM held WHERE t.name = held.name RETURNING t.name, t.term";
     String ms = bound(timeoutMs);
     Object[] params = {new HeldArrays(leases), ms, ms, TRANSFER_PENDING, successor, adoptWithinMs};
@@ -608,13 +598,8 @@ final class PostgresDialect extends StandardDialect {
             + clock
             + " FOR UPDATE)"
             + " UPDATE "
-            + table
-            + " t SET holder = ?, instance = ?, term = "
-            + nextTerm("t.term")
+            + giveRow()
             + ","
-            + " expires_at_ms = "
-            + clock
-            + " + ?, revision = t.revision + 1,"
             + " slot_ms = ?, unfinished_slot_ms = ?, rerun_slot_ms = NULL"
             + " FROM due WHERE t.name = due.name"
             + " RETURNING t.term, due.slot_ms, due.unfinished_slot_ms, due.instance";
@@ -657,13 +642,8 @@ final class PostgresDialect extends StandardDialect {
             + (once ? " AND (rerun_slot_ms IS NULL OR rerun_slot_ms <> unfinished_slot_ms)" : "")
             + " FOR UPDATE)"
             + " UPDATE "
-            + table
-            + " t SET holder = ?, instance = ?, term = "
-            + nextTerm("t.term")
+            + giveRow()
             + ","
-            + " expires_at_ms = "
-            + clock
-            + " + ?, revision = t.revision + 1,"
             + " rerun_slot_ms = t.unfinished_slot_ms"
             + " FROM cut WHERE t.name = cut.name RETURNING t.term";
     return LeaseSql.first(c, sql, rs -> rs.getLong(1), name, instantMs, holder, instance, leaseMs);

@@ -621,39 +621,7 @@ final class FailoverRound implements HolderProcesses.Events {
               + " found in the promoted server's binary log, so invariant 1 was not checked on"
               + " every claim");
     }
-    // Invariant 1 on the promoted history: the claim of t+1 saw every row of term t there is.
-    Map<Long, Long> rowsPerTerm = new ConcurrentHashMap<>();
-    rows.forEach(r -> rowsPerTerm.merge(r.term(), 1L, Long::sum));
-    for (FailoverTables.Claim claim : claims.values()) {
-      if (claim.prevTerm() == null) {
-        continue;
-      }
-      long now = rowsPerTerm.getOrDefault(claim.prevTerm(), 0L);
-      if (now > claim.prevRows()) {
-        violations.add(
-            (now - claim.prevRows())
-                + " row(s) of term "
-                + claim.prevTerm()
-                + " committed after the claim of term "
-                + claim.term()
-                + " (invariant 1)");
-      }
-    }
-    // Every row under a (term, holder) the promoted server granted.
-    Set<String> reported = new HashSet<>();
-    for (FailoverTables.Row r : rows) {
-      FailoverTables.Claim claim = claims.get(r.term());
-      if ((claim == null || !r.holder().equals(claim.holder()))
-          && reported.add(r.term() + "/" + r.holder())) {
-        violations.add(
-            "row(s) kept under term "
-                + r.term()
-                + " of holder "
-                + r.holder()
-                + ", which the promoted server "
-                + (claim == null ? "never granted" : "granted to " + claim.holder()));
-      }
-    }
+    FailoverTables.checkHistory(claims, rows, violations);
     // Claims the holders were told of, against the promoted history.
     long kill = killNanos.get();
     Set<String> grantedKeys = new HashSet<>();

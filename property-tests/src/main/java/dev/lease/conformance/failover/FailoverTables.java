@@ -8,8 +8,11 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -270,5 +273,45 @@ final class FailoverTables {
       }
     }
     return out;
+  }
+
+  /**
+   * The promoted server's history against itself: invariant 1 (the claim of t+1 saw every row of
+   * term t there is) and every row under a (term, holder) that server granted.
+   */
+  static void checkHistory(Map<Long, Claim> claims, List<Row> rows, List<String> violations) {
+    // Invariant 1 on the promoted history: the claim of t+1 saw every row of term t there is.
+    Map<Long, Long> rowsPerTerm = new ConcurrentHashMap<>();
+    rows.forEach(r -> rowsPerTerm.merge(r.term(), 1L, Long::sum));
+    for (FailoverTables.Claim claim : claims.values()) {
+      if (claim.prevTerm() == null) {
+        continue;
+      }
+      long now = rowsPerTerm.getOrDefault(claim.prevTerm(), 0L);
+      if (now > claim.prevRows()) {
+        violations.add(
+            (now - claim.prevRows())
+                + " row(s) of term "
+                + claim.prevTerm()
+                + " committed after the claim of term "
+                + claim.term()
+                + " (invariant 1)");
+      }
+    }
+    // Every row under a (term, holder) the promoted server granted.
+    Set<String> reported = new HashSet<>();
+    for (FailoverTables.Row r : rows) {
+      FailoverTables.Claim claim = claims.get(r.term());
+      if ((claim == null || !r.holder().equals(claim.holder()))
+          && reported.add(r.term() + "/" + r.holder())) {
+        violations.add(
+            "row(s) kept under term "
+                + r.term()
+                + " of holder "
+                + r.holder()
+                + ", which the promoted server "
+                + (claim == null ? "never granted" : "granted to " + claim.holder()));
+      }
+    }
   }
 }

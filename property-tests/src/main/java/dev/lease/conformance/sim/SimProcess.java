@@ -62,7 +62,7 @@ public final class SimProcess {
   boolean claimWaited;
 
   /** The business transaction in progress, or null. */
-  SimWorld.BusinessTxn openTxn;
+  SimTransactions.BusinessTxn openTxn;
 
   // injected faults on the way to the database
   int dropNext;

@@ -3,15 +3,11 @@ package dev.lease.conformance.sim;
 import dev.lease.conformance.Mutations;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
-import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.LossReason;
 import dev.lease.core.internal.LeaseInternals;
-import dev.lease.jdbc.LeaseLostSQLException;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -21,7 +17,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.TreeMap;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -93,24 +88,6 @@ public final class SimWorld implements AutoCloseable {
     long transfersFailed;
   }
 
-  /** A business transaction of {@link #ROWS} rows under a process's lease, run in steps. */
-  final class BusinessTxn {
-    final SimProcess process;
-    final Lease lease;
-    final long id;
-    final boolean failMidway;
-    Connection connection;
-    int step;
-    boolean pausedWhileOpen;
-
-    BusinessTxn(SimProcess process, Lease lease, long id, boolean failMidway) {
-      this.process = process;
-      this.lease = lease;
-      this.id = id;
-      this.failMidway = failMidway;
-    }
-  }
-
   /** A unit of JDBC work of a statement proxy. */
   @FunctionalInterface
   interface Call {
@@ -130,18 +107,14 @@ public final class SimWorld implements AutoCloseable {
   private final Map<Long, String> holderOfTerm = new HashMap<>();
   final SimTransfers transfers = new SimTransfers(this);
   private final SimStatements statements = new SimStatements(this);
-  private final Map<Long, Long> commitsOfTerm = new TreeMap<>();
+  final SimTransactions transactions = new SimTransactions(this);
   private final List<long[]> databaseSteps = new ArrayList<>();
   private final Deque<Object[]> trace = new ArrayDeque<>();
   private long maxClaimedTerm;
   private long lastRowTerm;
-  private long txnSeq;
   private long scheduleEndNanos;
   private int depth;
   private String violation;
-
-  /** How the last business transaction ended (the model's synchronous transaction reads it). */
-  private Outcome lastOutcome;
 
   public SimWorld(SimOptions options) {
     this.options = options;
@@ -161,12 +134,11 @@ public final class SimWorld implements AutoCloseable {
     loop.clear();
     holderOfTerm.clear();
     transfers.clear();
-    commitsOfTerm.clear();
+    transactions.clear();
     databaseSteps.clear();
     trace.clear();
     maxClaimedTerm = 0;
     lastRowTerm = 0;
-    txnSeq = 0;
     faults = 0;
     stallUntil = 0;
     depth = 0;
@@ -447,185 +419,16 @@ public final class SimWorld implements AutoCloseable {
     note("database clock " + (ms >= 0 ? "+" : "") + ms + " ms");
   }
 
-  // ---- business transactions through lease-jdbc -------------------------------------------------
+  // ---- business transactions through lease-jdbc ({@link SimTransactions}) ----------------------
 
-  /**
-   * Starts a business transaction under the process's lease; its steps follow on the process's
-   * timers, 0–{@code gapMs} ms of its clock apart, and {@code onEnd} runs when it ended.
-   */
+  /** Starts a business transaction under the process's lease ({@link SimTransactions#begin}). */
   void beginTransaction(SimProcess p, boolean failMidway, int[] gapsMs, Runnable onEnd) {
-    Lease lease = p.lease();
-    BusinessTxn t = new BusinessTxn(p, lease, ++txnSeq, failMidway);
-    p.openTxn = t;
-    continueTransaction(t, gapsMs, 0, onEnd, 0);
-  }
-
-  private void continueTransaction(
-      BusinessTxn t, int[] gapsMs, int k, Runnable onEnd, long deferredNanos) {
-    SimProcess p = t.process;
-    if (t.step == 0
-        && p.keeperDepth > 0
-        && deferredNanos < 4 * timings.attemptTimeout().toNanos()) {
-      // lease-jdbc lets an in-flight renewal go first on SQLite (Lease.awaitRenewal, at most the
-      // attempt timeout, in real time): the simulation waits for the renewal's end in virtual time
-      // instead (at most the renewal's longest attempt: its request, lock wait and reply)
-      p.scheduleWork(
-          () -> continueTransaction(t, gapsMs, k, onEnd, deferredNanos + SLICE_NANOS),
-          SLICE_NANOS / 1_000_000);
-      return;
-    }
-    if (!step(t)) {
-      onEnd.run();
-      return;
-    }
-    p.scheduleWork(
-        () -> continueTransaction(t, gapsMs, k + 1, onEnd, 0), gapsMs[k % gapsMs.length]);
+    transactions.begin(p, failMidway, gapsMs, onEnd);
   }
 
   /** A whole business transaction now, step after step (the model's transaction). */
   Outcome transactionNow(SimProcess p) {
-    Lease lease = p.lease();
-    if (lease == null) {
-      return Outcome.SKIPPED;
-    }
-    BusinessTxn t = new BusinessTxn(p, lease, ++txnSeq, false);
-    p.openTxn = t;
-    while (step(t)) {
-      // next step at once
-    }
-    return lastOutcome;
-  }
-
-  /** Runs the transaction's next step; false when it ended. */
-  private boolean step(BusinessTxn t) {
-    SimProcess p = t.process;
-    long term = t.lease.term();
-    try (LeaseContext.Scope scope = LeaseContext.bind(t.lease)) {
-      switch (t.step) {
-        case 0 -> {
-          t.connection = p.fenced.getConnection();
-          t.connection.setAutoCommit(false);
-          // the first statement, a read: lease-jdbc verifies the lease here
-          try (PreparedStatement ps =
-              t.connection.prepareStatement(
-                  "SELECT count(*) FROM " + SimDatabase.BUSINESS + " WHERE txn = ?")) {
-            ps.setLong(1, t.id);
-            ps.executeQuery().close();
-          }
-          note(p + " transaction " + t.id + " verified under term " + term);
-        }
-        case 1 -> {
-          insert(t.connection, t.id, 1, term);
-          if (t.failMidway) {
-            // the application gives up and closes the connection without rolling back
-            throw new SQLException("application error after the first row (simulated)");
-          }
-        }
-        case 2 -> insert(t.connection, t.id, 2, term);
-        default -> {
-          t.connection.commit();
-          committed(t);
-          end(t, Outcome.OK, null);
-          return false;
-        }
-      }
-      t.step++;
-      return true;
-    } catch (SQLException e) {
-      Outcome o = Outcome.ERROR;
-      if (e instanceof LeaseLostSQLException l) {
-        if (LeaseLostSQLException.REFUSED.equals(l.getSQLState())) {
-          o = Outcome.REFUSED;
-          if (e.getMessage().contains("the database says")) {
-            stats.refusedByDatabase++;
-          } else {
-            stats.refusedLocally++;
-          }
-        } else if (LeaseLostSQLException.POISONED.equals(l.getSQLState())) {
-          o = Outcome.POISONED;
-          stats.poisonedByLoss++;
-        }
-      }
-      end(t, o, e);
-      return false;
-    }
-  }
-
-  /** Invariant 3 at the moment of the commit: no claim of a later term may have committed. */
-  private void committed(BusinessTxn t) throws SQLException {
-    SimDatabase.Row row = db.row(NAME);
-    if (row.term() > t.lease.term()) {
-      violate(
-          "invariant 3: transaction "
-              + t.id
-              + " verified under term "
-              + t.lease.term()
-              + " committed after the claim of term "
-              + row.term()
-              + " by "
-              + row.instance()
-              + " had committed");
-    }
-    commitsOfTerm.merge(t.lease.term(), 1L, Long::sum);
-    stats.committed++;
-  }
-
-  private void end(BusinessTxn t, Outcome outcome, SQLException error) {
-    SimProcess p = t.process;
-    if (t.connection != null) {
-      try {
-        t.connection.close(); // try-with-resources: no rollback by the application
-      } catch (SQLException e) {
-        // the connection is gone
-      }
-    }
-    if (p.openTxn == t) {
-      p.openTxn = null;
-    }
-    if (t.pausedWhileOpen) {
-      stats.transactionsOpenAcrossAPause++;
-    }
-    lastOutcome = outcome;
-    note(
-        p
-            + " transaction "
-            + t.id
-            + " "
-            + outcome
-            + (error != null ? ": " + firstLine(error.getMessage()) : ""));
-    // invariant 4 for this transaction, as the database has it now
-    try {
-      long rows = db.businessRows(t.id);
-      if ((outcome == Outcome.OK && rows != ROWS) || (outcome != Outcome.OK && rows != 0)) {
-        violate(
-            "invariant 4: transaction "
-                + t.id
-                + " ended "
-                + outcome
-                + " with "
-                + rows
-                + " of its "
-                + ROWS
-                + " rows in the database");
-      }
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  private static String firstLine(String s) {
-    return s == null ? "" : s.lines().findFirst().orElse("");
-  }
-
-  private static void insert(Connection c, long txn, int part, long term) throws SQLException {
-    try (PreparedStatement ps =
-        c.prepareStatement(
-            "INSERT INTO " + SimDatabase.BUSINESS + " (txn, part, term) VALUES (?, ?, ?)")) {
-      ps.setLong(1, txn);
-      ps.setInt(2, part);
-      ps.setLong(3, term);
-      ps.executeUpdate();
-    }
+    return transactions.now(p);
   }
 
   // ---- statements in virtual time ---------------------------------------------------------------
@@ -758,8 +561,8 @@ public final class SimWorld implements AutoCloseable {
     Long previous = null;
     for (long term : holderOfTerm.keySet().stream().sorted().toList()) {
       if (previous != null
-          && commitsOfTerm.getOrDefault(previous, 0L) > 0
-          && commitsOfTerm.getOrDefault(term, 0L) > 0) {
+          && transactions.commitsOfTerm(previous) > 0
+          && transactions.commitsOfTerm(term) > 0) {
         stats.takeoversWithCommitsOnBothSides++;
       }
       previous = term;

@@ -53,37 +53,6 @@ import java.util.List;
  */
 public final class SqlLexer {
 
-  // Readings of the text other than the first, one bit each. The first reading is: PostgreSQL as
-  // pgjdbc splits it with standard_conforming_strings on; MySQL with default sql_mode, a server
-  // new enough to run every versioned comment, hints read as plain comments, no dollar quotes.
-
-  /**
-   * PostgreSQL: backslash escapes in plain {@code '...'} strings (standard_conforming_strings off);
-   * MySQL: no backslash escapes in {@code '...'} (NO_BACKSLASH_ESCAPES).
-   */
-  static final int ALT_SINGLE_QUOTE_ESCAPES = 1;
-
-  /** MySQL: no backslash escapes in {@code "..."} (NO_BACKSLASH_ESCAPES, or ANSI_QUOTES). */
-  static final int ALT_DOUBLE_QUOTE_ESCAPES = 1 << 1;
-
-  /** PostgreSQL: an {@code E'...'} string read as a plain one (pgjdbc and the server disagree). */
-  static final int ALT_E_STRING_PLAIN = 1 << 2;
-
-  /** MySQL: versioned ({@code /*!50700}) and MariaDB ({@code /*M!}) comments are not run. */
-  static final int ALT_EXEC_SKIPPED = 1 << 3;
-
-  /** MySQL: optimizer hint comments {@code /*+ ... *}{@code /} end only outside quotes. */
-  static final int ALT_HINT_QUOTES = 1 << 4;
-
-  /**
-   * MySQL: {@code $tag$ ... $tag$} is a string (MySQL 9.2+); PostgreSQL: the server's rule for
-   * where a dollar quote starts instead of pgjdbc's.
-   */
-  static final int ALT_DOLLAR = 1 << 5;
-
-  /** PostgreSQL: a block comment opened by {@code /*}{@code /} as the server reads it. */
-  static final int ALT_SERVER_COMMENT = 1 << 6;
-
   public final SqlDialect dialect;
   final SqlSyntax syntax;
 
@@ -129,7 +98,7 @@ public final class SqlLexer {
 
   /** {@link #summarize} without the cache: every reading of the text, lexed now. */
   SqlSummary lex(String sql) {
-    SqlScan scan = SqlScan.reuse(this, sql);
+    SqlScan scan = SqlScan.reuse(syntax, sql);
     try {
       return summarize(scan);
     } finally {
@@ -159,7 +128,7 @@ public final class SqlLexer {
   public List<SqlStatement> statements(String sql) {
     List<SqlStatement> out = new ArrayList<>();
     if (sql != null) {
-      new SqlScan(this, sql, out).run(0);
+      new SqlScan(syntax, sql, out).run(0);
     }
     return out;
   }

@@ -1,12 +1,12 @@
 package dev.lease.jdbc.internal.sql;
 
-import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_DOLLAR;
-import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_DOUBLE_QUOTE_ESCAPES;
-import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_EXEC_SKIPPED;
-import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_E_STRING_PLAIN;
-import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_HINT_QUOTES;
-import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_SERVER_COMMENT;
-import static dev.lease.jdbc.internal.sql.SqlLexer.ALT_SINGLE_QUOTE_ESCAPES;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.ALT_DOLLAR;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.ALT_DOUBLE_QUOTE_ESCAPES;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.ALT_EXEC_SKIPPED;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.ALT_E_STRING_PLAIN;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.ALT_HINT_QUOTES;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.ALT_SERVER_COMMENT;
+import static dev.lease.jdbc.internal.sql.SqlSyntax.ALT_SINGLE_QUOTE_ESCAPES;
 import static dev.lease.jdbc.internal.sql.SqlSyntax.isAsciiLetter;
 import static dev.lease.jdbc.internal.sql.SqlSyntax.isDigit;
 import static dev.lease.jdbc.internal.sql.SqlSyntax.isPostgresIdentChar;
@@ -20,9 +20,8 @@ import dev.lease.jdbc.internal.sql.SqlSyntax.Quotes;
 import java.util.EnumSet;
 import java.util.List;
 
-/** The state of one pass of {@link SqlLexer} over a text under one reading. */
+/** The state of one pass of the lexer over a text under one reading. */
 final class SqlScan {
-  private static final int WINDOW = 8;
 
   /** One scan per thread for {@link #summarize}: the hot path allocates nothing. */
   private static final ThreadLocal<SqlScan> SCANS = new ThreadLocal<>();
@@ -49,17 +48,12 @@ final class SqlScan {
   boolean chain; // a COMMIT or ROLLBACK ... AND CHAIN
 
   // the current statement
+  /** Its first win.words and flags, what the classification rules read. */
+  final StatementWords win = new StatementWords();
+
   int start;
   int end;
-  boolean firstIsWord;
-  char firstChar;
-  final int[] wordStart = new int[WINDOW];
-  final int[] wordEnd = new int[WINDOW];
-  int words;
   int depth;
-  boolean autocommitNamed;
-  boolean concurrently;
-  boolean inner; // MariaDB SET STATEMENT ... FOR: the window holds the statement after FOR
   int trigger; // SQLite CREATE TRIGGER: 1 in the body, 2 just after a semicolon, 3 after END
   int atomic; // PostgreSQL CREATE ... BEGIN ATOMIC: the open BEGIN ATOMIC and CASE blocks
   boolean afterBegin; // PostgreSQL: the CREATE statement's last word was BEGIN
@@ -67,22 +61,24 @@ final class SqlScan {
   int lastWordStart; // for hint positions (MySQL): the word just before, -1 if another token
   boolean inExec; // MySQL: inside an executable comment whose content runs
 
-  SqlScan(SqlLexer lexer, String sql, List<SqlStatement> out) {
-    this.syntax = lexer.syntax;
+  SqlScan(SqlSyntax syntax, String sql, List<SqlStatement> out) {
+    this.syntax = syntax;
     this.sql = sql;
+    win.sql = sql;
     this.n = sql.length();
     this.out = out;
   }
 
   /** This thread's scan, set up for {@code sql}; {@link #release} it after use. */
-  static SqlScan reuse(SqlLexer lexer, String sql) {
+  static SqlScan reuse(SqlSyntax syntax, String sql) {
     SqlScan s = SCANS.get();
     if (s == null) {
-      s = new SqlScan(lexer, sql, null);
+      s = new SqlScan(syntax, sql, null);
     } else {
       SCANS.set(null); // taken: a nested use (none today) gets its own
-      s.syntax = lexer.syntax;
+      s.syntax = syntax;
       s.sql = sql;
+      s.win.sql = sql;
       s.n = sql.length();
     }
     s.seen = 0;
@@ -93,6 +89,7 @@ final class SqlScan {
 
   void release() {
     sql = null; // keep no text alive
+    win.sql = null;
     SCANS.set(this);
   }
 
@@ -111,13 +108,8 @@ final class SqlScan {
   private void resetStatement() {
     start = -1;
     end = -1;
-    firstIsWord = false;
-    firstChar = 0;
-    words = 0;
+    win.reset();
     depth = 0;
-    autocommitNamed = false;
-    concurrently = false;
-    inner = false;
     trigger = 0;
     atomic = 0;
     afterBegin = false;
@@ -269,10 +261,10 @@ final class SqlScan {
           j += 2;
         } else {
           if (quote == '"'
-              && words > 0
-              && isWord(0, "SET")
-              && equalsIgnoreCase(i + 1, j, "AUTOCOMMIT")) {
-            autocommitNamed = true; // ANSI_QUOTES: "autocommit" is an identifier
+              && win.words > 0
+              && win.isWord(0, "SET")
+              && win.equalsIgnoreCase(i + 1, j, "AUTOCOMMIT")) {
+            win.autocommitNamed = true; // ANSI_QUOTES: "autocommit" is an identifier
           }
           token(i, j + 1);
           return j + 1;
@@ -297,8 +289,8 @@ final class SqlScan {
           j += 2;
           continue;
         }
-        if (words > 0 && isWord(0, "SET") && equalsIgnoreCase(i + 1, j, "AUTOCOMMIT")) {
-          autocommitNamed = true;
+        if (win.words > 0 && win.isWord(0, "SET") && win.equalsIgnoreCase(i + 1, j, "AUTOCOMMIT")) {
+          win.autocommitNamed = true;
         }
         token(i, j + 1);
         return j + 1;
@@ -526,11 +518,11 @@ final class SqlScan {
     while (e < n && isWordChar(sql.charAt(e))) {
       e++;
     }
-    return equalsIgnoreCase(wordAt, e, "SELECT")
-        || equalsIgnoreCase(wordAt, e, "INSERT")
-        || equalsIgnoreCase(wordAt, e, "REPLACE")
-        || equalsIgnoreCase(wordAt, e, "UPDATE")
-        || equalsIgnoreCase(wordAt, e, "DELETE");
+    return win.equalsIgnoreCase(wordAt, e, "SELECT")
+        || win.equalsIgnoreCase(wordAt, e, "INSERT")
+        || win.equalsIgnoreCase(wordAt, e, "REPLACE")
+        || win.equalsIgnoreCase(wordAt, e, "UPDATE")
+        || win.equalsIgnoreCase(wordAt, e, "DELETE");
   }
 
   /**
@@ -566,7 +558,7 @@ final class SqlScan {
       depth--;
     }
     if (start < 0) {
-      firstChar = c;
+      win.firstChar = c;
     }
     token(i, i + 1, false);
     return i + 1;
@@ -579,7 +571,7 @@ final class SqlScan {
   private void token(int from, int to, boolean isWord) {
     if (start < 0) {
       start = from;
-      firstIsWord = isWord;
+      win.firstIsWord = isWord;
     }
     if (trigger == 2 && !isWord) {
       trigger = 1; // a trigger command that is not END follows the semicolon
@@ -590,35 +582,35 @@ final class SqlScan {
 
   private void onWord(int from, int to) {
     if (trigger == 2) {
-      trigger = equalsIgnoreCase(from, to, "END") ? 3 : 1;
+      trigger = win.equalsIgnoreCase(from, to, "END") ? 3 : 1;
     }
-    if (words > 0) {
-      if (isWord(0, "SET")) {
-        if (equalsIgnoreCase(from, to, "AUTOCOMMIT")) {
-          autocommitNamed = true;
+    if (win.words > 0) {
+      if (win.isWord(0, "SET")) {
+        if (win.equalsIgnoreCase(from, to, "AUTOCOMMIT")) {
+          win.autocommitNamed = true;
         }
-        if (!inner
+        if (!win.inner
             && depth == 0
-            && words > 1
-            && isWord(1, "STATEMENT")
-            && equalsIgnoreCase(from, to, "FOR")) {
-          inner = true; // MariaDB SET STATEMENT var = value [, ...] FOR statement
-          words = 0;
+            && win.words > 1
+            && win.isWord(1, "STATEMENT")
+            && win.equalsIgnoreCase(from, to, "FOR")) {
+          win.inner = true; // MariaDB SET STATEMENT var = value [, ...] FOR statement
+          win.words = 0;
           return;
         }
-      } else if (equalsIgnoreCase(from, to, "CONCURRENTLY")) {
-        concurrently = true;
+      } else if (win.equalsIgnoreCase(from, to, "CONCURRENTLY")) {
+        win.concurrently = true;
       }
     }
-    if (words < WINDOW) {
-      wordStart[words] = from;
-      wordEnd[words] = to;
+    if (win.words < StatementWords.WINDOW) {
+      win.wordStart[win.words] = from;
+      win.wordEnd[win.words] = to;
     }
-    words++;
+    win.words++;
     if (syntax.triggerBodies() && trigger == 0 && isSqliteTriggerStart()) {
       trigger = 1;
     }
-    if (syntax.atomicBodies() && words > 1 && isWord(0, "CREATE")) {
+    if (syntax.atomicBodies() && win.words > 1 && win.isWord(0, "CREATE")) {
       atomicBody(from, to);
     }
   }
@@ -626,25 +618,25 @@ final class SqlScan {
   /** PostgreSQL: tracks {@code BEGIN ATOMIC ... END} in a CREATE statement (class comment). */
   private void atomicBody(int from, int to) {
     if (atomic > 0) {
-      if (equalsIgnoreCase(from, to, "CASE")) {
+      if (win.equalsIgnoreCase(from, to, "CASE")) {
         atomic++;
-      } else if (equalsIgnoreCase(from, to, "END")) {
+      } else if (win.equalsIgnoreCase(from, to, "END")) {
         atomic--;
       }
-    } else if (afterBegin && equalsIgnoreCase(from, to, "ATOMIC")) {
+    } else if (afterBegin && win.equalsIgnoreCase(from, to, "ATOMIC")) {
       atomic = 1;
     }
-    afterBegin = atomic == 0 && equalsIgnoreCase(from, to, "BEGIN");
+    afterBegin = atomic == 0 && win.equalsIgnoreCase(from, to, "BEGIN");
   }
 
   private boolean isSqliteTriggerStart() {
-    if (words == 3 && isWord(0, "CREATE") && isWord(1, "TRIGGER")) {
+    if (win.words == 3 && win.isWord(0, "CREATE") && win.isWord(1, "TRIGGER")) {
       return true;
     }
-    return words == 3
-        && isWord(0, "CREATE")
-        && (isWord(1, "TEMP") || isWord(1, "TEMPORARY"))
-        && isWord(2, "TRIGGER");
+    return win.words == 3
+        && win.isWord(0, "CREATE")
+        && (win.isWord(1, "TEMP") || win.isWord(1, "TEMPORARY"))
+        && win.isWord(2, "TRIGGER");
   }
 
   private void endStatement() {
@@ -652,9 +644,9 @@ final class SqlScan {
       ambiguous = true; // the body never closed: where the server splits is not known
     }
     if (start >= 0) {
-      SqlKind kind = syntax.classify(this);
+      SqlKind kind = syntax.classify(win);
       boolean chains =
-          (kind == SqlKind.COMMIT || kind == SqlKind.ROLLBACK) && SqlSyntax.chained(this);
+          (kind == SqlKind.COMMIT || kind == SqlKind.ROLLBACK) && SqlSyntax.chained(win);
       kinds.add(kind);
       count++;
       single = kind;
@@ -670,38 +662,6 @@ final class SqlScan {
   }
 
   // ---- characters
-
-  /** How many of the statement's first words the window holds. */
-  int windowed() {
-    return Math.min(words, WINDOW);
-  }
-
-  boolean isWord(int w, String keyword) {
-    return w < windowed() && equalsIgnoreCase(wordStart[w], wordEnd[w], keyword);
-  }
-
-  /**
-   * Whether word {@code w} is {@code name} (upper case, as the keyword tables), or a name qualified
-   * by a schema ending in {@code .name} (ASCII case-insensitive).
-   */
-  boolean isName(int w, String name) {
-    if (isWord(w, name)) {
-      return true;
-    }
-    if (w >= windowed()) {
-      return false;
-    }
-    int from = wordEnd[w] - name.length();
-    return from > wordStart[w]
-        && sql.charAt(from - 1) == '.'
-        && equalsIgnoreCase(from, wordEnd[w], name);
-  }
-
-  /** ASCII case-insensitive, as the keyword tables: servers match keywords in ASCII only. */
-  private boolean equalsIgnoreCase(int from, int to, String keyword) {
-    return to - from == keyword.length()
-        && SqlSyntax.Keywords.sameIgnoringAsciiCase(sql, from, keyword);
-  }
 
   private char at(int i) {
     return i >= 0 && i < n ? sql.charAt(i) : 0;

@@ -38,6 +38,37 @@ record SqlSyntax(
     SqlKind escapedCall,
     Keywords keywords) {
 
+  // Readings of the text other than the first, one bit each. The first reading is: PostgreSQL as
+  // pgjdbc splits it with standard_conforming_strings on; MySQL with default sql_mode, a server
+  // new enough to run every versioned comment, hints read as plain comments, no dollar quotes.
+
+  /**
+   * PostgreSQL: backslash escapes in plain {@code '...'} strings (standard_conforming_strings off);
+   * MySQL: no backslash escapes in {@code '...'} (NO_BACKSLASH_ESCAPES).
+   */
+  static final int ALT_SINGLE_QUOTE_ESCAPES = 1;
+
+  /** MySQL: no backslash escapes in {@code "..."} (NO_BACKSLASH_ESCAPES, or ANSI_QUOTES). */
+  static final int ALT_DOUBLE_QUOTE_ESCAPES = 1 << 1;
+
+  /** PostgreSQL: an {@code E'...'} string read as a plain one (pgjdbc and the server disagree). */
+  static final int ALT_E_STRING_PLAIN = 1 << 2;
+
+  /** MySQL: versioned ({@code /*!50700}) and MariaDB ({@code /*M!}) comments are not run. */
+  static final int ALT_EXEC_SKIPPED = 1 << 3;
+
+  /** MySQL: optimizer hint comments {@code /*+ ... *}{@code /} end only outside quotes. */
+  static final int ALT_HINT_QUOTES = 1 << 4;
+
+  /**
+   * MySQL: {@code $tag$ ... $tag$} is a string (MySQL 9.2+); PostgreSQL: the server's rule for
+   * where a dollar quote starts instead of pgjdbc's.
+   */
+  static final int ALT_DOLLAR = 1 << 5;
+
+  /** PostgreSQL: a block comment opened by {@code /*}{@code /} as the server reads it. */
+  static final int ALT_SERVER_COMMENT = 1 << 6;
+
   static SqlSyntax of(SqlDialect dialect) {
     switch (dialect) {
       case POSTGRESQL:
@@ -152,18 +183,18 @@ record SqlSyntax(
   // ---- classification of a statement by its words (the scan's window of its first words)
 
   /** The kind of the statement {@code s} has just ended. */
-  SqlKind classify(SqlScan s) {
-    if (!s.firstIsWord || s.words == 0) {
+  SqlKind classify(Words s) {
+    if (!s.firstIsWord() || s.words() == 0) {
       // a JDBC escape {call p(?)} or {? = call f(?)}: the driver rewrites it to CALL
-      if (s.firstChar == '{' && s.words > 0 && s.isWord(0, "CALL")) {
+      if (s.firstChar() == '{' && s.words() > 0 && s.isWord(0, "CALL")) {
         return escapedCall;
       }
       return SqlKind.OTHER;
     }
-    Rule rule = keywords.get(s.sql, s.wordStart[0], s.wordEnd[0]);
+    Rule rule = keywords.get(s.sql(), s.wordStart(0), s.wordEnd(0));
     SqlKind kind = rule == null ? SqlKind.OTHER : rule.kind(s);
     // after MariaDB's SET STATEMENT ... FOR, the window holds the inner statement
-    return setStatementFor && s.inner && kind == SqlKind.OTHER && s.autocommitNamed
+    return setStatementFor && s.inner() && kind == SqlKind.OTHER && s.autocommitNamed()
         ? SqlKind.SET_AUTOCOMMIT
         : kind;
   }
@@ -173,8 +204,8 @@ record SqlSyntax(
    * and DROP TEMPORARY TABLE; MariaDB's CREATE [OR REPLACE] TEMPORARY SEQUENCE does (measured on
    * 10.11: the share lock is gone).
    */
-  static SqlKind mysqlCreateOrDrop(SqlScan s) {
-    for (int w = 1; w < Math.min(s.words, 4); w++) {
+  static SqlKind mysqlCreateOrDrop(Words s) {
+    for (int w = 1; w < Math.min(s.words(), 4); w++) {
       if (s.isWord(w, "TEMPORARY")) {
         return s.isWord(0, "CREATE") && s.isWord(w + 1, "SEQUENCE")
             ? SqlKind.IMPLICIT_COMMIT
@@ -188,13 +219,13 @@ record SqlSyntax(
   }
 
   /** ROLLBACK [WORK | TRANSACTION] TO ...: a savepoint rollback. */
-  static boolean rollbackTo(SqlScan s) {
+  static boolean rollbackTo(Words s) {
     int w = s.isWord(1, "WORK") || s.isWord(1, "TRANSACTION") ? 2 : 1;
     return s.isWord(w, "TO");
   }
 
   /** COMMIT/END/ROLLBACK/ABORT [WORK | TRANSACTION] AND CHAIN (not AND NO CHAIN). */
-  static boolean chained(SqlScan s) {
+  static boolean chained(Words s) {
     int w = s.isWord(1, "WORK") || s.isWord(1, "TRANSACTION") ? 2 : 1;
     return s.isWord(w, "AND") && s.isWord(w + 1, "CHAIN");
   }
@@ -246,7 +277,7 @@ record SqlSyntax(
   /** The kind of a statement whose first keyword (or, in a nested table, a later one) is known. */
   @FunctionalInterface
   interface Rule {
-    SqlKind kind(SqlScan s);
+    SqlKind kind(Words s);
   }
 
   // Rules several dialects share.
@@ -286,7 +317,7 @@ record SqlSyntax(
           .put("DISCARD", SqlKind.SESSION)
           .put(
               s ->
-                  s.concurrently
+                  s.concurrently()
                           || POSTGRESQL_NON_TRANSACTIONAL_OBJECTS.holds(s, 1)
                           || (s.isWord(0, "ALTER") && s.isWord(1, "SYSTEM"))
                       ? SqlKind.NON_TRANSACTIONAL
@@ -346,7 +377,7 @@ record SqlSyntax(
           .put(
               "SET",
               s ->
-                  s.autocommitNamed
+                  s.autocommitNamed()
                       ? SqlKind.SET_AUTOCOMMIT
                       : s.isWord(1, "TRANSACTION")
                           ? SqlKind.SET_TRANSACTION
@@ -378,7 +409,7 @@ record SqlSyntax(
    * transaction); {@code user_version} and {@code application_id}, the header values an application
    * keeps its own data in, are written inside the transaction, as ordinary statements.
    */
-  static SqlKind sqlitePragma(SqlScan s) {
+  static SqlKind sqlitePragma(Words s) {
     for (int w = 1; w <= 3; w++) {
       if (s.isName(w, "USER_VERSION") || s.isName(w, "APPLICATION_ID")) {
         return SqlKind.OTHER;
@@ -447,17 +478,17 @@ record SqlSyntax(
     /**
      * The kind this table gives word {@code w} of {@code s}, OTHER if it does not hold the word.
      */
-    SqlKind kindOf(SqlScan s, int w) {
+    SqlKind kindOf(Words s, int w) {
       if (w >= s.windowed()) {
         return SqlKind.OTHER;
       }
-      Rule rule = get(s.sql, s.wordStart[w], s.wordEnd[w]);
+      Rule rule = get(s.sql(), s.wordStart(w), s.wordEnd(w));
       return rule == null ? SqlKind.OTHER : rule.kind(s);
     }
 
     /** True when word {@code w} of {@code s} is one of this table's. */
-    boolean holds(SqlScan s, int w) {
-      return w < s.windowed() && get(s.sql, s.wordStart[w], s.wordEnd[w]) != null;
+    boolean holds(Words s, int w) {
+      return w < s.windowed() && get(s.sql(), s.wordStart(w), s.wordEnd(w)) != null;
     }
 
     /** The rule of the word {@code sql[from, to)} in ASCII upper case; null if none. */

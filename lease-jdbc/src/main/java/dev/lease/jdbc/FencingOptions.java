@@ -1,8 +1,8 @@
 package dev.lease.jdbc;
 
 import dev.lease.core.LeaseListener;
-import dev.lease.jdbc.internal.FenceInternals;
 import dev.lease.jdbc.internal.FenceRules;
+import dev.lease.jdbc.internal.RulesAccess;
 import dev.lease.jdbc.internal.fence.FenceConfig;
 import java.time.Duration;
 import java.util.Objects;
@@ -26,7 +26,7 @@ public final class FencingOptions {
 
   static {
     // the guarded entry of the negative controls' weakened rules (FenceInternals.rulesForTesting)
-    FenceInternals.registerRules((b, rules, warn) -> b.rules(rules, warn));
+    RulesAccess.register(Builder.class, (b, rules, warn) -> b.rules(rules, warn));
   }
 
   private static final FencingOptions DEFAULTS = builder().build();
@@ -139,7 +139,7 @@ public final class FencingOptions {
   /**
    * What the fence is built from: these options, and the rules of its mechanisms ({@link
    * FenceRules#PRODUCTION}, or a negative control's weakened ones, test sources only, through
-   * {@link FenceInternals#rulesForTesting}) and the executor of its cancels, which are not API.
+   * {@code FenceInternals.rulesForTesting}) and the executor of its cancels, which are not API.
    */
   FenceConfig fence() {
     return fence;
@@ -259,7 +259,7 @@ public final class FencingOptions {
 
     /**
      * Other rules of the fence's mechanisms, for negative controls and comparisons only: {@code
-     * warn} (set by {@link FenceInternals#rulesForTesting}, the one entry of the tests) makes every
+     * warn} (set by {@code FenceInternals.rulesForTesting}, the one entry of the tests) makes every
      * fenced connection log at ERROR that its fence is weakened.
      */
     Builder rules(FenceRules rules, boolean warn) {

@@ -19,14 +19,6 @@ import java.sql.SQLException;
  */
 public final class FenceInternals {
 
-  private static volatile RulesSetter rulesSetter;
-
-  /** lease-jdbc's way to set a builder's rules ({@link #registerRules}). */
-  @FunctionalInterface
-  public interface RulesSetter {
-    void set(FencingOptions.Builder builder, FenceRules rules, boolean warn);
-  }
-
   private FenceInternals() {}
 
   /**
@@ -49,24 +41,6 @@ public final class FenceInternals {
    */
   public static <T> T vendorDataCall(Connection connection, Class<T> iface) throws SQLException {
     return dev.lease.jdbc.internal.fence.Fences.forDataCall(connection, iface);
-  }
-
-  /**
-   * Called once, by {@code dev.lease.jdbc.FencingOptions} when it is initialised.
-   *
-   * @throws IllegalStateException if called again, or from another class
-   */
-  public static void registerRules(RulesSetter setter) {
-    if (!setter.getClass().getName().startsWith("dev.lease.jdbc.FencingOptions")
-        || setter.getClass().getClassLoader() != FenceInternals.class.getClassLoader()) {
-      throw new IllegalStateException("only lease-jdbc registers its rules' setter");
-    }
-    synchronized (FenceInternals.class) {
-      if (rulesSetter != null) {
-        throw new IllegalStateException("lease-jdbc's rules' setter is already registered");
-      }
-      rulesSetter = setter;
-    }
   }
 
   /**
@@ -107,10 +81,11 @@ public final class FenceInternals {
               + " they are honoured only with lease's test support or conformance runner on the"
               + " class path, and refused here: build FencingOptions without them");
     }
-    RulesSetter setter = rulesSetter;
+    RulesAccess.Setter<FencingOptions.Builder> setter =
+        RulesAccess.setter(FencingOptions.Builder.class);
     if (setter == null) {
       FencingOptions.defaults(); // initialises FencingOptions, which registers the setter
-      setter = rulesSetter;
+      setter = RulesAccess.setter(FencingOptions.Builder.class);
       if (setter == null) {
         throw new IllegalStateException("lease-jdbc did not register its rules' setter");
       }

@@ -81,10 +81,10 @@ final class AbandonedTransactions {
 
   /** What a one-statement text does to abandon a transaction ({@link Abandoning#of}). */
   int abandons(SqlSummary summary, String text) {
-    if (summary.count() != 1 || summary.ambiguous() || f.reader.lexer == null) {
+    if (summary.count() != 1 || summary.ambiguous() || f.ctx.lexer == null) {
       return Abandoning.NONE;
     }
-    return Abandoning.of(f.reader.lexer, text);
+    return Abandoning.of(f.ctx.lexer, text);
   }
 
   /** A statement that only ends or abandons a refused transaction: it runs (issue 25 item 8). */
@@ -95,7 +95,7 @@ final class AbandonedTransactions {
     }
     T result = f.runUnverified(call);
     if (what == Abandoning.XA_END) {
-      f.abandoning.observe(f.reader.lexer, text);
+      f.abandoning.observe(f.ctx.lexer, text);
     }
     return result;
   }

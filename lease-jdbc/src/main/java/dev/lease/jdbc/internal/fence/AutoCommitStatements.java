@@ -158,7 +158,7 @@ final class AutoCommitStatements {
     boolean cursorFix = f.rules.keepsAutoCommitCursorsOpen() && st != null;
     T result;
     try {
-      if (cursorFix && f.reader.lexer.dialect == SqlDialect.POSTGRESQL) {
+      if (cursorFix && f.ctx.lexer.dialect == SqlDialect.POSTGRESQL) {
         fetchSize = st.delegate.getFetchSize();
         if (fetchSize > 0) {
           st.delegate.setFetchSize(0); // pgjdbc opens a portal only with autocommit off
@@ -167,7 +167,7 @@ final class AutoCommitStatements {
       f.verifier.verify(lease);
       result = f.run(st, call);
       if (cursorFix
-          && f.reader.lexer.dialect == SqlDialect.MYSQL
+          && f.ctx.lexer.dialect == SqlDialect.MYSQL
           && returnsRows(result)
           && st.delegate.getFetchSize() != 0) {
         keepOpen = true; // streaming: the rows are read later, inside the transaction
@@ -215,7 +215,7 @@ final class AutoCommitStatements {
       f.delegate.setAutoCommit(false);
       return true;
     } catch (SQLException e) {
-      if (f.reader.lexer.dialect == SqlDialect.SQLITE
+      if (f.ctx.lexer.dialect == SqlDialect.SQLITE
           && String.valueOf(e.getMessage()).contains("within a transaction")
           && f.view.driverSession().repairSqliteAutoCommit(true)) {
         return false;

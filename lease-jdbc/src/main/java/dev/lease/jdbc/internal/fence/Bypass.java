@@ -4,7 +4,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.AutoCommitPolicy;
 import dev.lease.jdbc.OutsideTransactionPolicy;
-import dev.lease.jdbc.internal.fence.TransactionFence.Mode;
+import dev.lease.jdbc.internal.fence.SessionView.Mode;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;

@@ -1,7 +1,6 @@
 package dev.lease.jdbc.internal.fence;
 
 import dev.lease.jdbc.FencingOptions;
-import dev.lease.jdbc.internal.FenceInternals;
 import dev.lease.jdbc.internal.FenceRules;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -13,7 +12,7 @@ import java.util.concurrent.Executor;
  * a lost lease's running statement is cancelled (null: the shared cancel threads).
  *
  * <p>Only {@code FencingOptions} builds one with rules other than {@link FenceRules#PRODUCTION}:
- * weakened rules reach a fence through {@link FenceInternals#rulesForTesting} alone, whose gate
+ * weakened rules reach a fence through {@code FenceInternals.rulesForTesting} alone, whose gate
  * this constructor would otherwise bypass.
  */
 public record FenceConfig(

@@ -94,7 +94,7 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     try {
       fence.setAutoCommit(autoCommit);
     } finally {
-      fence.retireIfDue();
+      fence.view.retireIfDue();
     }
   }
 
@@ -120,7 +120,7 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     try {
       fence.commit();
     } finally {
-      fence.retireIfDue();
+      fence.view.retireIfDue();
     }
   }
 
@@ -129,7 +129,7 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     try {
       fence.rollback();
     } finally {
-      fence.retireIfDue();
+      fence.view.retireIfDue();
     }
   }
 
@@ -178,8 +178,8 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
     closed = true;
     try {
       fence.closing(); // rolls back a verified or poisoned transaction while the connection is open
-      fence.retireIfDue();
-      if (fence.retired) {
+      fence.view.retireIfDue();
+      if (fence.view.retired) {
         brokenForThePool();
       }
     } finally {
@@ -189,12 +189,12 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
 
   @Override
   public boolean isClosed() throws SQLException {
-    return closed || fence.retired || delegate.isClosed();
+    return closed || fence.view.retired || delegate.isClosed();
   }
 
   @Override
   public boolean isValid(int timeout) throws SQLException {
-    return !fence.retired && delegate.isValid(timeout);
+    return !fence.view.retired && delegate.isValid(timeout);
   }
 
   @Override
@@ -218,7 +218,7 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
       delegate.endRequest();
     } finally {
       fence.endRequest();
-      fence.retireIfDue();
+      fence.view.retireIfDue();
     }
   }
 

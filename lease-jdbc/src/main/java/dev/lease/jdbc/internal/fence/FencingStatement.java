@@ -63,6 +63,11 @@ class FencingStatement extends StatementDelegate {
   }
 
   /** What the statement runs, for {@link StatementSource#PREPARED} and {@code BATCH}. */
+  /** The text a call sends: {@code sql} of {@code execute(String)}, else the statement's own. */
+  static String text(FencingStatement st, StatementSource source, String sql) {
+    return source == StatementSource.TEXT ? sql : st == null ? null : st.sql;
+  }
+
   final SqlSummary summary(StatementSource source, SqlLexer lexer) {
     SqlSummary own = summary;
     if (own == null) {

@@ -23,14 +23,14 @@ import org.slf4j.LoggerFactory;
  */
 final class Losses {
 
-  private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
+  private static final Logger log = LoggerFactory.getLogger(FenceContext.LOGGER);
 
-  private final TransactionFence f;
+  private final FenceContext f;
 
   /** A lost lease's statement being cancelled on another thread (review L1); null when none. */
   volatile Statement cancelling;
 
-  Losses(TransactionFence f) {
+  Losses(FenceContext f) {
     this.f = f;
   }
 

@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
  */
 record MySqlDriverOptions(boolean multiQueries, boolean serverPrepares) {
 
-  private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
+  private static final Logger log = LoggerFactory.getLogger(FenceContext.LOGGER);
 
   static final MySqlDriverOptions NONE = new MySqlDriverOptions(false, false);
 

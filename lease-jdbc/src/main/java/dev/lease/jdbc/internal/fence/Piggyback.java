@@ -24,12 +24,21 @@ import org.slf4j.LoggerFactory;
  */
 final class Piggyback {
 
-  private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
+  private static final Logger log = LoggerFactory.getLogger(FenceContext.LOGGER);
 
-  private final TransactionFence f;
+  private final FenceContext f;
+  private final Verifier verifier;
+  private final Losses losses;
+  private final SessionView view;
+  private final StatementReader reader;
 
-  Piggyback(TransactionFence f) {
+  Piggyback(
+      FenceContext f, Verifier verifier, Losses losses, SessionView view, StatementReader reader) {
     this.f = f;
+    this.verifier = verifier;
+    this.losses = losses;
+    this.view = view;
+    this.reader = reader;
   }
 
   /** First statements that carried the verify along and ran (tests count them). */
@@ -90,10 +99,10 @@ final class Piggyback {
         || (source != StatementSource.TEXT && source != StatementSource.PREPARED)) {
       return false;
     }
-    if (f.reader.lexer.dialect == SqlDialect.MYSQL) {
-      return mySqlPiggybackable(lease, st, source, StatementReader.text(st, source, sql), shape);
+    if (f.lexer.dialect == SqlDialect.MYSQL) {
+      return mySqlPiggybackable(lease, st, source, FencingStatement.text(st, source, sql), shape);
     }
-    if (f.reader.lexer.dialect != SqlDialect.POSTGRESQL) {
+    if (f.lexer.dialect != SqlDialect.POSTGRESQL) {
       return false;
     }
     if (source == StatementSource.PREPARED
@@ -103,7 +112,7 @@ final class Piggyback {
     }
     return st.delegate.getFetchSize() <= 0
         && !f.delegate.isReadOnly()
-        && !f.verifier.readOnlyByDefault()
+        && !verifier.readOnlyByDefault()
         && lease.isHeld();
   }
 
@@ -172,11 +181,11 @@ final class Piggyback {
         || f.delegate.isReadOnly()) {
       return false;
     }
-    Duration idle = f.verifier.idleBound(lease);
+    Duration idle = verifier.idleBound(lease);
     if (f.strategy.locks()
         && !SessionBounds.inPlace(
             f.delegate,
-            SessionBounds.seconds(f.verifier.lockWaitBound(lease).toMillis()),
+            SessionBounds.seconds(verifier.lockWaitBound(lease).toMillis()),
             SessionBounds.seconds(idle.toMillis()))) {
       return false;
     }
@@ -248,10 +257,10 @@ final class Piggyback {
   <T> T piggyback(
       Lease lease, FencingStatement st, StatementSource source, String sql, CallShape shape)
       throws SQLException {
-    Duration idle = f.verifier.idleBound(lease);
+    Duration idle = verifier.idleBound(lease);
     String verifySql = f.rules.verifySql(lease, f.strategy.locks());
     List<Object> values = LeaseInternals.verifyParameters(lease, f.strategy.locks(), idle);
-    boolean mySql = f.reader.lexer.dialect == SqlDialect.MYSQL;
+    boolean mySql = f.lexer.dialect == SqlDialect.MYSQL;
     // MySQL/MariaDB STRICT: the verify reads the session's bounds along, as the separate one does
     // (carried only where they are known to be in place: mySqlPiggybackable)
     long[] session = mySql && f.strategy.locks() ? new long[] {-1, -1} : null;
@@ -288,14 +297,13 @@ final class Piggyback {
     } catch (SQLException e) {
       // the verify or the statement failed (PostgreSQL aborts the transaction either way, and
       // skips what was sent after the failure): the transaction stays unverified
-      f.view.afterError();
-      if (f.losses.refusedInServer(e)) {
+      view.afterError();
+      if (losses.refusedInServer(e)) {
         piggybacked++; // carried along: the server refused it and ran nothing after it
-        throw f.losses.refusedByDatabase(lease, e);
+        throw losses.refusedByDatabase(lease, e);
       }
       if (f.state.poisoned()) {
-        throw f.losses.poisonedException(
-            "its statement failed after the loss: " + e.getMessage(), e);
+        throw losses.poisonedException("its statement failed after the loss: " + e.getMessage(), e);
       }
       throw e;
     } finally {
@@ -306,15 +314,15 @@ final class Piggyback {
       // here: the
       // statement sent along has run
       drain(s);
-      throw f.losses.refusedByDatabase(lease, null);
+      throw losses.refusedByDatabase(lease, null);
     }
-    f.verifier.markVerified(lease);
-    f.losses.notify(lease, l -> l.transactionVerified(lease));
+    verifier.markVerified(lease);
+    losses.notify(lease, l -> l.transactionVerified(lease));
     if (held && session != null && session[0] >= 0) {
       // known in place; if the verify read others, something reset them behind the fence since
       // (a driver's session reset, a SET by the user): this statement ran with those, the next
       // ones run with the bounds again
-      f.verifier.applySessionBounds(lease, session, idle);
+      verifier.applySessionBounds(lease, session, idle);
     }
     try {
       switch (shape) {
@@ -337,7 +345,7 @@ final class Piggyback {
           return (T) Boolean.valueOf(rows);
       }
     } catch (SQLException e) {
-      f.view.afterError();
+      view.afterError();
       throw e;
     }
   }

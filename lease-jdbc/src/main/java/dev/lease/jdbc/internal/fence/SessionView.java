@@ -1,7 +1,7 @@
 package dev.lease.jdbc.internal.fence;
 
-import dev.lease.jdbc.internal.fence.TransactionFence.Mode;
 import dev.lease.jdbc.internal.sql.SqlDialect;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import org.slf4j.Logger;
@@ -15,9 +15,19 @@ import org.slf4j.LoggerFactory;
  */
 final class SessionView {
 
-  private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
+  /** How the connection stands when a lease-bound transaction starts ({@link #mode}). */
+  enum Mode {
+    /** Autocommit: each statement commits on its own. */
+    AUTOCOMMIT,
+    /** {@code setAutoCommit(false)}: the driver keeps a transaction open. */
+    JDBC,
+    /** Autocommit on, but a transaction begun as SQL (BEGIN) is open. */
+    SQL
+  }
 
-  private final TransactionFence f;
+  private static final Logger log = LoggerFactory.getLogger(FenceContext.LOGGER);
+
+  private final FenceContext f;
 
   /** The driver's view of the session; looked up when a lease-bound statement first needs it. */
   private DriverSession session;
@@ -25,7 +35,7 @@ final class SessionView {
   /** A statement failed before {@link #session} was looked up: its flags start out stale. */
   private boolean failedBeforeSession;
 
-  SessionView(TransactionFence f) {
+  SessionView(FenceContext f) {
     this.f = f;
   }
 
@@ -88,7 +98,7 @@ final class SessionView {
    * statements would then commit one by one. A BEGIN puts one back (or fails: one is open).
    */
   void ensureSqliteTransaction() throws SQLException {
-    if (f.reader.lexer.dialect == SqlDialect.SQLITE) {
+    if (f.lexer.dialect == SqlDialect.SQLITE) {
       restoreSqliteTransaction();
     }
   }
@@ -141,6 +151,38 @@ final class SessionView {
     DriverSession s = session;
     if (f.state.sqlTransaction && (s == null || !s.hasExactState())) {
       f.state.markSqlTransaction(false); // unknown now: assume none (the safe side)
+    }
+  }
+
+  /** The physical connection was retired ({@link #retireIfDue}). */
+  volatile boolean retired;
+
+  /**
+   * A transaction in which driver objects reaching the database were handed out has ended: the
+   * driver's physical connection is closed before the call that ended it returns, so no handle on
+   * it ({@code PGConnection}, a {@code CopyManager}, Connector/J's connection, a cast to {@code
+   * java.sql.Connection}) writes after its transaction, when nothing fences it any more (issue 35
+   * item 3). The pool replaces the connection (the fence makes the pool's proxy see it broken when
+   * the application closes this one).
+   */
+  void retireIfDue() {
+    if ((f.state.flags & TransactionState.RETIRE) == 0) {
+      return;
+    }
+    f.state.flags &= ~TransactionState.RETIRE;
+    Connection physical = driverSession().driverConnection();
+    log.warn(
+        "retired the physical connection {}: driver objects were handed out by unwrap in the"
+            + " transaction that just ended, and none may reach the database after it; the pool"
+            + " opens a new one",
+        physical);
+    retired = true;
+    try {
+      if (physical != null) {
+        physical.close();
+      }
+    } catch (SQLException | RuntimeException e) {
+      log.debug("closing the retired connection failed", e);
     }
   }
 }

@@ -3,7 +3,7 @@ package dev.lease.jdbc.internal.fence;
 import dev.lease.core.Lease;
 import dev.lease.jdbc.AutoCommitPolicy;
 import dev.lease.jdbc.OutsideTransactionPolicy;
-import dev.lease.jdbc.internal.fence.TransactionFence.Mode;
+import dev.lease.jdbc.internal.fence.SessionView.Mode;
 import dev.lease.jdbc.internal.sql.SqlDialect;
 import dev.lease.jdbc.internal.sql.SqlKind;
 import dev.lease.jdbc.internal.sql.SqlSummary;
@@ -47,7 +47,7 @@ final class SqlControl {
         && f.isMySql()
         && f.strategy.refusesXaPrepare()
         && f.rules.checksCommitsWrittenAsSql()
-        && StatementReader.isXaPrepare(f.reader.lexer, text)) {
+        && StatementReader.isXaPrepare(f.ctx.lexer, text)) {
       throw Losses.xaPrepareRefused(lease);
     }
     if (kind == SqlKind.IMPLICIT_COMMIT && f.isMySql() && f.rules.checksLockTables()) {
@@ -71,7 +71,7 @@ final class SqlControl {
       case IMPLICIT_COMMIT:
         return text == null
             || (LockTables.lockedByName(text) == null
-                && Abandoning.of(f.reader.lexer, text) != Abandoning.UNLOCK_TABLES);
+                && Abandoning.of(f.ctx.lexer, text) != Abandoning.UNLOCK_TABLES);
       default:
         return false;
     }
@@ -106,7 +106,7 @@ final class SqlControl {
       throws SQLException {
     if (kind == SqlKind.IMPLICIT_COMMIT
         && f.isMySql()
-        && Abandoning.of(f.reader.lexer, text) == Abandoning.UNLOCK_TABLES) {
+        && Abandoning.of(f.ctx.lexer, text) == Abandoning.UNLOCK_TABLES) {
       Mode mode = f.view.mode();
       if (mode == Mode.AUTOCOMMIT || f.state.verified() == lease) {
         return unlockTables(lease, mode, call);
@@ -119,14 +119,14 @@ final class SqlControl {
     if (kind == SqlKind.COMMIT_PREPARED
         && f.isMySql()
         && f.state.verified() == null
-        && f.abandoning.onePhaseOfEndedBranch(f.reader.lexer, text)) {
+        && f.abandoning.onePhaseOfEndedBranch(f.ctx.lexer, text)) {
       // its XA END passed the checks of a commit; the IDLE branch still holds the verify's lock,
       // and a verify cannot run in it (XAER_RMFAIL): the lease's own state is checked once more
       if (!lease.isHeld()) {
         throw f.losses.refuse(lease, "it is no longer held by this process");
       }
       T result = f.runUnverified(call); // on failure the branch stays remembered, for close
-      f.abandoning.observe(f.reader.lexer, text);
+      f.abandoning.observe(f.ctx.lexer, text);
       f.state.endTransaction();
       f.state.markSqlTransaction(false);
       return result;
@@ -137,7 +137,7 @@ final class SqlControl {
             || kind == SqlKind.PREPARE_TRANSACTION
             || kind == SqlKind.COMMIT_PREPARED
             || kind == SqlKind.ROLLBACK_PREPARED)
-        && f.abandoning.observe(f.reader.lexer, text)) {
+        && f.abandoning.observe(f.ctx.lexer, text)) {
       f.state.endTransaction();
       f.state.markSqlTransaction(false);
     }
@@ -217,14 +217,14 @@ final class SqlControl {
           Mode mode = f.view.mode();
           if (mode == Mode.AUTOCOMMIT) {
             T result = f.runUnverified(call); // SQLite: SAVEPOINT begins a transaction
-            f.state.markSqlTransaction(f.reader.lexer.dialect == SqlDialect.SQLITE);
+            f.state.markSqlTransaction(f.ctx.lexer.dialect == SqlDialect.SQLITE);
             return result;
           }
           f.verifyIfNeeded(lease, mode); // the savepoint comes after the verify
           return f.runUnverified(call);
         }
       case RELEASE:
-        if (f.reader.lexer.dialect != SqlDialect.SQLITE) {
+        if (f.ctx.lexer.dialect != SqlDialect.SQLITE) {
           return f.runUnverified(call);
         }
         f.checkCommit(lease); // SQLite commits when the outermost savepoint is released

@@ -2,7 +2,6 @@ package dev.lease.jdbc.internal.fence;
 
 import dev.lease.core.Lease;
 import dev.lease.jdbc.internal.sql.SqlDialect;
-import dev.lease.jdbc.internal.sql.SqlKind;
 import dev.lease.jdbc.internal.sql.SqlLexer;
 import dev.lease.jdbc.internal.sql.SqlSummary;
 import java.sql.SQLException;
@@ -16,55 +15,38 @@ import java.util.List;
  */
 final class StatementReader {
 
-  private final TransactionFence f;
-
-  /**
-   * The lexer of this connection's database, once a statement needed it ({@link #lexer(Lease)}).
-   */
-  SqlLexer lexer;
+  private final FenceContext f;
+  private final SessionView view;
 
   /** The driver's options were checked for silent reconnects and replays. */
   private boolean driverChecked;
 
-  StatementReader(TransactionFence f) {
+  StatementReader(FenceContext f, SessionView view) {
     this.f = f;
+    this.view = view;
   }
 
   /** The lexer of this connection's database: the lease's, else the connection's metadata. */
   SqlLexer lexer(Lease lease) throws SQLException {
     if (lease != null && !driverChecked) {
       driverChecked = true;
-      DriverSession.refuseSilentReplay(f.view.driverSession().silentReplay(), lease);
+      DriverSession.refuseSilentReplay(view.driverSession().silentReplay(), lease);
     }
-    SqlLexer l = lexer;
+    SqlLexer l = f.lexer;
     if (l == null) {
       String product =
           lease != null
               ? lease.manager().databaseProduct()
               : f.delegate.getMetaData().getDatabaseProductName();
       l = SqlLexer.of(SqlDialect.ofProduct(product));
-      lexer = l;
+      f.lexer = l;
     }
     return l;
   }
 
-  SqlSummary summary(FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
-    SqlSummary s;
-    switch (source) {
-      case TEXT:
-        s = lexer.summarize(sql);
-        break;
-      case ROW_CHANGE:
-        return SqlSummary.one(SqlKind.OTHER);
-      default:
-        s = st.summary(source, lexer);
-    }
-    return f.rules.read(s, text(st, source, sql), lexer);
-  }
-
-  /** The text a call sends: {@code sql} of {@code execute(String)}, else the statement's own. */
-  static String text(FencingStatement st, StatementSource source, String sql) {
-    return source == StatementSource.TEXT ? sql : st == null ? null : st.sql;
+  /** What the fence takes {@code summary} of {@code text} to say: the rules' reading of it. */
+  SqlSummary read(SqlSummary summary, String text, SqlLexer lexer) {
+    return f.rules.read(summary, text, lexer);
   }
 
   /** MySQL/MariaDB: the text is an {@code XA PREPARE}. */

@@ -5,7 +5,7 @@ import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.internal.FenceRules;
-import dev.lease.jdbc.internal.sql.SqlDialect;
+import dev.lease.jdbc.internal.fence.SessionView.Mode;
 import dev.lease.jdbc.internal.sql.SqlKind;
 import dev.lease.jdbc.internal.sql.SqlLexer;
 import dev.lease.jdbc.internal.sql.SqlSummary;
@@ -68,15 +68,8 @@ final class TransactionFence {
 
   private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
 
-  /** How the connection stands when a lease-bound transaction starts ({@link SessionView#mode}). */
-  enum Mode {
-    /** Autocommit: each statement commits on its own. */
-    AUTOCOMMIT,
-    /** {@code setAutoCommit(false)}: the driver keeps a transaction open. */
-    JDBC,
-    /** Autocommit on, but a transaction begun as SQL (BEGIN) is open. */
-    SQL
-  }
+  /** What the collaborators below share ({@link FenceContext}). */
+  final FenceContext ctx;
 
   final Connection delegate;
   final FencingOptions options;
@@ -100,23 +93,29 @@ final class TransactionFence {
   /** What may end a refused transaction, and the XA branch begun as SQL (issue 25 item 8). */
   final Abandoning abandoning = new Abandoning();
 
-  final Losses losses = new Losses(this);
-  final Verifier verifier = new Verifier(this);
-  final Piggyback piggyback = new Piggyback(this);
+  final Losses losses;
+  final Verifier verifier;
+  final Piggyback piggyback;
   final AutoCommitStatements autoCommits = new AutoCommitStatements(this);
-  final SessionView view = new SessionView(this);
-  final StatementReader reader = new StatementReader(this);
+  final SessionView view;
+  final StatementReader reader;
   final SqlControl sqlControl = new SqlControl(this);
   final AbandonedTransactions abandonment = new AbandonedTransactions(this);
   final Bypass bypass = new Bypass(this);
 
   TransactionFence(Connection delegate, FenceConfig config) {
+    this.ctx = new FenceContext(delegate, config);
     this.delegate = delegate;
-    this.options = config.options();
-    this.rules = config.rules();
-    this.cancelExecutor = config.cancelExecutor();
-    this.strategy = VerifyStrategy.of(options.mode());
-    this.state = new TransactionState(rules);
+    this.options = ctx.options;
+    this.rules = ctx.rules;
+    this.cancelExecutor = ctx.cancelExecutor;
+    this.strategy = ctx.strategy;
+    this.state = ctx.state;
+    this.losses = new Losses(ctx);
+    this.view = new SessionView(ctx);
+    this.reader = new StatementReader(ctx, view);
+    this.verifier = new Verifier(ctx, losses, view, reader);
+    this.piggyback = new Piggyback(ctx, verifier, losses, view, reader);
     if (SessionBounds.used() && rules.restoresSessionBounds()) {
       state.flags = TransactionState.SESSION_CHECK;
     }
@@ -148,45 +147,29 @@ final class TransactionFence {
     return state.flags == 0 && losses.cancelling == null && LeaseInternals.currentOrNull() == null;
   }
 
-  /** The physical connection was retired ({@link #retireIfDue}). */
-  volatile boolean retired;
-
-  /**
-   * A transaction in which driver objects reaching the database were handed out has ended: the
-   * driver's physical connection is closed before the call that ended it returns, so no handle on
-   * it ({@code PGConnection}, a {@code CopyManager}, Connector/J's connection, a cast to {@code
-   * java.sql.Connection}) writes after its transaction, when nothing fences it any more (issue 35
-   * item 3). The pool replaces the connection (the fence makes the pool's proxy see it broken when
-   * the application closes this one).
-   */
-  void retireIfDue() {
-    if ((state.flags & TransactionState.RETIRE) == 0) {
-      return;
-    }
-    state.flags &= ~TransactionState.RETIRE;
-    Connection physical = view.driverSession().driverConnection();
-    log.warn(
-        "retired the physical connection {}: driver objects were handed out by unwrap in the"
-            + " transaction that just ended, and none may reach the database after it; the pool"
-            + " opens a new one",
-        physical);
-    retired = true;
-    try {
-      if (physical != null) {
-        physical.close();
-      }
-    } catch (SQLException | RuntimeException e) {
-      log.debug("closing the retired connection failed", e);
-    }
-  }
-
   /** A statement that passed through failed: the driver's view of the session may be stale. */
   SQLException failed(SQLException e) {
     return view.failed(e);
   }
 
+  /** How the fence reads what a call sends ({@link StatementReader}): by the call's source. */
+  private SqlSummary summary(
+      FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
+    SqlSummary s;
+    switch (source) {
+      case TEXT:
+        s = lexer.summarize(sql);
+        break;
+      case ROW_CHANGE:
+        return SqlSummary.one(SqlKind.OTHER);
+      default:
+        s = st.summary(source, lexer);
+    }
+    return reader.read(s, FencingStatement.text(st, source, sql), lexer);
+  }
+
   boolean isMySql() {
-    return reader.lexer.dialect == SqlDialect.MYSQL;
+    return ctx.isMySql();
   }
 
   // ---- execute: statements under the fencing rules
@@ -215,7 +198,7 @@ final class TransactionFence {
       return rules(st, source, sql, call, shape);
     } finally {
       if ((state.flags & TransactionState.RETIRE) != 0) {
-        retireIfDue();
+        view.retireIfDue();
       }
     }
   }
@@ -232,10 +215,10 @@ final class TransactionFence {
     if (lease == null) {
       return unleased(st, source, sql, call);
     }
-    SqlSummary summary = reader.summary(st, source, sql, reader.lexer(lease));
+    SqlSummary summary = summary(st, source, sql, reader.lexer(lease));
     int count = summary.count();
     SqlKind kind = count == 1 ? summary.single() : SqlKind.OTHER;
-    String text = StatementReader.text(st, source, sql);
+    String text = FencingStatement.text(st, source, sql);
     FencedTransaction open = state.txn;
     Lease owner = open == null ? null : open.lease;
     if (owner != null && lease != owner && abandonment.abandoned()) {
@@ -309,9 +292,9 @@ final class TransactionFence {
       if (abandonment.abandoned()) {
         abandonment.rollbackAbandoned(null);
       } else {
-        SqlSummary summary = reader.summary(st, source, sql, reader.lexer(null));
+        SqlSummary summary = summary(st, source, sql, reader.lexer(null));
         SqlKind kind = summary.count() == 1 ? summary.single() : SqlKind.OTHER;
-        String text = StatementReader.text(st, source, sql);
+        String text = FencingStatement.text(st, source, sql);
         int abandon = abandonment.abandons(summary, text);
         if (abandon != Abandoning.NONE) {
           return abandonment.abandon(abandon, call, text);
@@ -494,7 +477,7 @@ final class TransactionFence {
 
   /** Never fails because of a lease. */
   void rollback() throws SQLException {
-    if (retired) {
+    if (view.retired) {
       state.endTransaction(); // its transaction ended before the connection was retired
       return;
     }
@@ -663,7 +646,10 @@ final class TransactionFence {
     Lease lease = state.verified();
     if (lease != null) {
       losses.refuseIfLost(lease);
-      strategy.checkCommit(lease, losses);
+      String refusal = strategy.refusesCommit(lease);
+      if (refusal != null) {
+        throw losses.refuse(lease, refusal);
+      }
     }
   }
 

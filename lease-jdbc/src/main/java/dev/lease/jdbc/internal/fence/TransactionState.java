@@ -33,7 +33,7 @@ final class TransactionState {
 
   /**
    * A transaction in which driver objects were handed out has ended: the physical connection must
-   * be retired before the call that ended it returns ({@link TransactionFence#retireIfDue}).
+   * be retired before the call that ended it returns ({@link SessionView#retireIfDue}).
    */
   static final int RETIRE = 1 << 5;
 

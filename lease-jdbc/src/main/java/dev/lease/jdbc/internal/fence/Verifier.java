@@ -24,12 +24,18 @@ import org.slf4j.LoggerFactory;
  */
 final class Verifier {
 
-  private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
+  private static final Logger log = LoggerFactory.getLogger(FenceContext.LOGGER);
 
-  private final TransactionFence f;
+  private final FenceContext f;
+  private final Losses losses;
+  private final SessionView view;
+  private final StatementReader reader;
 
-  Verifier(TransactionFence f) {
+  Verifier(FenceContext f, Losses losses, SessionView view, StatementReader reader) {
     this.f = f;
+    this.losses = losses;
+    this.view = view;
+    this.reader = reader;
   }
 
   Duration idleBound(Lease lease) {
@@ -48,7 +54,7 @@ final class Verifier {
   /** Verifies again in the open transaction (its lock may be gone); stays verified. */
   void verifyAgain(Lease lease) throws SQLException {
     if (!f.delegate.getAutoCommit()) {
-      f.view.ensureSqliteTransaction(); // an error may have rolled SQLite's transaction back
+      view.ensureSqliteTransaction(); // an error may have rolled SQLite's transaction back
     }
     f.state.reverify = false;
     FencedTransaction t = f.state.txn;
@@ -73,7 +79,7 @@ final class Verifier {
       return;
     }
     if (!lease.isHeld()) {
-      throw f.losses.refuse(
+      throw losses.refuse(
           lease,
           lease.term() == 0
               // term 0: a placeholder for a lease this process has never claimed (the agent's
@@ -94,9 +100,7 @@ final class Verifier {
     boolean lock = f.strategy.locks() && !readOnlyWithoutLocks(lease);
     // MySQL/MariaDB STRICT: the verify reads the session's bounds along (other databases: none)
     long[] session =
-        lock && f.reader.lexer != null && f.reader.lexer.dialect == SqlDialect.MYSQL
-            ? new long[] {-1, -1}
-            : null;
+        lock && f.lexer != null && f.lexer.dialect == SqlDialect.MYSQL ? new long[] {-1, -1} : null;
     boolean held;
     try {
       held =
@@ -108,11 +112,11 @@ final class Verifier {
     } catch (SQLException e) {
       // the transaction may be half-aborted (PostgreSQL) or still open (MySQL lock wait timeout):
       // poison it so nothing commits, and give the caller the database's own error
-      f.view.driverSession().failed();
-      if (f.losses.refusedInServer(e)) {
-        throw f.losses.refusedByDatabase(lease, e);
+      view.driverSession().failed();
+      if (losses.refusedInServer(e)) {
+        throw losses.refusedByDatabase(lease, e);
       }
-      f.losses.poison(
+      losses.poison(
           lease,
           "its verify failed: " + e.getMessage(),
           LeaseLostSQLException.Reason.VERIFY_FAILED);
@@ -150,10 +154,10 @@ final class Verifier {
       throw e;
     }
     if (!held) {
-      throw f.losses.refusedByDatabase(lease, null);
+      throw losses.refusedByDatabase(lease, null);
     }
     markVerified(lease);
-    f.losses.notify(lease, l -> l.transactionVerified(lease));
+    losses.notify(lease, l -> l.transactionVerified(lease));
   }
 
   void markVerified(Lease lease) {
@@ -162,7 +166,7 @@ final class Verifier {
     if (t.registration == null) {
       // the listener knows its transaction: a loss never reaches the next one
       FencedTransaction mine = f.rules.tiesLossToItsTransaction() ? t : null;
-      t.registration = lease.onLoss(l -> f.losses.leaseLost(l, mine));
+      t.registration = lease.onLoss(l -> losses.leaseLost(l, mine));
     }
   }
 
@@ -254,7 +258,7 @@ final class Verifier {
     if (bound == null || !f.rules.commitCarriesProof() || f.state.poisoned()) {
       return null;
     }
-    return Boolean.TRUE.equals(f.view.driverSession().inTransaction()) ? bound : null;
+    return Boolean.TRUE.equals(view.driverSession().inTransaction()) ? bound : null;
   }
 
   /** The server has a transaction open under the bound lease that the fence never verified. */
@@ -273,7 +277,7 @@ final class Verifier {
     if (!f.rules.readsServerTransactionState() || f.state.verified() == null) {
       return false;
     }
-    return Boolean.FALSE.equals(f.view.driverSession().inTransaction());
+    return Boolean.FALSE.equals(view.driverSession().inTransaction());
   }
 
   /**
@@ -291,7 +295,7 @@ final class Verifier {
   boolean ridesInCommit(Lease proof) throws SQLException {
     if (proof == null
         || !f.rules.commitCarriesProof()
-        || f.reader.lexer(proof).dialect != SqlDialect.POSTGRESQL) {
+        || reader.lexer(proof).dialect != SqlDialect.POSTGRESQL) {
       return false;
     }
     boolean readOnly = readOnlyWithoutLocks(proof);
@@ -332,14 +336,14 @@ final class Verifier {
       LeaseInternals.bindVerify(lease, ps, 1, lock, idle);
       ps.execute();
     } catch (SQLException e) {
-      f.view.driverSession().failed();
+      view.driverSession().failed();
       try {
         f.delegate.rollback();
       } catch (SQLException r) {
         e.addSuppressed(r);
       }
-      if (f.losses.refusedInServer(e)) {
-        throw f.losses.refusedByDatabase(lease, e);
+      if (losses.refusedInServer(e)) {
+        throw losses.refusedByDatabase(lease, e);
       }
       throw e;
     }

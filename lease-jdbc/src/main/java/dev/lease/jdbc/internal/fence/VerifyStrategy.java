@@ -2,7 +2,6 @@ package dev.lease.jdbc.internal.fence;
 
 import dev.lease.core.Lease;
 import dev.lease.jdbc.FencingMode;
-import dev.lease.jdbc.LeaseLostSQLException;
 
 /**
  * What the {@link FencingMode} changes in the fence, named: {@link #STRICT} and {@link #VERIFY}.
@@ -21,8 +20,9 @@ abstract class VerifyStrategy {
   static final VerifyStrategy STRICT =
       new VerifyStrategy("STRICT", true) {
         @Override
-        void checkCommit(Lease verified, Losses losses) {
+        String refusesCommit(Lease verified) {
           // the verify's share lock on the lease row orders this commit before a successor's claim
+          return null;
         }
       };
 
@@ -37,13 +37,11 @@ abstract class VerifyStrategy {
   static final VerifyStrategy VERIFY =
       new VerifyStrategy("VERIFY", false) {
         @Override
-        void checkCommit(Lease verified, Losses losses) throws LeaseLostSQLException {
-          if (verified.isReleased()) {
-            throw losses.refuse(
-                verified,
-                "it was released after this transaction was verified, and VERIFY mode"
-                    + " cannot order this commit before a successor's claim");
-          }
+        String refusesCommit(Lease verified) {
+          return verified.isReleased()
+              ? "it was released after this transaction was verified, and VERIFY mode"
+                  + " cannot order this commit before a successor's claim"
+              : null;
         }
       };
 
@@ -72,9 +70,9 @@ abstract class VerifyStrategy {
   /**
    * What this mode adds to the checks of a commit of a transaction verified under {@code verified}
    * (after the checks every commit gets: not poisoned, verified again if its lock may be gone, the
-   * lease not lost).
+   * lease not lost): why the commit is refused, or null.
    */
-  abstract void checkCommit(Lease verified, Losses losses) throws LeaseLostSQLException;
+  abstract String refusesCommit(Lease verified);
 
   @Override
   public String toString() {

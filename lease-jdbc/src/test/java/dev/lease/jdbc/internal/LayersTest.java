@@ -1,0 +1,150 @@
+package dev.lease.jdbc.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The fence's layers (docs/code.md, "The fence's layers"), read from the sources: a class of a
+ * lower layer names no class of a layer above it (comments and strings aside). The collaborators
+ * that talk to the database get the fence's shared parts ({@code FenceContext}) and the
+ * collaborators below them, never {@code TransactionFence} or a JDBC face; reading SQL knows
+ * nothing of the fence; the API's options do not depend on the bridge above the fence. The control:
+ * the same reading of a class above (Piggyback) finds the faces it names.
+ */
+class LayersTest {
+
+  private static final Path FENCE = Path.of("src/main/java/dev/lease/jdbc/internal/fence");
+  private static final Path SQL = Path.of("src/main/java/dev/lease/jdbc/internal/sql");
+
+  /** The rules of the fence and the JDBC faces, above the conversation with the database. */
+  private static final Set<String> RULES_AND_FACES =
+      Set.of(
+          "TransactionFence",
+          "SqlControl",
+          "AutoCommitStatements",
+          "Bypass",
+          "AbandonedTransactions",
+          "Piggyback",
+          "DriverObjects",
+          "Fences",
+          "FencingConnection",
+          "FencingStatement",
+          "FencingPreparedStatement",
+          "FencingCallableStatement",
+          "FencingResultSet",
+          "FencingDatabaseMetaData",
+          "FencedStreams",
+          "FencingArray",
+          "FencingBlob",
+          "FencingClob",
+          "FencingRef",
+          "FencingStruct");
+
+  /** The conversation with the database and the state below it. */
+  private static final List<String> LOWER =
+      List.of(
+          "FenceContext",
+          "Verifier",
+          "Losses",
+          "SessionView",
+          "StatementReader",
+          "VerifyStrategy",
+          "TransactionState",
+          "FencedTransaction",
+          "Doubt",
+          "DriverSession",
+          "SessionBounds",
+          "PgSessionDefaults",
+          "MySqlDriverOptions",
+          "LockTables",
+          "Abandoning");
+
+  /** A source without its comments, string literals and character literals. */
+  static String code(Path file) throws IOException {
+    String s = Files.readString(file);
+    StringBuilder b = new StringBuilder(s.length());
+    int i = 0;
+    while (i < s.length()) {
+      char c = s.charAt(i);
+      if (c == '/' && s.startsWith("/*", i)) {
+        int end = s.indexOf("*/", i + 2);
+        i = end < 0 ? s.length() : end + 2;
+      } else if (c == '/' && s.startsWith("//", i)) {
+        int end = s.indexOf('\n', i);
+        i = end < 0 ? s.length() : end;
+      } else if (c == '"' || c == '\'') {
+        int j = i + 1;
+        while (j < s.length() && s.charAt(j) != c) {
+          j += s.charAt(j) == '\\' ? 2 : 1;
+        }
+        b.append(c).append(c);
+        i = j + 1;
+      } else {
+        b.append(c);
+        i++;
+      }
+    }
+    return b.toString();
+  }
+
+  /** The names of {@code names} that {@code code} uses as words. */
+  static Set<String> named(String code, Set<String> names) {
+    Set<String> found = new TreeSet<>();
+    Matcher m = Pattern.compile("\\b[A-Z][A-Za-z0-9]*\\b").matcher(code);
+    while (m.find()) {
+      if (names.contains(m.group())) {
+        found.add(m.group());
+      }
+    }
+    return found;
+  }
+
+  @Test
+  void theConversationWithTheDatabaseNamesNeitherTheFencesRulesNorAJdbcFace() throws Exception {
+    List<String> upward = new ArrayList<>();
+    for (String c : LOWER) {
+      Set<String> up = named(code(FENCE.resolve(c + ".java")), RULES_AND_FACES);
+      if (!up.isEmpty()) {
+        upward.add(c + " -> " + up);
+      }
+    }
+    assertEquals(List.of(), upward, "imports that point back up");
+  }
+
+  @Test
+  void readingSqlKnowsNothingOfTheFence() throws Exception {
+    try (Stream<Path> files = Files.list(SQL)) {
+      for (Path f : (Iterable<Path>) files::iterator) {
+        assertFalse(code(f).contains("internal.fence"), f + " reaches into the fence's package");
+      }
+    }
+  }
+
+  @Test
+  void theApisOptionsDoNotDependOnTheBridgeAboveTheFence() throws Exception {
+    String options = code(Path.of("src/main/java/dev/lease/jdbc/FencingOptions.java"));
+    assertEquals(Set.of(), named(options, Set.of("FenceInternals", "Fences")));
+  }
+
+  /**
+   * The control: the same reading of a real source the layers put above (Piggyback runs the faces'
+   * statements) finds the faces it names, so a lower class that did so would be caught.
+   */
+  @Test
+  void controlTheReadingCatchesAClassThatNamesAFace() throws Exception {
+    Set<String> up = named(code(FENCE.resolve("Piggyback.java")), RULES_AND_FACES);
+    assertFalse(up.isEmpty(), "the reading found nothing in Piggyback");
+  }
+}

@@ -20,23 +20,28 @@ import org.junit.jupiter.api.Test;
  * lower layer names no class of a layer above it (comments and strings aside). The collaborators
  * that talk to the database get the fence's shared parts ({@code FenceContext}) and the
  * collaborators below them, never {@code TransactionFence} or a JDBC face; reading SQL knows
- * nothing of the fence; the API's options do not depend on the bridge above the fence. The control:
- * the same reading of a class above (Piggyback) finds the faces it names.
+ * nothing of the fence; the API's options do not depend on the bridge above the fence. The fence's
+ * rules name no JDBC face ({@code StatementHandle} is what they know of a statement). The control:
+ * the same reading of a face (FencingConnection) finds the rules and faces it names.
  */
 class LayersTest {
 
   private static final Path FENCE = Path.of("src/main/java/dev/lease/jdbc/internal/fence");
   private static final Path SQL = Path.of("src/main/java/dev/lease/jdbc/internal/sql");
 
-  /** The rules of the fence and the JDBC faces, above the conversation with the database. */
-  private static final Set<String> RULES_AND_FACES =
+  /** The fence's rules, above the conversation with the database. */
+  private static final Set<String> RULES =
       Set.of(
           "TransactionFence",
           "SqlControl",
           "AutoCommitStatements",
           "Bypass",
           "AbandonedTransactions",
-          "Piggyback",
+          "Piggyback");
+
+  /** The JDBC faces, above the rules. */
+  private static final Set<String> FACES =
+      Set.of(
           "DriverObjects",
           "Fences",
           "FencingConnection",
@@ -51,6 +56,14 @@ class LayersTest {
           "FencingClob",
           "FencingRef",
           "FencingStruct");
+
+  private static final Set<String> RULES_AND_FACES = union(RULES, FACES);
+
+  private static Set<String> union(Set<String> a, Set<String> b) {
+    Set<String> u = new TreeSet<>(a);
+    u.addAll(b);
+    return u;
+  }
 
   /** The conversation with the database and the state below it. */
   private static final List<String> LOWER =
@@ -121,6 +134,18 @@ class LayersTest {
       }
     }
     assertEquals(List.of(), upward, "imports that point back up");
+  }
+
+  @Test
+  void theFencesRulesNameNoJdbcFace() throws Exception {
+    List<String> upward = new ArrayList<>();
+    for (String c : RULES) {
+      Set<String> up = named(code(FENCE.resolve(c + ".java")), FACES);
+      if (!up.isEmpty()) {
+        upward.add(c + " -> " + up);
+      }
+    }
+    assertEquals(List.of(), upward, "the rules reach a face (use StatementHandle)");
   }
 
   @Test

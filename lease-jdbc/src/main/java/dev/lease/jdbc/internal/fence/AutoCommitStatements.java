@@ -22,14 +22,14 @@ final class AutoCommitStatements {
   private final TransactionFence f;
 
   /** The statement whose autocommit query keeps its verified transaction open. */
-  FencingStatement pending;
+  StatementHandle pending;
 
   AutoCommitStatements(TransactionFence f) {
     this.f = f;
   }
 
   /** A result set of {@code st} (or the statement itself) closed: its query is done. */
-  void resultDone(FencingStatement st) throws SQLException {
+  void resultDone(StatementHandle st) throws SQLException {
     if (pending == st) {
       finishPending();
     }
@@ -119,7 +119,7 @@ final class AutoCommitStatements {
   // ---- autocommit statements
   // ----------------------------------------------------------------------
 
-  <T> T autoCommitStatement(Lease lease, FencingStatement st, SqlKind kind, SqlCall<T> call)
+  <T> T autoCommitStatement(Lease lease, StatementHandle st, SqlKind kind, SqlCall<T> call)
       throws SQLException {
     switch (f.options.autoCommit()) {
       case REFUSE:
@@ -145,7 +145,7 @@ final class AutoCommitStatements {
    * as in autocommit mode; pgjdbc, which would read through a server-side cursor only because the
    * fence turned autocommit off, fetches without one as in autocommit mode.
    */
-  <T> T asVerifiedTransaction(Lease lease, FencingStatement st, SqlKind kind, SqlCall<T> call)
+  <T> T asVerifiedTransaction(Lease lease, StatementHandle st, SqlKind kind, SqlCall<T> call)
       throws SQLException {
     if (!beginWrapped()) {
       // SQLite: BEGIN failed, a transaction begun as SQL is open: the statement runs in it
@@ -159,9 +159,9 @@ final class AutoCommitStatements {
     T result;
     try {
       if (cursorFix && f.ctx.lexer.dialect == SqlDialect.POSTGRESQL) {
-        fetchSize = st.delegate.getFetchSize();
+        fetchSize = st.driverStatement().getFetchSize();
         if (fetchSize > 0) {
-          st.delegate.setFetchSize(0); // pgjdbc opens a portal only with autocommit off
+          st.driverStatement().setFetchSize(0); // pgjdbc opens a portal only with autocommit off
         }
       }
       f.verifier.verify(lease);
@@ -169,7 +169,7 @@ final class AutoCommitStatements {
       if (cursorFix
           && f.ctx.lexer.dialect == SqlDialect.MYSQL
           && returnsRows(result)
-          && st.delegate.getFetchSize() != 0) {
+          && st.driverStatement().getFetchSize() != 0) {
         keepOpen = true; // streaming: the rows are read later, inside the transaction
         pending = st;
         f.state.flags |= TransactionState.PENDING;
@@ -195,7 +195,7 @@ final class AutoCommitStatements {
       throw e;
     } finally {
       if (fetchSize > 0) {
-        st.delegate.setFetchSize(fetchSize);
+        st.driverStatement().setFetchSize(fetchSize);
       }
       if (!keepOpen) {
         f.state.endTransaction();

@@ -87,7 +87,8 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
   }
 
   /** True if the parameters set so far can be set again on {@link #combined}. */
-  final boolean canReplay() {
+  @Override
+  public final boolean canReplay() {
     return params != null && !unreplayable;
   }
 
@@ -95,7 +96,8 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
    * The driver's statement of {@code verify; sql} with the user's parameters set after the verify's
    * {@code shift} ones (which the caller binds), prepared once per verify text.
    */
-  final PreparedStatement combined(String verify, int shift) throws SQLException {
+  @Override
+  public final PreparedStatement combined(String verify, int shift) throws SQLException {
     PreparedStatement c = combined;
     if (c == null || !verify.equals(combinedVerify) || c.isClosed()) {
       if (c != null) {

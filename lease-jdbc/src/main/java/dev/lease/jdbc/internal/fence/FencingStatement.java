@@ -18,7 +18,7 @@ import java.util.List;
  * ({@link SqlLexer}) once, the first time it runs under a lease; with no lease bound nothing is
  * read at all.
  */
-class FencingStatement extends StatementDelegate {
+class FencingStatement extends StatementDelegate implements StatementHandle {
 
   final FencingConnection connection;
 
@@ -63,12 +63,23 @@ class FencingStatement extends StatementDelegate {
   }
 
   /** What the statement runs, for {@link StatementSource#PREPARED} and {@code BATCH}. */
-  /** The text a call sends: {@code sql} of {@code execute(String)}, else the statement's own. */
-  static String text(FencingStatement st, StatementSource source, String sql) {
-    return source == StatementSource.TEXT ? sql : st == null ? null : st.sql;
+  @Override
+  public final Statement driverStatement() {
+    return delegate;
   }
 
-  final SqlSummary summary(StatementSource source, SqlLexer lexer) {
+  @Override
+  public final String ownSql() {
+    return sql;
+  }
+
+  @Override
+  public final void resultsFrom(Statement results) {
+    this.results = results;
+  }
+
+  @Override
+  public final SqlSummary summary(StatementSource source, SqlLexer lexer) {
     SqlSummary own = summary;
     if (own == null) {
       // never "no statement" for a statement with nothing to read: that would skip the fence

@@ -92,7 +92,7 @@ final class Piggyback {
    * LOBs), a lease not held (refused locally, nothing sent).
    */
   boolean piggybackable(
-      Lease lease, FencingStatement st, StatementSource source, String sql, CallShape shape)
+      Lease lease, StatementHandle st, StatementSource source, String sql, CallShape shape)
       throws SQLException {
     if (st == null
         || !f.options.piggybackVerify()
@@ -100,17 +100,15 @@ final class Piggyback {
       return false;
     }
     if (f.lexer.dialect == SqlDialect.MYSQL) {
-      return mySqlPiggybackable(lease, st, source, FencingStatement.text(st, source, sql), shape);
+      return mySqlPiggybackable(lease, st, source, StatementHandle.text(st, source, sql), shape);
     }
     if (f.lexer.dialect != SqlDialect.POSTGRESQL) {
       return false;
     }
-    if (source == StatementSource.PREPARED
-        && !(st instanceof FencingPreparedStatement
-            && ((FencingPreparedStatement) st).canReplay())) {
+    if (source == StatementSource.PREPARED && !st.canReplay()) {
       return false;
     }
-    return st.delegate.getFetchSize() <= 0
+    return st.driverStatement().getFetchSize() <= 0
         && !f.delegate.isReadOnly()
         && !verifier.readOnlyByDefault()
         && lease.isHeld();
@@ -156,14 +154,12 @@ final class Piggyback {
    * </ul>
    */
   private boolean mySqlPiggybackable(
-      Lease lease, FencingStatement st, StatementSource source, String text, CallShape shape)
+      Lease lease, StatementHandle st, StatementSource source, String text, CallShape shape)
       throws SQLException {
     if (!resultsAsAlone(text, shape)) {
       return false;
     }
-    if (source == StatementSource.PREPARED
-        && !(st instanceof FencingPreparedStatement
-            && ((FencingPreparedStatement) st).canReplay())) {
+    if (source == StatementSource.PREPARED && !st.canReplay()) {
       return false;
     }
     MySqlDriverOptions o = driverOptions();
@@ -172,7 +168,7 @@ final class Piggyback {
         || !lease.isHeld()) {
       return false;
     }
-    Statement d = st.delegate;
+    Statement d = st.driverStatement();
     if (d.getFetchSize() != 0
         || d.getResultSetConcurrency() != ResultSet.CONCUR_READ_ONLY
         || d.getQueryTimeout() != 0
@@ -255,7 +251,7 @@ final class Piggyback {
    */
   @SuppressWarnings("unchecked")
   <T> T piggyback(
-      Lease lease, FencingStatement st, StatementSource source, String sql, CallShape shape)
+      Lease lease, StatementHandle st, StatementSource source, String sql, CallShape shape)
       throws SQLException {
     Duration idle = verifier.idleBound(lease);
     String verifySql = f.rules.verifySql(lease, f.strategy.locks());
@@ -270,17 +266,16 @@ final class Piggyback {
     boolean rows;
     try {
       if (source == StatementSource.TEXT) {
-        s = st.delegate;
+        s = st.driverStatement();
         t.running = s;
         String verify =
             mySql ? withMySqlLiterals(verifySql, values) : withLiterals(verifySql, values);
         rows = s.execute(verify + ";\n" + sql);
       } else {
-        FencingPreparedStatement fps = (FencingPreparedStatement) st;
-        PreparedStatement ps = fps.combined(verifySql, values.size());
+        PreparedStatement ps = st.combined(verifySql, values.size());
         LeaseInternals.bindVerify(lease, ps, 1, f.strategy.locks(), idle);
         s = ps;
-        st.results = ps;
+        st.resultsFrom(ps);
         t.running = ps;
         rows = ps.execute();
       }

@@ -98,7 +98,7 @@ final class SqlControl {
    */
   <T> T run(
       Lease lease,
-      FencingStatement st,
+      StatementHandle st,
       SqlKind kind,
       SqlSummary summary,
       SqlCall<T> call,
@@ -168,7 +168,7 @@ final class SqlControl {
   }
 
   /** A text holding one transaction-control statement of {@code kind}. */
-  <T> T control(Lease lease, FencingStatement st, SqlKind kind, SqlSummary summary, SqlCall<T> call)
+  <T> T control(Lease lease, StatementHandle st, SqlKind kind, SqlSummary summary, SqlCall<T> call)
       throws SQLException {
     switch (kind) {
       case BEGIN:
@@ -278,7 +278,7 @@ final class SqlControl {
    * verify runs again in it just before (MySQL then commits it, lock and all, before the statement
    * runs). PostgreSQL and SQLite refuse theirs inside a transaction themselves.
    */
-  <T> T outsideTransaction(Lease lease, FencingStatement st, SqlKind kind, SqlCall<T> call)
+  <T> T outsideTransaction(Lease lease, StatementHandle st, SqlKind kind, SqlCall<T> call)
       throws SQLException {
     Mode mode = f.view.mode();
     if (mode == Mode.AUTOCOMMIT) {
@@ -316,7 +316,7 @@ final class SqlControl {
    * transaction: the routine may commit, and what it commits is protected by that verify alone),
    * and again before anything after it.
    */
-  <T> T routine(Lease lease, FencingStatement st, SqlCall<T> call) throws SQLException {
+  <T> T routine(Lease lease, StatementHandle st, SqlCall<T> call) throws SQLException {
     Mode mode = f.view.mode();
     if (mode == Mode.AUTOCOMMIT) {
       return f.autoCommits.autoCommitStatement(lease, st, SqlKind.ROUTINE, call);

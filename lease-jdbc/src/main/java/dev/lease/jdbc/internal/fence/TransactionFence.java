@@ -135,7 +135,7 @@ final class TransactionFence {
   }
 
   /** A result set of {@code st} (or the statement itself) closed: its query is done. */
-  void resultDone(FencingStatement st) throws SQLException {
+  void resultDone(StatementHandle st) throws SQLException {
     autoCommits.resultDone(st);
   }
 
@@ -154,7 +154,7 @@ final class TransactionFence {
 
   /** How the fence reads what a call sends ({@link StatementReader}): by the call's source. */
   private SqlSummary summary(
-      FencingStatement st, StatementSource source, String sql, SqlLexer lexer) {
+      StatementHandle st, StatementSource source, String sql, SqlLexer lexer) {
     SqlSummary s;
     switch (source) {
       case TEXT:
@@ -165,7 +165,7 @@ final class TransactionFence {
       default:
         s = st.summary(source, lexer);
     }
-    return reader.read(s, FencingStatement.text(st, source, sql), lexer);
+    return reader.read(s, StatementHandle.text(st, source, sql), lexer);
   }
 
   boolean isMySql() {
@@ -181,7 +181,7 @@ final class TransactionFence {
    * @param st the fenced statement, or null for a row change of a result set without one
    * @param sql the text of {@code execute(String)} and friends; null otherwise
    */
-  <T> T execute(FencingStatement st, StatementSource source, String sql, SqlCall<T> call)
+  <T> T execute(StatementHandle st, StatementSource source, String sql, SqlCall<T> call)
       throws SQLException {
     return execute(st, source, sql, call, CallShape.NONE);
   }
@@ -192,7 +192,7 @@ final class TransactionFence {
    * shape}).
    */
   <T> T execute(
-      FencingStatement st, StatementSource source, String sql, SqlCall<T> call, CallShape shape)
+      StatementHandle st, StatementSource source, String sql, SqlCall<T> call, CallShape shape)
       throws SQLException {
     try {
       return rules(st, source, sql, call, shape);
@@ -205,7 +205,7 @@ final class TransactionFence {
 
   /** {@link #execute}: the rules of a statement under a lease, read top to bottom. */
   private <T> T rules(
-      FencingStatement st, StatementSource source, String sql, SqlCall<T> call, CallShape shape)
+      StatementHandle st, StatementSource source, String sql, SqlCall<T> call, CallShape shape)
       throws SQLException {
     if (losses.cancelling != null) {
       losses.awaitCancel();
@@ -218,7 +218,7 @@ final class TransactionFence {
     SqlSummary summary = summary(st, source, sql, reader.lexer(lease));
     int count = summary.count();
     SqlKind kind = count == 1 ? summary.single() : SqlKind.OTHER;
-    String text = FencingStatement.text(st, source, sql);
+    String text = StatementHandle.text(st, source, sql);
     FencedTransaction open = state.txn;
     Lease owner = open == null ? null : open.lease;
     if (owner != null && lease != owner && abandonment.abandoned()) {
@@ -282,7 +282,7 @@ final class TransactionFence {
   }
 
   /** No lease bound: pass through, after cleaning up what a lease-bound user left. */
-  <T> T unleased(FencingStatement st, StatementSource source, String sql, SqlCall<T> call)
+  <T> T unleased(StatementHandle st, StatementSource source, String sql, SqlCall<T> call)
       throws SQLException {
     if ((state.flags & TransactionState.SESSION_CHECK) != 0) {
       state.flags &= ~TransactionState.SESSION_CHECK;
@@ -294,7 +294,7 @@ final class TransactionFence {
       } else {
         SqlSummary summary = summary(st, source, sql, reader.lexer(null));
         SqlKind kind = summary.count() == 1 ? summary.single() : SqlKind.OTHER;
-        String text = FencingStatement.text(st, source, sql);
+        String text = StatementHandle.text(st, source, sql);
         int abandon = abandonment.abandons(summary, text);
         if (abandon != Abandoning.NONE) {
           return abandonment.abandon(abandon, call, text);
@@ -331,7 +331,7 @@ final class TransactionFence {
   }
 
   /** An ordinary statement: runs in a verified transaction. */
-  <T> T ordinary(Lease lease, FencingStatement st, SqlCall<T> call) throws SQLException {
+  <T> T ordinary(Lease lease, StatementHandle st, SqlCall<T> call) throws SQLException {
     return ordinary(lease, st, call, CallShape.NONE, StatementSource.TEXT, null);
   }
 
@@ -341,7 +341,7 @@ final class TransactionFence {
    */
   <T> T ordinary(
       Lease lease,
-      FencingStatement st,
+      StatementHandle st,
       SqlCall<T> call,
       CallShape shape,
       StatementSource source,
@@ -663,10 +663,10 @@ final class TransactionFence {
   // -------------------------------------------------------------------------
 
   /** A statement in the verified transaction: cancelled if its lease is lost while it runs. */
-  <T> T run(FencingStatement st, SqlCall<T> call) throws SQLException {
+  <T> T run(StatementHandle st, SqlCall<T> call) throws SQLException {
     FencedTransaction t = state.txn;
     if (t != null) {
-      t.running = st == null ? null : st.delegate;
+      t.running = st == null ? null : st.driverStatement();
     }
     try {
       return call.call();

@@ -14,6 +14,7 @@ import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -42,7 +43,12 @@ class RefusalReasonTest {
         c.setAutoCommit(false);
         f.insert(c, 1, lease.term()); // verified
         f.skew.addAndGet(TimeUnit.SECONDS.toNanos(11)); // "paused" past the local deadline of 10 s
-        assertFalse(lease.isHeld());
+        assertFalse(lease.isHeld()); // lost; the loss poisons the transaction off this thread
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (f.poisoned.get() == 0 && System.nanoTime() - deadline < 0) {
+          LockSupport.parkNanos(5_000_000L);
+        }
+        assertEquals(1, f.poisoned.get(), "the loss never poisoned the transaction");
         LeaseLostSQLException statement =
             assertThrows(LeaseLostSQLException.class, () -> f.insert(c, 2, lease.term()));
         LeaseLostSQLException commit = assertThrows(LeaseLostSQLException.class, c::commit);

@@ -282,15 +282,16 @@ public abstract class Dialect {
    * it (issue 36). A race builds it twice, harmlessly.
    */
   public final String verifyText(boolean strict) {
-    return built(strict ? 1 : 0, strict, false);
+    return built(strict, false);
   }
 
   /** {@link #commitProofSql}, built once per dialect and table reference ({@link #verifyText}). */
   public final String commitProofText(boolean strict) {
-    return built(strict ? 3 : 2, strict, true);
+    return built(strict, true);
   }
 
-  private String built(int slot, boolean strict, boolean proof) {
+  private String built(boolean strict, boolean proof) {
+    int slot = (proof ? 2 : 0) + (strict ? 1 : 0);
     String ref = table;
     Built b = texts[slot];
     if (b == null || b.table() != ref) {

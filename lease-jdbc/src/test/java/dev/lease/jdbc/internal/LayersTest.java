@@ -124,28 +124,26 @@ class LayersTest {
     return found;
   }
 
-  @Test
-  void theConversationWithTheDatabaseNamesNeitherTheFencesRulesNorAJdbcFace() throws Exception {
-    List<String> upward = new ArrayList<>();
-    for (String c : LOWER) {
-      Set<String> up = named(code(FENCE.resolve(c + ".java")), RULES_AND_FACES);
+  /** Each of {@code classes} (of the fence's package) that names one of {@code upper}, and what. */
+  static List<String> upward(Iterable<String> classes, Set<String> upper) throws IOException {
+    List<String> found = new ArrayList<>();
+    for (String c : classes) {
+      Set<String> up = named(code(FENCE.resolve(c + ".java")), upper);
       if (!up.isEmpty()) {
-        upward.add(c + " -> " + up);
+        found.add(c + " -> " + up);
       }
     }
-    assertEquals(List.of(), upward, "imports that point back up");
+    return found;
+  }
+
+  @Test
+  void theConversationWithTheDatabaseNamesNeitherTheFencesRulesNorAJdbcFace() throws Exception {
+    assertEquals(List.of(), upward(LOWER, RULES_AND_FACES), "imports that point back up");
   }
 
   @Test
   void theFencesRulesNameNoJdbcFace() throws Exception {
-    List<String> upward = new ArrayList<>();
-    for (String c : RULES) {
-      Set<String> up = named(code(FENCE.resolve(c + ".java")), FACES);
-      if (!up.isEmpty()) {
-        upward.add(c + " -> " + up);
-      }
-    }
-    assertEquals(List.of(), upward, "the rules reach a face (use StatementHandle)");
+    assertEquals(List.of(), upward(RULES, FACES), "the rules reach a face (use StatementHandle)");
   }
 
   @Test

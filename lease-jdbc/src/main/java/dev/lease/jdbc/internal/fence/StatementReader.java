@@ -8,10 +8,12 @@ import java.sql.SQLException;
 import java.util.List;
 
 /**
- * How a {@link TransactionFence} reads a statement under a lease: every statement of its text, by
- * the dialect's {@link SqlLexer} ({@link SqlSummary}), whatever call sends it (a text, a prepared
- * statement, a batch). What the fence takes the summary to say is its rules' ({@code
- * FenceRules.read}): the summary itself, or a weaker reading a negative control plugs in.
+ * The lexer a fence reads statements with under a lease: the dialect's {@link SqlLexer}, which
+ * reads every statement of a text ({@link SqlSummary}), whatever call sends it (a text, a prepared
+ * statement, a batch); the driver's options are checked for silent replays before the first one.
+ * The fence ({@code TransactionFence.summary}) asks the statement for its summary and takes it to
+ * say what its rules say ({@code FenceRules.read}): the summary itself, or a weaker reading a
+ * negative control plugs in.
  */
 final class StatementReader {
 
@@ -42,11 +44,6 @@ final class StatementReader {
       f.lexer = l;
     }
     return l;
-  }
-
-  /** What the fence takes {@code summary} of {@code text} to say: the rules' reading of it. */
-  SqlSummary read(SqlSummary summary, String text, SqlLexer lexer) {
-    return f.rules.read(summary, text, lexer);
   }
 
   /** MySQL/MariaDB: the text is an {@code XA PREPARE}. */

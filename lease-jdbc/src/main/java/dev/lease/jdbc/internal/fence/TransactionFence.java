@@ -71,23 +71,12 @@ final class TransactionFence {
   /** What the collaborators below share ({@link FenceContext}). */
   final FenceContext ctx;
 
+  // the context's parts, named here for this class and the rules beside it (documented there)
   final Connection delegate;
   final FencingOptions options;
-
-  /**
-   * The rules of the fence's mechanisms: {@link FenceRules#PRODUCTION}, or a negative control's
-   * weakened ones (test sources only).
-   */
   final FenceRules rules;
-
-  /** Where a lost lease's running statement is cancelled: off the thread that reported the loss. */
   final Executor cancelExecutor;
-
-  /**
-   * What the fencing mode changes: {@link VerifyStrategy#STRICT} or {@link VerifyStrategy#VERIFY}.
-   */
   final VerifyStrategy strategy;
-
   final TransactionState state;
 
   /** What may end a refused transaction, and the XA branch begun as SQL (issue 25 item 8). */
@@ -165,7 +154,7 @@ final class TransactionFence {
       default:
         s = st.summary(source, lexer);
     }
-    return reader.read(s, StatementHandle.text(st, source, sql), lexer);
+    return rules.read(s, StatementHandle.text(st, source, sql), lexer);
   }
 
   boolean isMySql() {

@@ -71,6 +71,33 @@ class StrictLockChoiceTest {
     return x;
   }
 
+  /** Work that may wait for a lock. */
+  @FunctionalInterface
+  interface Work<T> {
+    T run() throws SQLException;
+  }
+
+  /**
+   * Runs {@code work} on another thread while the successor's step {@code x} holds its lock, checks
+   * (a bounded look) that it waits for it, then commits the step: the future holds what the work
+   * did once the lock was released.
+   */
+  private static <T> CompletableFuture<T> behindTheTransfer(Connection x, Work<T> work, String what)
+      throws Exception {
+    CompletableFuture<T> f =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return work.run();
+              } catch (SQLException e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    assertThrows(TimeoutException.class, () -> f.get(300, TimeUnit.MILLISECONDS), what);
+    x.commit();
+    return f;
+  }
+
   @Test
   @DisplayName(
       "postgresql: FOR KEY SHARE refuses a REPEATABLE READ verify that waited for a transfer")
@@ -83,21 +110,17 @@ class StrictLockChoiceTest {
           Connection c = ds.getConnection()) {
         c.setAutoCommit(false);
         c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-        CompletableFuture<Void> write =
-            CompletableFuture.runAsync(
+        CompletableFuture<Boolean> write =
+            behindTheTransfer(
+                x,
                 () -> {
                   try (LeaseContext.Scope scope = LeaseContext.bind(old)) {
                     f.insert(c, 1, old.term());
                     c.commit();
-                  } catch (SQLException e) {
-                    throw new IllegalStateException(e);
+                    return true;
                   }
-                });
-        assertThrows(
-            TimeoutException.class,
-            () -> write.get(300, TimeUnit.MILLISECONDS),
-            "the verify waits for the transfer's row lock");
-        x.commit();
+                },
+                "the verify waits for the transfer's row lock");
         ExecutionException e =
             assertThrows(ExecutionException.class, () -> write.get(20, TimeUnit.SECONDS));
         assertTrue(e.getCause().getCause() instanceof SQLException, "refused: " + e);
@@ -141,7 +164,8 @@ class StrictLockChoiceTest {
       h.setAutoCommit(false);
       h.setTransactionIsolation(isolation);
       CompletableFuture<Boolean> verify =
-          CompletableFuture.supplyAsync(
+          behindTheTransfer(
+              x,
               () -> {
                 try (Statement s = h.createStatement()) {
                   s.execute("SELECT pg_catalog.pg_advisory_xact_lock_shared(" + ADVISORY_KEY + ")");
@@ -156,15 +180,9 @@ class StrictLockChoiceTest {
                       return rs.next();
                     }
                   }
-                } catch (SQLException e) {
-                  throw new IllegalStateException(e);
                 }
-              });
-      assertThrows(
-          TimeoutException.class,
-          () -> verify.get(300, TimeUnit.MILLISECONDS),
-          "the advisory verify waits for the transfer's exclusive lock");
-      x.commit();
+              },
+              "the advisory verify waits for the transfer's exclusive lock");
       boolean found = verify.get(20, TimeUnit.SECONDS);
       h.rollback();
       return found;

@@ -103,6 +103,15 @@ interface AgentRules {
     return true;
   }
 
+  /**
+   * Whether a handle's mark (it ran statements under a MySQL/MariaDB lease, perhaps in a branch the
+   * agent cannot link) is cleared only once its session is shown to be in no XA branch, not on a
+   * successful {@code commit()} alone.
+   */
+  default boolean probesSessionBeforeClearingXaMark() {
+    return true;
+  }
+
   // ---- leader mode (LeaderElection)
 
   /** Whether the election has ended before the manager closes at shutdown. */

@@ -48,7 +48,10 @@ import org.slf4j.LoggerFactory;
  *   <li>A branch the agent did not see end on a resource it links with its handles (a driver whose
  *       {@code XAResource} it does not recognise, such as MariaDB Connector/J 2.x's top-level
  *       {@code MariaXaResource}) is refused at a two-phase {@code prepare} under STRICT when it may
- *       be a MySQL/MariaDB branch that ran under a lease ({@link #beforePrepare}): fail closed.
+ *       be a MySQL/MariaDB branch that ran under a lease ({@link #beforePrepare}): fail closed. A
+ *       handle of such a resource that ran statements under a MySQL/MariaDB lease outside a seen
+ *       branch keeps the prepare refused until its session is shown to be in no branch ({@link
+ *       #MARKS}).
  * </ul>
  *
  * Public for the instrumented code only; not an API.
@@ -60,6 +63,25 @@ public final class XaTracking {
   /** Per XAResource: is a branch active, and the fenced handles to reset. */
   private static final class Link {
     volatile boolean active;
+
+    /**
+     * The agent sees every branch of this link's session start and end: its key is the {@code
+     * XAConnection} (its own resource, or the owner of an inner one). A link keyed by a top-level
+     * resource of its own (MariaDB Connector/J 2.x) is not: another resource object of the same
+     * connection may run a branch the agent cannot attribute.
+     */
+    final boolean seesItsBranches;
+
+    /**
+     * The MySQL/MariaDB lease a statement on this link's handle ran under while no branch was seen
+     * active, if the link does not see its branches: those statements may be in a branch on a
+     * resource the agent cannot link ({@link #MARKS}).
+     */
+    volatile Lease mark;
+
+    Link(boolean seesItsBranches) {
+      this.seesItsBranches = seesItsBranches;
+    }
 
     /** A handle was taken through this link: the branches of its resource are seen by the agent. */
     volatile boolean handles;
@@ -98,6 +120,12 @@ public final class XaTracking {
 
   private static final Map<Object, Link> LINKS = Collections.synchronizedMap(new WeakHashMap<>());
 
+  /** The link of {@code resource}, made on first sight. */
+  private static Link link(Object resource) {
+    Object key = key(resource);
+    return LINKS.computeIfAbsent(key, k -> new Link(k instanceof XAConnection || k != resource));
+  }
+
   /**
    * Ended branches (by Xid, whichever resource the transaction manager prepares or commits them on)
    * with the leases their statements ran under (none: the agent saw the branch and no statement ran
@@ -134,18 +162,46 @@ public final class XaTracking {
   private static final Map<Lease, Boolean> DROPPED = new IdentityHashMap<>();
 
   /** Which branches are poisoned, and which prepares under STRICT are refused. */
-  private static final AgentRules RULES = AgentRules.current();
+  private static volatile AgentRules rules = AgentRules.current();
+
+  /** Replaces the rules ({@code null}: this JVM's) for a test of this package's control. */
+  static void rulesForTesting(AgentRules weakened) {
+    rules = weakened != null ? weakened : AgentRules.current();
+  }
 
   /**
-   * The last MySQL/MariaDB lease a fenced XA handle ran a statement under while the agent saw no
-   * branch active on its resource: a local transaction on the handle, or a branch started on a
-   * resource the agent could not link with it (MariaDB Connector/J 2.x). Kept for {@link
-   * #beforePrepare}'s check of branches it did not see, whose statements may have run under it when
-   * no lease is bound at prepare (a method's lease released before the transaction manager
-   * prepares). Only MySQL-family leases: a lease on another database cannot replace it (a
-   * PostgreSQL handle's statement must not clear the mark a MariaDB branch left).
+   * The marked links ({@link Link#mark}): handles that ran a statement under a MySQL/MariaDB lease
+   * while the agent saw no branch active on their resource, which does not show the agent its
+   * branches. Their statements may be in a branch started on a resource the agent cannot link with
+   * them (MariaDB Connector/J 2.x), so {@link #beforePrepare} refuses a two-phase prepare of a
+   * branch it did not see while any link is marked, even when no lease is bound at prepare (a
+   * method's lease released before the transaction manager prepares).
+   *
+   * <p>A mark is cleared when the session is shown to be in no XA branch ({@link
+   * #clearIfOutsideXa}: after the handle's local commit or rollback, and before its close, a {@code
+   * ROLLBACK} the server refuses in a branch's ACTIVE, IDLE or PREPARED state); a successful {@code
+   * commit()} alone proves nothing, since a driver that thinks it is in autocommit skips it. Only
+   * MySQL-family leases mark: a PostgreSQL lease's statement must not replace a MariaDB mark.
+   * Bounded: past {@link #MAX_MARKS} links (handles closed inside a branch, never shown outside
+   * one) the oldest mark's lease goes to {@link #overflowMark}, which is never cleared (fail
+   * closed).
    */
-  private static volatile Lease unattributed;
+  static final int MAX_MARKS = 1_024;
+
+  private static volatile Lease overflowMark;
+
+  private static final Map<Link, Lease> MARKS =
+      Collections.synchronizedMap(
+          new LinkedHashMap<>() {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Link, Lease> eldest) {
+              if (size() <= MAX_MARKS) {
+                return false;
+              }
+              overflowMark = eldest.getValue();
+              return true;
+            }
+          });
 
   /** The agent fences with STRICT (set once at start by {@link FencingAdapter}). */
   private static volatile boolean strict = true;
@@ -211,13 +267,14 @@ public final class XaTracking {
         }
       };
 
-  /** Forgets every recorded, dropped and unattributed branch (tests of this package only). */
+  /** Forgets every recorded and dropped branch and every mark (tests of this package only). */
   static void forgetForTesting() {
     BRANCHES.clear();
     synchronized (DROPPED) {
       DROPPED.clear();
     }
-    unattributed = null;
+    MARKS.clear();
+    overflowMark = null;
   }
 
   /** The handle {@code c} of {@code xa} as the fence should see it; then {@link #fenced}. */
@@ -229,7 +286,7 @@ public final class XaTracking {
       log.debug("{} gives no XAResource; its handle is fenced as a plain connection", xa, e);
       return c;
     }
-    Link link = LINKS.computeIfAbsent(key(resource), r -> new Link());
+    Link link = link(resource);
     link.handles = true;
     Class<?>[] interfaces = publicInterfaces(c.getClass());
     return (Connection)
@@ -257,7 +314,7 @@ public final class XaTracking {
   /** Exit advice of {@code XAResource.start}: a branch is active on the resource's handles. */
   public static void started(Object resource) {
     // a handle may be taken before or after start: the link exists from whichever comes first
-    Link link = LINKS.computeIfAbsent(key(resource), r -> new Link());
+    Link link = link(resource);
     reset(link);
     link.takeLeases();
     link.active = true;
@@ -397,7 +454,7 @@ public final class XaTracking {
                 : "")
             + " ran under lease "
             + lease.name();
-    if (RULES.poisonsBranchOf(lease)) {
+    if (rules.poisonsBranchOf(lease)) {
       return branch
           + (lease.term() == 0 ? "" : " term " + lease.term())
           + " (instance "
@@ -408,7 +465,7 @@ public final class XaTracking {
               : "no longer holds (" + lease.lossReason().map(Enum::name).orElse("released") + ")")
           + ": rolled back instead of prepared or committed";
     }
-    if (twoPhase && strict && mySqlFamily(lease) && RULES.refusesStrictMySqlPrepare()) {
+    if (twoPhase && strict && mySqlFamily(lease) && rules.refusesStrictMySqlPrepare()) {
       return branch
           + " term "
           + lease.term()
@@ -435,12 +492,13 @@ public final class XaTracking {
    * resource is not another vendor's driver's. No signal says more: every such prepare is refused.
    */
   private static String unlinkedRefusal(Object resource, Object xid) {
-    if (!strict || !RULES.refusesUnlinkedStrictPrepare() || otherVendor(resource.getClass())) {
+    if (!strict || !rules.refusesUnlinkedStrictPrepare() || otherVendor(resource.getClass())) {
       return null;
     }
-    // the thread's lease and the unattributed one, each on its own: a PostgreSQL lease bound at
-    // prepare must not hide a MariaDB lease an unlinked branch's statements ran under
-    Lease lease = LeaseContext.current().filter(XaTracking::mySqlFamily).orElse(unattributed);
+    // the thread's lease and the marks, each on its own: a PostgreSQL lease bound at prepare must
+    // not hide a MariaDB lease an unlinked branch's statements ran under
+    Lease lease =
+        LeaseContext.current().filter(XaTracking::mySqlFamily).orElseGet(XaTracking::anyMark);
     if (lease == null) {
       return null;
     }
@@ -459,6 +517,47 @@ public final class XaTracking {
         + " prepared branch could be committed after a successor's claim; commit it in one phase"
         + " (XAResource.commit(xid, true)), or use fencing=verify, or report the driver and its"
         + " XAResource class to lease-agent so it can be linked";
+  }
+
+  /** A marked link's lease ({@link #MARKS}), or the overflow's, or null. */
+  private static Lease anyMark() {
+    synchronized (MARKS) {
+      for (Lease lease : MARKS.values()) {
+        return lease;
+      }
+    }
+    return overflowMark;
+  }
+
+  /** Marks {@code link}: its handle ran a statement under {@code lease} outside a seen branch. */
+  private static void mark(Link link, Lease lease) {
+    if (link.mark == lease) {
+      return;
+    }
+    link.mark = lease;
+    MARKS.put(link, lease);
+  }
+
+  /**
+   * Clears {@code link}'s mark if its session ({@code target}, the driver's handle) is in no XA
+   * branch: a {@code ROLLBACK} succeeds (MySQL and MariaDB refuse it in a branch's ACTIVE, IDLE and
+   * PREPARED states with XAER_RMFAIL), so no statement the handle ran can be in a branch still to
+   * prepare. Called after a local commit or rollback and before close, never inside a statement.
+   */
+  private static void clearIfOutsideXa(Link link, Connection target) {
+    if (link.mark == null) {
+      return;
+    }
+    if (rules.probesSessionBeforeClearingXaMark()) {
+      try (java.sql.Statement probe = target.createStatement()) {
+        probe.execute("ROLLBACK");
+      } catch (SQLException | RuntimeException e) {
+        log.debug("{} may be in an XA branch; its mark stays", target, e);
+        return;
+      }
+    }
+    link.mark = null;
+    MARKS.remove(link);
   }
 
   /** The leases of dropped branches ({@link #DROPPED}). */
@@ -582,11 +681,24 @@ public final class XaTracking {
       }
       Lease lease = LeaseContext.current().orElse(null);
       if (!link.active) {
-        if (lease != null && unattributed != lease && mySqlFamily(lease)) {
+        boolean ends = isEnd(name, args);
+        if (lease != null
+            && !ends
+            && !link.seesItsBranches
+            && mayRunSql(name)
+            && mySqlFamily(lease)) {
           // no branch seen on this handle's resource: if one runs on a resource the agent cannot
           // link, beforePrepare must still know a lease was in play
-          unattributed = lease;
+          mark(link, lease);
         }
+        if (ends && name.equals("close")) {
+          clearIfOutsideXa(link, target);
+        }
+        Object result = call(method, args);
+        if (ends && !name.equals("close")) {
+          clearIfOutsideXa(link, target);
+        }
+        return result;
       } else {
         if (lease != null) {
           // a lease the branch's statements run under (the fence's verify comes through here)
@@ -604,6 +716,33 @@ public final class XaTracking {
               "55000");
         }
       }
+      return call(method, args);
+    }
+
+    /**
+     * A local transaction's end ({@code commit()}, {@code rollback()}, {@code setAutoCommit(true)})
+     * or the handle's ({@code close()}): where a mark may be cleared.
+     */
+    private static boolean isEnd(String name, Object[] args) {
+      if (args == null || args.length == 0) {
+        return name.equals("commit") || name.equals("rollback") || name.equals("close");
+      }
+      return name.equals("setAutoCommit") && Boolean.TRUE.equals(args[0]);
+    }
+
+    /**
+     * Whether a call may make the session run the application's SQL (a statement made, the driver's
+     * object unwrapped, a vendor method): everything but reading the handle's state and setting its
+     * autocommit, so the fence's own bookkeeping after a local end does not mark it again.
+     */
+    private static boolean mayRunSql(String name) {
+      return !(name.startsWith("get")
+          || name.startsWith("is")
+          || name.equals("setAutoCommit")
+          || name.equals("clearWarnings"));
+    }
+
+    private Object call(Method method, Object[] args) throws Throwable {
       try {
         return method.invoke(target, args);
       } catch (InvocationTargetException e) {

@@ -9,8 +9,12 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseManager;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import javax.sql.ConnectionEventListener;
@@ -173,12 +177,13 @@ class XaTrackingTest {
   }
 
   /**
-   * Under STRICT, a fenced XA handle ran a statement under a MariaDB lease outside any branch the
-   * agent saw (as a branch on a resource it cannot link does), then one under a PostgreSQL lease. A
-   * branch on an unlinked resource is refused at a two-phase prepare though the PostgreSQL lease is
-   * the one bound then: neither the later PostgreSQL statement nor the bound PostgreSQL lease hides
-   * the MariaDB lease in play (the first version kept one last lease of any database and checked
-   * only the bound one; this test failed on it). Control: a message broker's resource is exempt.
+   * Under STRICT, a fenced XA handle of a resource the agent cannot link ran a statement under a
+   * MariaDB lease outside any branch the agent saw (as a branch on such a resource does), then one
+   * under a PostgreSQL lease. A branch on an unlinked resource is refused at a two-phase prepare
+   * though the PostgreSQL lease is the one bound then: neither the later PostgreSQL statement nor
+   * the bound PostgreSQL lease hides the MariaDB lease in play (the first version kept one last
+   * lease of any database and checked only the bound one; this test failed on it). Control: a
+   * message broker's resource is exempt.
    */
   @Test
   void anotherDatabasesLeaseDoesNotHideAMariadbLeaseInPlay_mariadb_postgresql() throws Exception {
@@ -189,12 +194,12 @@ class XaTrackingTest {
         LeaseManager.builder(maria).table(mariaTable).createTableIfMissing().build()) {
       Lease mariaLease = m.tryClaim("xa-mixed").orElseThrow();
       Lease pgLease = manager.tryClaim("xa-mixed").orElseThrow();
-      Connection handle = XaTracking.handle(new StubXa(), physical);
+      Connection handle = XaTracking.handle(new UnlinkedXa(), physical);
       try (LeaseContext.Scope bound = LeaseContext.bind(mariaLease)) {
-        handle.getAutoCommit(); // no branch seen on this handle's resource
+        query(handle); // no branch seen on this handle's resource
       }
       try (LeaseContext.Scope bound = LeaseContext.bind(pgLease)) {
-        handle.getAutoCommit();
+        query(handle);
       }
       UnlinkedResource unlinked = new UnlinkedResource();
       Xid x = xid("mixed");
@@ -210,6 +215,147 @@ class XaTrackingTest {
     } finally {
       TestDatabase.dropQuietly(maria, mariaTable);
     }
+  }
+
+  /**
+   * A handle of a resource the agent cannot link (as MariaDB Connector/J 2.x's) that ran statements
+   * under a MariaDB lease is marked: while it is, an unlinked branch's two-phase prepare is refused
+   * under STRICT even with no lease bound. A local transaction's commit clears the mark (the
+   * session is shown to be in no branch: the first version never cleared it, and every later
+   * unlinked prepare of the process was refused). A handle closed inside a branch started as SQL
+   * (the driver's logical close: the branch goes on) keeps its mark, and the branch's prepare is
+   * refused. Control: clearing on a successful close without asking the session lets that branch
+   * prepare.
+   */
+  @Test
+  void aMarkIsClearedOnlyWhenTheSessionIsInNoBranch_mariadb() throws Exception {
+    marksClearedOutsideBranches(TestDatabase.MARIADB);
+  }
+
+  /** The same through MySQL Connector/J. */
+  @Test
+  void aMarkIsClearedOnlyWhenTheSessionIsInNoBranch_mysql() throws Exception {
+    marksClearedOutsideBranches(TestDatabase.MYSQL);
+  }
+
+  private void marksClearedOutsideBranches(TestDatabase db) throws Exception {
+    DataSource ds = new UrlDataSource(db.url());
+    String mysqlTable = TestDatabase.uniqueTable("agent_xa_marks");
+    XaTracking.fencing(true);
+    try (LeaseManager m =
+            LeaseManager.builder(ds).table(mysqlTable).createTableIfMissing().build();
+        Connection session = ds.getConnection()) {
+      Lease lease = m.tryClaim("xa-marks").orElseThrow();
+
+      // a local transaction under the lease marks the handle; its commit clears the mark
+      Connection local = XaTracking.handle(new UnlinkedXa(), logical(session));
+      try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
+        local.setAutoCommit(false);
+        query(local);
+      }
+      assertRefused(unlinkedPrepare("while-marked"));
+      try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
+        local.commit();
+        local.setAutoCommit(true);
+      }
+      assertEquals(null, unlinkedPrepare("after-commit"), "the commit cleared the mark");
+      local.close();
+
+      // a branch started as SQL on the session, the handle closed inside it: the mark stays
+      assertEquals(null, branchClosedInside(session, lease, "kept"));
+      assertRefused(unlinkedPrepare("branch-kept"));
+      XaTracking.forgetForTesting();
+
+      // control: a clearing that trusts the close lets the branch prepare
+      XaTracking.rulesForTesting(
+          new AgentRules() {
+            @Override
+            public boolean probesSessionBeforeClearingXaMark() {
+              return false;
+            }
+          });
+      try {
+        assertEquals(null, branchClosedInside(session, lease, "control"));
+        assertEquals(null, unlinkedPrepare("branch-control"), "the weakened clearing let it pass");
+      } finally {
+        XaTracking.rulesForTesting(null);
+      }
+    } finally {
+      TestDatabase.dropQuietly(ds, mysqlTable);
+    }
+  }
+
+  /**
+   * {@code XA START} on {@code session}, a statement under {@code lease} through an unlinked
+   * handle, the handle's (logical) close, then the branch rolled back on the session; the refusal
+   * of the handle's close if any (null: none).
+   */
+  private static String branchClosedInside(Connection session, Lease lease, String id)
+      throws Exception {
+    String gtrid = "'xa-marks-" + id + "-" + System.nanoTime() + "'";
+    try (Statement s = session.createStatement()) {
+      s.execute("XA START " + gtrid);
+      try {
+        Connection handle = XaTracking.handle(new UnlinkedXa(), logical(session));
+        try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
+          query(handle);
+        }
+        handle.close();
+        return null;
+      } finally {
+        s.execute("XA END " + gtrid);
+        s.execute("XA ROLLBACK " + gtrid);
+      }
+    }
+  }
+
+  /** The refusal of an unlinked branch's two-phase prepare with no lease bound (null: none). */
+  private static String unlinkedPrepare(String id) throws Exception {
+    UnlinkedResource unlinked = new UnlinkedResource();
+    Xid x = xid(id);
+    XaTracking.started(unlinked);
+    XaTracking.ended(unlinked, x);
+    try (LeaseContext.Scope none = LeaseContext.unbind()) {
+      XaTracking.beforePrepare(unlinked, x, true);
+      XaTracking.finished(unlinked, x, true);
+      return null;
+    } catch (XAException e) {
+      return e.getMessage();
+    }
+  }
+
+  private static void assertRefused(String refusal) {
+    assertTrue(
+        refusal != null && refusal.contains("cannot link this XAResource"),
+        "expected the unlinked prepare refused, was " + refusal);
+  }
+
+  private static void query(Connection c) throws Exception {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT 1")) {
+      rs.next();
+    }
+  }
+
+  /**
+   * {@code physical} behind a driver's logical handle: closing it leaves the session (and a branch
+   * on it) open, as MariaDB Connector/J 2.x's XA handle does.
+   */
+  private static Connection logical(Connection physical) {
+    return (Connection)
+        Proxy.newProxyInstance(
+            Connection.class.getClassLoader(),
+            new Class<?>[] {Connection.class},
+            (proxy, method, args) -> {
+              if (method.getName().equals("close") && (args == null || args.length == 0)) {
+                return null;
+              }
+              try {
+                return method.invoke(physical, args);
+              } catch (InvocationTargetException e) {
+                throw e.getCause();
+              }
+            });
   }
 
   /** start, a call on the handle under {@code lease} (none: null), end. */
@@ -293,6 +439,34 @@ class XaTrackingTest {
     public boolean setTransactionTimeout(int seconds) {
       return false;
     }
+  }
+
+  /** An XA connection whose every {@code getXAResource()} is a new {@link UnlinkedResource}. */
+  private static final class UnlinkedXa implements XAConnection {
+    @Override
+    public XAResource getXAResource() {
+      return new UnlinkedResource();
+    }
+
+    @Override
+    public Connection getConnection() {
+      throw new UnsupportedOperationException();
+    }
+
+    @Override
+    public void close() {}
+
+    @Override
+    public void addConnectionEventListener(ConnectionEventListener l) {}
+
+    @Override
+    public void removeConnectionEventListener(ConnectionEventListener l) {}
+
+    @Override
+    public void addStatementEventListener(StatementEventListener l) {}
+
+    @Override
+    public void removeStatementEventListener(StatementEventListener l) {}
   }
 
   /** An XA connection that is its own resource; records the branches rolled back on it. */

@@ -25,7 +25,7 @@ import java.util.stream.Collectors;
  * wrapper; returned driver objects that can reach the database (Array, Blob, Clob, NClob, Ref,
  * Struct, and whatever getObject returns) go through the {@code object} hook ({@code
  * dev.lease.jdbc.internal.fence.DriverObjects}), and our own wrappers passed back in as parameters
- * are unwrapped to the driver's objects first ({@code DriverObjects.raw}); a prepared statement's
+ * are unwrapped to the driver's objects first ({@code FencedObject.raw}); a prepared statement's
  * parameter setters also remember the value for the verify carried in the first statement's round
  * trip (the {@code record} hook, FencingPreparedStatement), or mark the parameters unreplayable
  * when the value is a stream, a reader or a LOB (it can be read once, or belongs to the driver's
@@ -115,7 +115,7 @@ public class GenerateDelegates {
       b.append("  ").append(name).append("(").append(typeName).append(" delegate) {\n")
           .append("    this.delegate = delegate;\n  }\n\n");
     } else {
-      b.append("  ").append(name).append("(FencingConnection connection, ").append(typeName)
+      b.append("  ").append(name).append("(ParentConnection connection, ").append(typeName)
           .append(" delegate, String sql) {\n")
           .append("    super(connection, delegate, sql);\n")
           .append("    this.").append(field).append(" = delegate;\n  }\n\n");
@@ -217,7 +217,7 @@ public class GenerateDelegates {
       }
       b.append(ps[i].getTypeName()).append(" a").append(i);
       if (PARAMETER_OBJECTS.contains(m.getParameterTypes()[i])) {
-        args.append("DriverObjects.raw(a").append(i).append(')');
+        args.append("FencedObject.raw(a").append(i).append(')');
       } else {
         args.append('a').append(i);
       }

@@ -1,5 +1,6 @@
 package dev.lease.jdbc;
 
+import dev.lease.jdbc.internal.fence.FenceConfig;
 import dev.lease.jdbc.internal.fence.Fences;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -12,6 +13,15 @@ import java.util.Objects;
 public final class FencedConnections {
 
   private FencedConnections() {}
+
+  /**
+   * What a fence is built from: the user's options, the rules of its mechanisms and the executor of
+   * its cancels (a small record per connection; the options stay a value that names nothing of the
+   * fence).
+   */
+  static FenceConfig config(FencingOptions options) {
+    return new FenceConfig(options, options.rules(), options.weakened(), options.cancelExecutor());
+  }
 
   /**
    * Returns a fenced view of {@code connection}, or {@code connection} itself when it already is
@@ -27,7 +37,7 @@ public final class FencedConnections {
     if (isFenced(connection)) {
       return connection;
     }
-    return Fences.wrap(connection, options.fence());
+    return Fences.wrap(connection, config(options));
   }
 
   /** {@link #wrap} for the {@code jdbc:fenced:} driver: marks the connection as opened by URL. */
@@ -35,7 +45,7 @@ public final class FencedConnections {
     if (isFenced(connection)) {
       return connection;
     }
-    return Fences.wrapOpenedByUrl(connection, options.fence());
+    return Fences.wrapOpenedByUrl(connection, config(options));
   }
 
   /**
@@ -47,7 +57,7 @@ public final class FencedConnections {
   static Connection wrapForDataSource(Connection connection, FencingOptions options)
       throws SQLException {
     if (connection == null || !isFenced(connection)) {
-      return connection == null ? null : Fences.wrap(connection, options.fence());
+      return connection == null ? null : Fences.wrap(connection, config(options));
     }
     boolean byUrl;
     try {

@@ -3,7 +3,6 @@ package dev.lease.jdbc;
 import dev.lease.core.LeaseListener;
 import dev.lease.jdbc.internal.FenceRules;
 import dev.lease.jdbc.internal.RulesAccess;
-import dev.lease.jdbc.internal.fence.FenceConfig;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Executor;
@@ -43,7 +42,6 @@ public final class FencingOptions {
   private final boolean weakened;
   private final Executor cancelExecutor;
   private final boolean piggybackVerify;
-  private final FenceConfig fence;
 
   private FencingOptions(Builder b) {
     this.mode = b.mode;
@@ -63,7 +61,6 @@ public final class FencingOptions {
     this.weakened = b.weakened;
     this.cancelExecutor = b.cancelExecutor;
     this.piggybackVerify = b.piggybackVerify;
-    this.fence = new FenceConfig(this, rules, weakened, cancelExecutor); // once, not per connection
   }
 
   public static FencingOptions defaults() {
@@ -137,12 +134,22 @@ public final class FencingOptions {
   }
 
   /**
-   * What the fence is built from: these options, and the rules of its mechanisms ({@link
-   * FenceRules#PRODUCTION}, or a negative control's weakened ones, test sources only, through
-   * {@code FenceInternals.rulesForTesting}) and the executor of its cancels, which are not API.
+   * The rules of the fence's mechanisms, which are not API: {@link FenceRules#PRODUCTION}, or a
+   * negative control's weakened ones (test sources only, through {@code
+   * FenceInternals.rulesForTesting}); with whether its connections warn that they are weakened and
+   * the executor of its cancels (null: the fence's shared threads). {@link FencedConnections}
+   * builds the fence from them.
    */
-  FenceConfig fence() {
-    return fence;
+  FenceRules rules() {
+    return rules;
+  }
+
+  boolean weakened() {
+    return weakened;
+  }
+
+  Executor cancelExecutor() {
+    return cancelExecutor;
   }
 
   @Override

@@ -14,12 +14,12 @@ public final class OptionsAccess {
 
   /** What a fence built from {@code options} runs. */
   public static FenceConfig fence(FencingOptions options) {
-    return options.fence();
+    return FencedConnections.config(options);
   }
 
   /** The rules of {@code options}: {@link FenceRules#PRODUCTION} unless weakened. */
   public static FenceRules rules(FencingOptions options) {
-    return options.fence().rules();
+    return options.rules();
   }
 
   /** {@code b} whose fences run the cancels of lost leases' statements on {@code executor}. */

@@ -15,12 +15,14 @@ import org.slf4j.LoggerFactory;
  */
 final class AbandonedTransactions {
 
-  private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
+  private static final Logger log = LoggerFactory.getLogger(FenceContext.LOGGER);
 
-  private final TransactionFence f;
+  private final FenceSteps f;
+  private final AutoCommitStatements autoCommits;
 
-  AbandonedTransactions(TransactionFence f) {
+  AbandonedTransactions(FenceSteps f, AutoCommitStatements autoCommits) {
     this.f = f;
+    this.autoCommits = autoCommits;
   }
 
   /**
@@ -110,7 +112,7 @@ final class AbandonedTransactions {
   void closing() {
     try {
       // closing completes the statement, as in autocommit mode
-      f.autoCommits.finishPendingQuietly();
+      autoCommits.finishPendingQuietly();
       if ((f.state.poisoned() || f.state.verified() != null)
           && f.rules.rollsBackVerifiedTransactionAtClose()
           && !f.delegate.isClosed()) {
@@ -130,7 +132,7 @@ final class AbandonedTransactions {
    * back, its poison stays until a rollback.
    */
   void endRequest() {
-    f.autoCommits.finishPendingQuietly();
+    autoCommits.finishPendingQuietly();
     // also a transaction the fence never verified that the server has open under the bound lease
     // (writes through a driver object): the next borrower must not commit it
     if ((f.state.poisoned() || f.state.verified() != null || f.verifier.unprovenUnderLease())

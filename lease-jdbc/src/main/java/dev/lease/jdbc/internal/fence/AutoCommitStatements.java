@@ -17,14 +17,14 @@ import org.slf4j.LoggerFactory;
  */
 final class AutoCommitStatements {
 
-  private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
+  private static final Logger log = LoggerFactory.getLogger(FenceContext.LOGGER);
 
-  private final TransactionFence f;
+  private final FenceSteps f;
 
   /** The statement whose autocommit query keeps its verified transaction open. */
   StatementHandle pending;
 
-  AutoCommitStatements(TransactionFence f) {
+  AutoCommitStatements(FenceSteps f) {
     this.f = f;
   }
 

@@ -17,10 +17,14 @@ import java.sql.Statement;
  */
 final class Bypass {
 
-  private final TransactionFence f;
+  private final FenceSteps f;
+  private final AutoCommitStatements autoCommits;
+  private final AbandonedTransactions abandonment;
 
-  Bypass(TransactionFence f) {
+  Bypass(FenceSteps f, AutoCommitStatements autoCommits, AbandonedTransactions abandonment) {
     this.f = f;
+    this.autoCommits = autoCommits;
+    this.abandonment = abandonment;
   }
 
   /**
@@ -29,7 +33,7 @@ final class Bypass {
    * open.
    */
   void verifyIfInTransaction() throws SQLException {
-    f.autoCommits.finishPending();
+    autoCommits.finishPending();
     Lease lease = LeaseInternals.currentOrNull();
     f.checkNotPoisoned();
     if (lease == null) {
@@ -37,10 +41,10 @@ final class Bypass {
     }
     if (f.state.verified() != null) {
       if (lease != f.state.verified()) {
-        if (!f.abandonment.abandoned()) {
+        if (!abandonment.abandoned()) {
           throw f.losses.leaseChanged(lease);
         }
-        f.abandonment.rollbackAbandoned(lease);
+        abandonment.rollbackAbandoned(lease);
       } else {
         if (f.state.reverify) {
           f.verifier.verifyAgain(lease);

@@ -32,9 +32,9 @@ import java.util.Map;
  * statement reached the server past the fence and the fenced {@code commit()} committed it.
  *
  * <p>The generated delegates call {@link #wrap} for every value a getter returns that may be such
- * an object (the declared types in {@link #WRAPPED}, and {@code Object}), and {@link #raw} for
- * every parameter that may carry one of our wrappers back to the driver, which expects its own
- * ({@code setArray}, {@code updateBlob}, {@code createArrayOf}'s elements).
+ * an object (the declared types in {@link #WRAPPED}, and {@code Object}), and {@link
+ * FencedObject#raw} for every parameter that may carry one of our wrappers back to the driver,
+ * which expects its own ({@code setArray}, {@code updateBlob}, {@code createArrayOf}'s elements).
  */
 final class DriverObjects {
 
@@ -75,8 +75,8 @@ final class DriverObjects {
           Wrapper.class, "the unwrap contract, checked on each wrapper");
 
   /** {@code value} with every driver object it is or holds wrapped for {@code connection}. */
-  static Object wrap(FencingConnection connection, Object value) {
-    if (value == null || value instanceof Fenced || connection.rawDriverObjects) {
+  static Object wrap(ParentConnection connection, Object value) {
+    if (value == null || value instanceof FencedObject || !connection.wrapsDriverObjects()) {
       return value;
     }
     if (value instanceof ResultSet) {
@@ -118,17 +118,17 @@ final class DriverObjects {
    * wrapper does not implement is handed out as {@code unwrap} would hand it out (after the
    * transaction's verify; never a driver statement or connection in autocommit).
    */
-  static <T> T wrap(FencingConnection connection, T value, Class<T> type) throws SQLException {
+  static <T> T wrap(ParentConnection connection, T value, Class<T> type) throws SQLException {
     Object w = wrap(connection, value);
     if (w == value || type.isInstance(w)) {
       return type.cast(w);
     }
-    connection.fence.beforeUnwrap(type);
+    connection.fence().beforeUnwrap(type);
     return value;
   }
 
   /** A Java array of elements (Array.getArray, Struct.getAttributes) with its elements wrapped. */
-  private static Object[] wrapElements(FencingConnection connection, Object[] values) {
+  private static Object[] wrapElements(ParentConnection connection, Object[] values) {
     Object[] out = values;
     for (int i = 0; i < values.length; i++) {
       Object w = wrap(connection, values[i]);
@@ -151,98 +151,5 @@ final class DriverObjects {
             ? out.clone()
             : java.util.Arrays.copyOf(out, out.length, Object[].class);
     return copy;
-  }
-
-  // ---- on the way back to the driver: its own objects, never ours
-
-  static Object raw(Object value) {
-    if (value instanceof Fenced) {
-      return ((Fenced<?>) value).driverObject();
-    }
-    if (value instanceof Object[]) {
-      return raw((Object[]) value);
-    }
-    return value;
-  }
-
-  static Object[] raw(Object[] values) {
-    if (values == null) {
-      return null;
-    }
-    Object[] out = values;
-    for (int i = 0; i < values.length; i++) {
-      if (values[i] instanceof Fenced) {
-        if (out == values) {
-          out = java.util.Arrays.copyOf(values, values.length, Object[].class);
-        }
-        out[i] = raw(values[i]);
-      }
-    }
-    return out;
-  }
-
-  static Array raw(Array value) {
-    return value instanceof FencingArray ? ((FencingArray) value).delegate : value;
-  }
-
-  static Blob raw(Blob value) {
-    return value instanceof FencingBlob ? ((FencingBlob) value).delegate : value;
-  }
-
-  static Clob raw(Clob value) {
-    return value instanceof FencingClob ? ((FencingClob) value).delegate : value;
-  }
-
-  static NClob raw(NClob value) {
-    return value instanceof FencingClob.N ? (NClob) ((FencingClob.N) value).delegate : value;
-  }
-
-  static Ref raw(Ref value) {
-    return value instanceof FencingRef ? ((FencingRef) value).delegate : value;
-  }
-
-  static Struct raw(Struct value) {
-    return value instanceof FencingStruct ? ((FencingStruct) value).delegate : value;
-  }
-
-  /**
-   * A driver object wrapped for one fenced connection: {@link #write} runs a call that may change
-   * the database as the fence runs a statement (verified first; in autocommit mode as its own
-   * verified transaction).
-   */
-  abstract static class Fenced<D> {
-    final FencingConnection connection;
-    final D delegate;
-
-    Fenced(FencingConnection connection, D delegate) {
-      this.connection = connection;
-      this.delegate = delegate;
-    }
-
-    final D driverObject() {
-      return delegate;
-    }
-
-    final <T> T write(SqlCall<T> call) throws SQLException {
-      TransactionFence fence = connection.fence;
-      if (fence.idle()) {
-        try {
-          return call.call();
-        } catch (SQLException e) {
-          throw fence.failed(e);
-        }
-      }
-      return fence.execute(null, StatementSource.ROW_CHANGE, null, call);
-    }
-
-    final Object wrap(Object value) {
-      return DriverObjects.wrap(connection, value);
-    }
-
-    /** pgjdbc's setArray sends {@code toString()}; keep the driver's text. */
-    @Override
-    public String toString() {
-      return String.valueOf(delegate);
-    }
   }
 }

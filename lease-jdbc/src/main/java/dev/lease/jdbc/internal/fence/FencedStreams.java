@@ -7,9 +7,8 @@ import java.sql.SQLException;
 
 /**
  * The streams a LOB's setters return: the driver writes to the database when its buffer fills, on
- * flush and on close, so every call runs through the fence ({@link DriverObjects.Fenced#write}); a
- * refusal surfaces as an {@code IOException} whose cause is the fence's {@link
- * LeaseLostSQLException}.
+ * flush and on close, so every call runs through the fence ({@link FencedObject#write}); a refusal
+ * surfaces as an {@code IOException} whose cause is the fence's {@link LeaseLostSQLException}.
  */
 final class FencedStreams {
 
@@ -20,7 +19,7 @@ final class FencedStreams {
     void call() throws IOException;
   }
 
-  static void run(DriverObjects.Fenced<?> owner, IoCall call) throws IOException {
+  static void run(FencedObject<?> owner, IoCall call) throws IOException {
     IOException[] failed = new IOException[1];
     try {
       owner.write(
@@ -41,10 +40,10 @@ final class FencedStreams {
   }
 
   static final class Output extends OutputStream {
-    private final DriverObjects.Fenced<?> owner;
+    private final FencedObject<?> owner;
     private final OutputStream out;
 
-    Output(DriverObjects.Fenced<?> owner, OutputStream out) {
+    Output(FencedObject<?> owner, OutputStream out) {
       this.owner = owner;
       this.out = out;
     }
@@ -71,10 +70,10 @@ final class FencedStreams {
   }
 
   static final class CharOutput extends Writer {
-    private final DriverObjects.Fenced<?> owner;
+    private final FencedObject<?> owner;
     private final Writer out;
 
-    CharOutput(DriverObjects.Fenced<?> owner, Writer out) {
+    CharOutput(FencedObject<?> owner, Writer out) {
       this.owner = owner;
       this.out = out;
     }

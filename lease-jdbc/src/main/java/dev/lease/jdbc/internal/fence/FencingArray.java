@@ -10,9 +10,9 @@ import java.util.Map;
  * wraps the driver's statement (pgjdbc builds them on a fresh {@code PgStatement} of the physical
  * connection), and the elements it returns are wrapped in turn.
  */
-final class FencingArray extends DriverObjects.Fenced<Array> implements Array {
+final class FencingArray extends FencedObject<Array> implements Array {
 
-  FencingArray(FencingConnection connection, Array delegate) {
+  FencingArray(ParentConnection connection, Array delegate) {
     super(connection, delegate);
   }
 

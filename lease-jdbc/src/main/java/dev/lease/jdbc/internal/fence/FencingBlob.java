@@ -12,9 +12,9 @@ import java.sql.SQLException;
  * a statement would, and so does every write to the stream {@code setBinaryStream} returns (pgjdbc
  * buffers it and writes when the buffer fills, on flush and on close).
  */
-final class FencingBlob extends DriverObjects.Fenced<Blob> implements Blob {
+final class FencingBlob extends FencedObject<Blob> implements Blob {
 
-  FencingBlob(FencingConnection connection, Blob delegate) {
+  FencingBlob(ParentConnection connection, Blob delegate) {
     super(connection, delegate);
   }
 
@@ -45,7 +45,7 @@ final class FencingBlob extends DriverObjects.Fenced<Blob> implements Blob {
 
   @Override
   public long position(Blob pattern, long start) throws SQLException {
-    return delegate.position(DriverObjects.raw(pattern), start);
+    return delegate.position(FencedObject.driverObjectOf(pattern), start);
   }
 
   @Override

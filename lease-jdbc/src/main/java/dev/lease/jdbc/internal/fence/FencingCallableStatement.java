@@ -5,7 +5,7 @@ import java.sql.CallableStatement;
 /** A fenced callable statement. */
 final class FencingCallableStatement extends CallableStatementDelegate {
 
-  FencingCallableStatement(FencingConnection connection, CallableStatement delegate, String sql) {
+  FencingCallableStatement(ParentConnection connection, CallableStatement delegate, String sql) {
     super(connection, delegate, sql);
   }
 }

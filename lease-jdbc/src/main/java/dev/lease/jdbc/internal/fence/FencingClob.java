@@ -13,15 +13,15 @@ import java.sql.SQLException;
  * a large object; {@code truncate} changes it in the database), and so does every write to the
  * streams its setters return.
  */
-class FencingClob extends DriverObjects.Fenced<Clob> implements Clob {
+class FencingClob extends FencedObject<Clob> implements Clob {
 
-  FencingClob(FencingConnection connection, Clob delegate) {
+  FencingClob(ParentConnection connection, Clob delegate) {
     super(connection, delegate);
   }
 
   /** The {@code NClob} flavour (a Clob with nothing more). */
   static final class N extends FencingClob implements NClob {
-    N(FencingConnection connection, NClob delegate) {
+    N(ParentConnection connection, NClob delegate) {
       super(connection, delegate);
     }
   }
@@ -58,7 +58,7 @@ class FencingClob extends DriverObjects.Fenced<Clob> implements Clob {
 
   @Override
   public long position(Clob searchstr, long start) throws SQLException {
-    return delegate.position(DriverObjects.raw(searchstr), start);
+    return delegate.position(FencedObject.driverObjectOf(searchstr), start);
   }
 
   @Override

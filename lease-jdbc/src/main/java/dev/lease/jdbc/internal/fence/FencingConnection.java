@@ -22,6 +22,40 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
   /** Negative controls only ({@code FenceRules.wrapsDriverObjects}): values are not wrapped. */
   final boolean rawDriverObjects;
 
+  /** This connection as the objects it hands out know it. */
+  private final ParentConnection parent =
+      new ParentConnection() {
+        @Override
+        public TransactionFence fence() {
+          return fence;
+        }
+
+        @Override
+        public Connection jdbc() {
+          return FencingConnection.this;
+        }
+
+        @Override
+        public Statement statement(Statement driver) {
+          return FencingConnection.this.statement(driver);
+        }
+
+        @Override
+        public Object wrap(Object value) {
+          return DriverObjects.wrap(parent, value);
+        }
+
+        @Override
+        public <T> T wrap(T value, Class<T> type) throws SQLException {
+          return DriverObjects.wrap(parent, value, type);
+        }
+
+        @Override
+        public boolean wrapsDriverObjects() {
+          return !rawDriverObjects;
+        }
+      };
+
   private volatile boolean closed;
 
   /** Opened by the {@code jdbc:fenced:} driver: a FencedDataSource over it would be ignored. */
@@ -35,12 +69,12 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
 
   @Override
   Statement statement(Statement s) {
-    return s == null ? null : new FencingStatement(this, s, null);
+    return s == null ? null : new FencingStatement(parent, s, null);
   }
 
   @Override
   PreparedStatement prepared(PreparedStatement s, String sql) {
-    return s == null ? null : new FencingPreparedStatement(this, s, sql);
+    return s == null ? null : new FencingPreparedStatement(parent, s, sql);
   }
 
   // a generated-keys request makes pgjdbc rewrite the SQL (RETURNING), and the MySQL drivers read
@@ -70,23 +104,23 @@ final class FencingConnection extends ConnectionDelegate implements FencedConnec
 
   @Override
   CallableStatement callable(CallableStatement s, String sql) {
-    return s == null ? null : new FencingCallableStatement(this, s, sql);
+    return s == null ? null : new FencingCallableStatement(parent, s, sql);
   }
 
   @Override
   Object object(Object value) {
-    return DriverObjects.wrap(this, value);
+    return DriverObjects.wrap(parent, value);
   }
 
   @Override
   <T> T object(T value, Class<T> type) throws SQLException {
-    return DriverObjects.wrap(this, value, type);
+    return DriverObjects.wrap(parent, value, type);
   }
 
   @Override
   public DatabaseMetaData getMetaData() throws SQLException {
     DatabaseMetaData md = delegate.getMetaData();
-    return md == null ? null : new FencingDatabaseMetaData(this, md);
+    return md == null ? null : new FencingDatabaseMetaData(parent, md);
   }
 
   @Override

@@ -11,9 +11,9 @@ import java.sql.SQLException;
  */
 final class FencingDatabaseMetaData extends DatabaseMetaDataDelegate {
 
-  private final FencingConnection connection;
+  private final ParentConnection connection;
 
-  FencingDatabaseMetaData(FencingConnection connection, DatabaseMetaData delegate) {
+  FencingDatabaseMetaData(ParentConnection connection, DatabaseMetaData delegate) {
     super(delegate);
     this.connection = connection;
   }
@@ -24,7 +24,7 @@ final class FencingDatabaseMetaData extends DatabaseMetaDataDelegate {
 
   @Override
   public Connection getConnection() {
-    return connection;
+    return connection.jdbc();
   }
 
   @Override
@@ -32,7 +32,7 @@ final class FencingDatabaseMetaData extends DatabaseMetaDataDelegate {
     if (iface.isInstance(this)) {
       return iface.cast(this);
     }
-    connection.fence.beforeUnwrap(iface); // driver metadata leads to the driver's connection
+    connection.fence().beforeUnwrap(iface); // driver metadata leads to the driver's connection
     return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
   }
 

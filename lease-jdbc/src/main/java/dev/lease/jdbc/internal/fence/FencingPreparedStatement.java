@@ -41,9 +41,9 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
   /** The verify text {@link #combined} was prepared with. */
   private String combinedVerify;
 
-  FencingPreparedStatement(FencingConnection connection, PreparedStatement delegate, String sql) {
+  FencingPreparedStatement(ParentConnection connection, PreparedStatement delegate, String sql) {
     super(connection, delegate, sql);
-    if (!(this instanceof java.sql.CallableStatement) && connection.fence.mayPiggyback()) {
+    if (!(this instanceof java.sql.CallableStatement) && connection.fence().mayPiggyback()) {
       params = new Param[8];
     }
   }
@@ -135,8 +135,9 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
     if (idle()) {
       return super.execute();
     }
-    return connection.fence.execute(
-        this, StatementSource.PREPARED, null, () -> prepared.execute(), CallShape.EXECUTE);
+    return connection
+        .fence()
+        .execute(this, StatementSource.PREPARED, null, () -> prepared.execute(), CallShape.EXECUTE);
   }
 
   @Override
@@ -146,8 +147,14 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
       return super.executeQuery();
     }
     return resultSet(
-        connection.fence.execute(
-            this, StatementSource.PREPARED, null, () -> prepared.executeQuery(), CallShape.QUERY));
+        connection
+            .fence()
+            .execute(
+                this,
+                StatementSource.PREPARED,
+                null,
+                () -> prepared.executeQuery(),
+                CallShape.QUERY));
   }
 
   @Override
@@ -156,8 +163,10 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
     if (idle()) {
       return super.executeUpdate();
     }
-    return connection.fence.execute(
-        this, StatementSource.PREPARED, null, () -> prepared.executeUpdate(), CallShape.UPDATE);
+    return connection
+        .fence()
+        .execute(
+            this, StatementSource.PREPARED, null, () -> prepared.executeUpdate(), CallShape.UPDATE);
   }
 
   @Override
@@ -166,12 +175,14 @@ class FencingPreparedStatement extends PreparedStatementDelegate {
     if (idle()) {
       return super.executeLargeUpdate();
     }
-    return connection.fence.execute(
-        this,
-        StatementSource.PREPARED,
-        null,
-        () -> prepared.executeLargeUpdate(),
-        CallShape.LARGE_UPDATE);
+    return connection
+        .fence()
+        .execute(
+            this,
+            StatementSource.PREPARED,
+            null,
+            () -> prepared.executeLargeUpdate(),
+            CallShape.LARGE_UPDATE);
   }
 
   @Override

@@ -8,9 +8,9 @@ import java.util.Map;
  * A driver's {@code Ref} (an SQL REF value; none of the supported drivers returns one today): the
  * value it points at is wrapped, and {@code setObject} writes through the fence.
  */
-final class FencingRef extends DriverObjects.Fenced<Ref> implements Ref {
+final class FencingRef extends FencedObject<Ref> implements Ref {
 
-  FencingRef(FencingConnection connection, Ref delegate) {
+  FencingRef(ParentConnection connection, Ref delegate) {
     super(connection, delegate);
   }
 
@@ -33,7 +33,7 @@ final class FencingRef extends DriverObjects.Fenced<Ref> implements Ref {
   public void setObject(Object value) throws SQLException {
     write(
         () -> {
-          delegate.setObject(DriverObjects.raw(value));
+          delegate.setObject(FencedObject.raw(value));
           return null;
         });
   }

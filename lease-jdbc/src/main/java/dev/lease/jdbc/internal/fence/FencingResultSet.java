@@ -11,13 +11,13 @@ import java.sql.Statement;
  */
 final class FencingResultSet extends ResultSetDelegate {
 
-  private final FencingConnection connection;
+  private final ParentConnection connection;
   private Statement statement;
 
   /**
    * @param statement the fenced statement, or null for metadata result sets (wrapped on demand)
    */
-  FencingResultSet(FencingConnection connection, FencingStatement statement, ResultSet delegate) {
+  FencingResultSet(ParentConnection connection, Statement statement, ResultSet delegate) {
     super(delegate);
     this.connection = connection;
     this.statement = statement;
@@ -25,31 +25,33 @@ final class FencingResultSet extends ResultSetDelegate {
 
   @Override
   boolean idle() {
-    return connection.fence.idle();
+    return connection.fence().idle();
   }
 
   @Override
   SQLException failed(SQLException e) {
-    return connection.fence.failed(e);
+    return connection.fence().failed(e);
   }
 
   @Override
   <T> T execute(StatementSource source, String sql, SqlCall<T> call) throws SQLException {
-    return connection.fence.execute(
-        statement instanceof FencingStatement ? (FencingStatement) statement : null,
-        source,
-        sql,
-        call);
+    return connection
+        .fence()
+        .execute(
+            statement instanceof StatementHandle ? (StatementHandle) statement : null,
+            source,
+            sql,
+            call);
   }
 
   @Override
   Object object(Object value) {
-    return DriverObjects.wrap(connection, value);
+    return connection.wrap(value);
   }
 
   @Override
   <T> T object(T value, Class<T> type) throws SQLException {
-    return DriverObjects.wrap(connection, value, type);
+    return connection.wrap(value, type);
   }
 
   /**
@@ -61,8 +63,8 @@ final class FencingResultSet extends ResultSetDelegate {
     try {
       delegate.close();
     } finally {
-      if (statement instanceof FencingStatement) {
-        connection.fence.resultDone((FencingStatement) statement);
+      if (statement instanceof StatementHandle) {
+        connection.fence().resultDone((StatementHandle) statement);
       }
     }
   }
@@ -74,7 +76,7 @@ final class FencingResultSet extends ResultSetDelegate {
       if (raw == null) {
         return null;
       }
-      statement = new FencingStatement(connection, raw, null);
+      statement = connection.statement(raw);
     }
     return statement;
   }
@@ -84,7 +86,7 @@ final class FencingResultSet extends ResultSetDelegate {
     if (iface.isInstance(this)) {
       return iface.cast(this);
     }
-    connection.fence.beforeUnwrap(iface); // a driver result set leads to the driver's statement
+    connection.fence().beforeUnwrap(iface); // a driver result set leads to the driver's statement
     return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
   }
 

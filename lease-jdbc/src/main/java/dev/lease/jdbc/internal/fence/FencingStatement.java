@@ -20,7 +20,7 @@ import java.util.List;
  */
 class FencingStatement extends StatementDelegate implements StatementHandle {
 
-  final FencingConnection connection;
+  final ParentConnection connection;
 
   /** The SQL of a prepared or callable statement; null for a plain statement. */
   final String sql;
@@ -40,7 +40,7 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
    */
   Statement results;
 
-  FencingStatement(FencingConnection connection, Statement delegate, String sql) {
+  FencingStatement(ParentConnection connection, Statement delegate, String sql) {
     super(delegate);
     this.connection = connection;
     this.sql = sql;
@@ -49,17 +49,17 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
 
   @Override
   final boolean idle() {
-    return connection.fence.idle();
+    return connection.fence().idle();
   }
 
   @Override
   final SQLException failed(SQLException e) {
-    return connection.fence.failed(e);
+    return connection.fence().failed(e);
   }
 
   @Override
   final <T> T execute(StatementSource source, String text, SqlCall<T> call) throws SQLException {
-    return connection.fence.execute(this, source, text, call);
+    return connection.fence().execute(this, source, text, call);
   }
 
   /** What the statement runs, for {@link StatementSource#PREPARED} and {@code BATCH}. */
@@ -107,8 +107,9 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
     if (idle()) {
       return super.execute(text);
     }
-    return connection.fence.execute(
-        this, StatementSource.TEXT, text, () -> delegate.execute(text), CallShape.EXECUTE);
+    return connection
+        .fence()
+        .execute(this, StatementSource.TEXT, text, () -> delegate.execute(text), CallShape.EXECUTE);
   }
 
   @Override
@@ -117,8 +118,14 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
       return super.executeQuery(text);
     }
     return resultSet(
-        connection.fence.execute(
-            this, StatementSource.TEXT, text, () -> delegate.executeQuery(text), CallShape.QUERY));
+        connection
+            .fence()
+            .execute(
+                this,
+                StatementSource.TEXT,
+                text,
+                () -> delegate.executeQuery(text),
+                CallShape.QUERY));
   }
 
   @Override
@@ -126,8 +133,10 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
     if (idle()) {
       return super.executeUpdate(text);
     }
-    return connection.fence.execute(
-        this, StatementSource.TEXT, text, () -> delegate.executeUpdate(text), CallShape.UPDATE);
+    return connection
+        .fence()
+        .execute(
+            this, StatementSource.TEXT, text, () -> delegate.executeUpdate(text), CallShape.UPDATE);
   }
 
   @Override
@@ -135,12 +144,14 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
     if (idle()) {
       return super.executeLargeUpdate(text);
     }
-    return connection.fence.execute(
-        this,
-        StatementSource.TEXT,
-        text,
-        () -> delegate.executeLargeUpdate(text),
-        CallShape.LARGE_UPDATE);
+    return connection
+        .fence()
+        .execute(
+            this,
+            StatementSource.TEXT,
+            text,
+            () -> delegate.executeLargeUpdate(text),
+            CallShape.LARGE_UPDATE);
   }
 
   // ---- results: of the statement that ran last
@@ -209,12 +220,12 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
 
   @Override
   Object object(Object value) {
-    return DriverObjects.wrap(connection, value);
+    return connection.wrap(value);
   }
 
   @Override
   <T> T object(T value, Class<T> type) throws SQLException {
-    return DriverObjects.wrap(connection, value, type);
+    return connection.wrap(value, type);
   }
 
   @Override
@@ -268,7 +279,7 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
 
   @Override
   public Connection getConnection() {
-    return connection;
+    return connection.jdbc();
   }
 
   /** Closing a statement completes it: an autocommit query's open transaction ends here. */
@@ -285,7 +296,7 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
         delegate.close();
       }
     } finally {
-      connection.fence.resultDone(this);
+      connection.fence().resultDone(this);
     }
   }
 
@@ -299,7 +310,7 @@ class FencingStatement extends StatementDelegate implements StatementHandle {
     if (iface.isInstance(this)) {
       return iface.cast(this);
     }
-    connection.fence.beforeUnwrap(iface);
+    connection.fence().beforeUnwrap(iface);
     return iface.isInstance(delegate) ? iface.cast(delegate) : delegate.unwrap(iface);
   }
 

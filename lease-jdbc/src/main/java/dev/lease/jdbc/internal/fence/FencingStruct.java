@@ -5,9 +5,9 @@ import java.sql.Struct;
 import java.util.Map;
 
 /** A driver's {@code Struct}: its attributes (arrays, LOBs, nested structs) are wrapped. */
-final class FencingStruct extends DriverObjects.Fenced<Struct> implements Struct {
+final class FencingStruct extends FencedObject<Struct> implements Struct {
 
-  FencingStruct(FencingConnection connection, Struct delegate) {
+  FencingStruct(ParentConnection connection, Struct delegate) {
     super(connection, delegate);
   }
 

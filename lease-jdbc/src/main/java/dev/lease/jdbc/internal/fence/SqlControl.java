@@ -18,10 +18,12 @@ import java.sql.SQLException;
  */
 final class SqlControl {
 
-  private final TransactionFence f;
+  private final FenceSteps f;
+  private final AutoCommitStatements autoCommits;
 
-  SqlControl(TransactionFence f) {
+  SqlControl(FenceSteps f, AutoCommitStatements autoCommits) {
     this.f = f;
+    this.autoCommits = autoCommits;
   }
 
   /**
@@ -319,7 +321,7 @@ final class SqlControl {
   <T> T routine(Lease lease, StatementHandle st, SqlCall<T> call) throws SQLException {
     Mode mode = f.view.mode();
     if (mode == Mode.AUTOCOMMIT) {
-      return f.autoCommits.autoCommitStatement(lease, st, SqlKind.ROUTINE, call);
+      return autoCommits.autoCommitStatement(lease, st, SqlKind.ROUTINE, call);
     }
     if (f.state.verified() == lease) {
       f.verifier.verifyAgain(lease);

@@ -2,16 +2,13 @@ package dev.lease.jdbc.internal.fence;
 
 import dev.lease.core.Lease;
 import dev.lease.core.internal.LeaseInternals;
-import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
-import dev.lease.jdbc.internal.FenceRules;
 import dev.lease.jdbc.internal.fence.SessionView.Mode;
 import dev.lease.jdbc.internal.sql.SqlKind;
 import dev.lease.jdbc.internal.sql.SqlLexer;
 import dev.lease.jdbc.internal.sql.SqlSummary;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -64,50 +61,17 @@ import org.slf4j.LoggerFactory;
  * <p>Connections are used by one thread at a time; only the loss listener touches the state from
  * another thread, through its volatile fields and under its monitor.
  */
-final class TransactionFence {
+final class TransactionFence extends FenceSteps {
 
   private static final Logger log = LoggerFactory.getLogger(TransactionFence.class);
 
-  /** What the collaborators below share ({@link FenceContext}). */
-  final FenceContext ctx;
-
-  // the context's parts, named here for this class and the rules beside it (documented there)
-  final Connection delegate;
-  final FencingOptions options;
-  final FenceRules rules;
-  final Executor cancelExecutor;
-  final VerifyStrategy strategy;
-  final TransactionState state;
-
-  /** What may end a refused transaction, and the XA branch begun as SQL (issue 25 item 8). */
-  final Abandoning abandoning = new Abandoning();
-
-  final Losses losses;
-  final Verifier verifier;
-  final Piggyback piggyback;
   final AutoCommitStatements autoCommits = new AutoCommitStatements(this);
-  final SessionView view;
-  final StatementReader reader;
-  final SqlControl sqlControl = new SqlControl(this);
-  final AbandonedTransactions abandonment = new AbandonedTransactions(this);
-  final Bypass bypass = new Bypass(this);
+  final SqlControl sqlControl = new SqlControl(this, autoCommits);
+  final AbandonedTransactions abandonment = new AbandonedTransactions(this, autoCommits);
+  final Bypass bypass = new Bypass(this, autoCommits, abandonment);
 
   TransactionFence(Connection delegate, FenceConfig config) {
-    this.ctx = new FenceContext(delegate, config);
-    this.delegate = delegate;
-    this.options = ctx.options;
-    this.rules = ctx.rules;
-    this.cancelExecutor = ctx.cancelExecutor;
-    this.strategy = ctx.strategy;
-    this.state = ctx.state;
-    this.losses = new Losses(ctx);
-    this.view = new SessionView(ctx);
-    this.reader = new StatementReader(ctx, view);
-    this.verifier = new Verifier(ctx, losses, view, reader);
-    this.piggyback = new Piggyback(ctx, verifier, losses, view, reader);
-    if (SessionBounds.used() && rules.restoresSessionBounds()) {
-      state.flags = TransactionState.SESSION_CHECK;
-    }
+    super(delegate, config);
     if (config.weakened()) {
       log.error("{} is fenced by a DELIBERATELY WEAKENED fence {} (tests only)", delegate, rules);
     }
@@ -155,10 +119,6 @@ final class TransactionFence {
         s = st.summary(source, lexer);
     }
     return rules.read(s, StatementHandle.text(st, source, sql), lexer);
-  }
-
-  boolean isMySql() {
-    return ctx.isMySql();
   }
 
   // ---- execute: statements under the fencing rules
@@ -248,18 +208,6 @@ final class TransactionFence {
   }
 
   /**
-   * MySQL/MariaDB: after a batch or a multi-statement text, or once a driver object that can run
-   * SQL was handed out, the driver's in-transaction flag (read after the whole call) no longer
-   * proves that the verified transaction is still the open one: an implicit commit the lexer does
-   * not know (MariaDB's CREATE TEMPORARY SEQUENCE was one) or a commit through the driver object
-   * ends it and frees STRICT's lock, and a later statement opens a new one, so the flag says "in
-   * transaction" again. The next statement and the commit verify again.
-   */
-  void inDoubt(Doubt why) {
-    state.doubt(why);
-  }
-
-  /**
    * True when the session has no transaction open that a refusal could poison: autocommit on, no
    * transaction begun as SQL (as the fence saw it, or as the driver reports it). Local: no round
    * trip.
@@ -320,6 +268,7 @@ final class TransactionFence {
   }
 
   /** An ordinary statement: runs in a verified transaction. */
+  @Override
   <T> T ordinary(Lease lease, StatementHandle st, SqlCall<T> call) throws SQLException {
     return ordinary(lease, st, call, CallShape.NONE, StatementSource.TEXT, null);
   }
@@ -406,6 +355,7 @@ final class TransactionFence {
     bypass.beforeUnwrap(iface);
   }
 
+  @Override
   void verifyIfNeeded(Lease lease, Mode mode) throws SQLException {
     if (state.verified() == lease) {
       if (state.reverify) {
@@ -605,77 +555,6 @@ final class TransactionFence {
   // ---- the checks of a commit
   // ---------------------------------------------------------------------
 
-  /**
-   * Everything a commit needs, whatever writes it (commit(), setAutoCommit(true), COMMIT or END as
-   * SQL, MySQL's implicit commits, SET autocommit = 1, SQLite's RELEASE): not poisoned, the lock
-   * taken again if an error or a savepoint rollback may have freed it, and {@link #checkStillHeld}.
-   */
-  void checkCommit(Lease lease) throws SQLException {
-    checkNotPoisoned();
-    if (!rules.checksCommitsWrittenAsSql()) {
-      return;
-    }
-    if (verifier.endedBehindTheFence()) {
-      state.doubt(Doubt.DRIVER_STATE_DISAGREES);
-    }
-    if (state.reverify && state.verified() != null && lease == state.verified()) {
-      verifier.verifyAgain(lease);
-    }
-    checkStillHeld();
-  }
-
-  /**
-   * The lease the transaction was verified under is not lost ({@link Losses#refuseIfLost}), and
-   * what the mode adds: {@link VerifyStrategy#STRICT} nothing (the verify's share lock on the lease
-   * row, held to this commit, makes a successor's claim wait for it); {@link VerifyStrategy#VERIFY}
-   * refuses the commit once the lease was released (nothing in the database orders it before a
-   * successor's claim).
-   */
-  void checkStillHeld() throws LeaseLostSQLException {
-    Lease lease = state.verified();
-    if (lease != null) {
-      losses.refuseIfLost(lease);
-      String refusal = strategy.refusesCommit(lease);
-      if (refusal != null) {
-        throw losses.refuse(lease, refusal);
-      }
-    }
-  }
-
-  void checkNotPoisoned() throws LeaseLostSQLException {
-    if (state.poisoned()) {
-      throw losses.poisonedException(null);
-    }
-  }
-
   // ---- running statements
   // -------------------------------------------------------------------------
-
-  /** A statement in the verified transaction: cancelled if its lease is lost while it runs. */
-  <T> T run(StatementHandle st, SqlCall<T> call) throws SQLException {
-    FencedTransaction t = state.txn;
-    if (t != null) {
-      t.running = st == null ? null : st.driverStatement();
-    }
-    try {
-      return call.call();
-    } catch (SQLException e) {
-      view.afterError();
-      throw losses.ofFailedStatement(t, e);
-    } finally {
-      if (t != null) {
-        t.running = null;
-      }
-    }
-  }
-
-  /** Transaction control and statements that need no verify: only the bookkeeping of errors. */
-  <T> T runUnverified(SqlCall<T> call) throws SQLException {
-    try {
-      return call.call();
-    } catch (SQLException e) {
-      view.afterError();
-      throw e;
-    }
-  }
 }

@@ -228,8 +228,8 @@ class DriverObjectTest {
     if (o instanceof FencingResultSet) {
       return ((FencingResultSet) o).delegate;
     }
-    assertTrue(o instanceof DriverObjects.Fenced, "a wrapper: " + o.getClass());
-    return DriverObjects.raw(o);
+    assertTrue(o instanceof FencedObject, "a wrapper: " + o.getClass());
+    return FencedObject.raw(o);
   }
 
   // ---- large objects (pgjdbc writes them through the fast-path API, no statement at all)
@@ -435,13 +435,12 @@ class DriverObjectTest {
         }
       }
       for (Object w : wrappers) {
-        assertTrue(w instanceof DriverObjects.Fenced, w.getClass().getName());
+        assertTrue(w instanceof FencedObject, w.getClass().getName());
       }
       assertEquals(2 * wrappers.size(), sent.size(), sent.toString());
       for (Object v : sent) {
         assertFalse(
-            v instanceof DriverObjects.Fenced,
-            "the driver got our wrapper " + v.getClass().getName());
+            v instanceof FencedObject, "the driver got our wrapper " + v.getClass().getName());
       }
     }
   }

@@ -117,7 +117,7 @@ class ReachableObjectsTest {
     raw.addAll(rawReturns(c.createClob(), Clob.class));
     raw.addAll(rawReturns(c.createNClob(), NClob.class));
     raw.addAll(rawReturns(c.createStruct("t", new Object[0]), Struct.class));
-    raw.addAll(rawReturns(DriverObjects.wrap(c, stub(Ref.class)), Ref.class));
+    raw.addAll(rawReturns(c.object(stub(Ref.class)), Ref.class));
     assertEquals(List.of(), raw);
   }
 

@@ -76,17 +76,19 @@ class WeakenedRulesEntryTest {
 
   /**
    * The fence's own input does not open a second way in: a {@link FenceConfig} with weakened rules
-   * is built by {@code FencingOptions} only (whose rules came through the gate), not by a direct
-   * call, which gets a clear error; production rules may be given by anyone.
+   * is built from {@code FencingOptions} (whose rules came through the gate) by {@code
+   * FencedConnections} only, not by a direct call, which gets a clear error; production rules may
+   * be given by anyone.
    */
   @Test
-  void aFenceConfigWithWeakenedRulesIsBuiltByFencingOptionsOnly() {
+  void aFenceConfigWithWeakenedRulesIsBuiltByFencedConnectionsOnly() {
     FenceRules weak = WeakenedFence.NO_REVERIFY.rules();
     IllegalStateException refused =
         assertThrows(
             IllegalStateException.class,
             () -> new FenceConfig(FencingOptions.defaults(), weak, false, null));
-    assertTrue(refused.getMessage().contains("built by FencingOptions only"), refused.getMessage());
+    assertTrue(
+        refused.getMessage().contains("built by FencedConnections only"), refused.getMessage());
     assertSame(
         FenceRules.PRODUCTION,
         new FenceConfig(FencingOptions.defaults(), FenceRules.PRODUCTION, false, null).rules());

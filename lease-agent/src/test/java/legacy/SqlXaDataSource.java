@@ -5,8 +5,6 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.util.logging.Logger;
-import javax.sql.ConnectionEventListener;
-import javax.sql.StatementEventListener;
 import javax.sql.XAConnection;
 import javax.sql.XADataSource;
 import javax.transaction.xa.XAResource;
@@ -61,7 +59,7 @@ final class SqlXaDataSource implements XADataSource {
   }
 
   /** The XA connection: its handle is the physical connection itself. */
-  private static final class Pooled implements XAConnection {
+  private static final class Pooled implements QuietXaConnection {
     private final Connection physical;
 
     Pooled(Connection physical) {
@@ -81,26 +79,6 @@ final class SqlXaDataSource implements XADataSource {
     @Override
     public void close() throws SQLException {
       physical.close();
-    }
-
-    @Override
-    public void addConnectionEventListener(ConnectionEventListener listener) {
-      // no events
-    }
-
-    @Override
-    public void removeConnectionEventListener(ConnectionEventListener listener) {
-      // no events
-    }
-
-    @Override
-    public void addStatementEventListener(StatementEventListener listener) {
-      // no events
-    }
-
-    @Override
-    public void removeStatementEventListener(StatementEventListener listener) {
-      // no events
     }
   }
 }

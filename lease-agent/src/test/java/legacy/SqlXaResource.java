@@ -14,7 +14,7 @@ import javax.transaction.xa.Xid;
  * Connector/J 2.x's {@code MariaXaResource} is built so; this one runs against a real MySQL/MariaDB
  * server through whichever driver the URL names ({@link SqlXaDataSource}).
  */
-final class SqlXaResource implements XAResource {
+final class SqlXaResource implements QuietXaResource {
 
   private final Connection physical;
 
@@ -59,28 +59,8 @@ final class SqlXaResource implements XAResource {
   }
 
   @Override
-  public void forget(Xid xid) {
-    // MySQL/MariaDB have no heuristic outcomes to forget
-  }
-
-  @Override
-  public Xid[] recover(int flag) {
-    return new Xid[0];
-  }
-
-  @Override
   public boolean isSameRM(XAResource other) {
     return other instanceof SqlXaResource && ((SqlXaResource) other).physical == physical;
-  }
-
-  @Override
-  public int getTransactionTimeout() {
-    return 0;
-  }
-
-  @Override
-  public boolean setTransactionTimeout(int seconds) {
-    return false;
   }
 
   private void autocommit() throws XAException {

@@ -306,28 +306,4 @@ final class XaAndVendor {
     }
     System.out.println("VENDOR-DONE");
   }
-
-  /** A transaction manager's transaction id. */
-  private static final class SimpleXid implements Xid {
-    private final byte[] gtrid;
-
-    SimpleXid(String id) {
-      this.gtrid = id.getBytes(StandardCharsets.UTF_8);
-    }
-
-    @Override
-    public int getFormatId() {
-      return 4660;
-    }
-
-    @Override
-    public byte[] getGlobalTransactionId() {
-      return gtrid;
-    }
-
-    @Override
-    public byte[] getBranchQualifier() {
-      return new byte[] {1};
-    }
-  }
 }

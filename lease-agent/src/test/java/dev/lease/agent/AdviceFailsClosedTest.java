@@ -12,8 +12,6 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import javax.sql.ConnectionEventListener;
-import javax.sql.StatementEventListener;
 import javax.sql.XAConnection;
 import javax.transaction.xa.XAResource;
 import net.bytebuddy.ByteBuddy;
@@ -35,7 +33,7 @@ class AdviceFailsClosedTest {
   private static final AtomicInteger NAMES = new AtomicInteger();
 
   /** A pool's XAConnection whose getXAResource fails with an Error. */
-  public static class BrokenXaConnection implements XAConnection {
+  public static class BrokenXaConnection implements legacy.QuietXaConnection {
     final AtomicBoolean closed = new AtomicBoolean();
     final Connection handle =
         (Connection)
@@ -62,21 +60,6 @@ class AdviceFailsClosedTest {
     public XAResource getXAResource() throws SQLException {
       throw new NoClassDefFoundError("javax/transaction/xa/Xid (a driver's XA classes missing)");
     }
-
-    @Override
-    public void close() {}
-
-    @Override
-    public void addConnectionEventListener(ConnectionEventListener l) {}
-
-    @Override
-    public void removeConnectionEventListener(ConnectionEventListener l) {}
-
-    @Override
-    public void addStatementEventListener(StatementEventListener l) {}
-
-    @Override
-    public void removeStatementEventListener(StatementEventListener l) {}
   }
 
   /** The advice as the agent had it before: its exit body's throwable suppressed, fail open. */

@@ -11,6 +11,8 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.sql.Connection;
@@ -22,9 +24,6 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The agent's own pool of lease connections ({@link LeaseConnectionPool} behind {@link
@@ -45,14 +44,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 class LeaseConnectionPoolTest {
 
   private static final int STATEMENTS = 10;
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  static Stream<TestDatabase> servers() {
-    return TestDatabase.servers();
-  }
 
   /** The agent's configuration for {@code url} (leader mode: the mode does not matter here). */
   private static AgentConfig config(String url) {
@@ -88,8 +79,7 @@ class LeaseConnectionPoolTest {
 
   // ---- reuse ---------------------------------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void leaseStatementsReuseAKeptConnection(TestDatabase db) throws Exception {
     Opened opened = run(db, LeaseConnectionPool.KEEP_IDLE);
     assertTrue(
@@ -103,8 +93,7 @@ class LeaseConnectionPoolTest {
   }
 
   /** Negative control: a pool that keeps no connection opens one per statement, as before. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void withoutKeptConnectionsEveryStatementOpensOne(TestDatabase db) throws Exception {
     Opened opened = run(db, 0);
     assertFalse(
@@ -141,8 +130,7 @@ class LeaseConnectionPoolTest {
 
   // ---- session state -------------------------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aKeptConnectionsSessionIsAFreshOnes(TestDatabase db) throws Exception {
     String url = url(db);
     String table = TestDatabase.uniqueTable("agent_pool_leases");
@@ -187,8 +175,7 @@ class LeaseConnectionPoolTest {
   }
 
   /** Negative control: without the session check, the changed session is handed on. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void withoutTheSessionCheckAChangedSessionIsHandedOn(TestDatabase db) throws Exception {
     String url = url(db);
     String scratch = TestDatabase.uniqueTable("agent_pool_scratch");
@@ -279,15 +266,13 @@ class LeaseConnectionPoolTest {
 
   // ---- broken connections --------------------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void aConnectionTheServerEndedIsReplacedBeforeAStatementUsesIt(TestDatabase db) throws Exception {
     assertTrue(renewalAfterTheServerEndedTheConnection(db, Duration.ZERO));
   }
 
   /** Negative control: without validating idle connections, the renewal meets the dead one. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void withoutValidationTheStatementMeetsTheEndedConnection(TestDatabase db) throws Exception {
     assertFalse(renewalAfterTheServerEndedTheConnection(db, Duration.ofHours(1)));
   }

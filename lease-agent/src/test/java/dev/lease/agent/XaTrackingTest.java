@@ -11,19 +11,18 @@ import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
-import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
-import javax.sql.ConnectionEventListener;
 import javax.sql.DataSource;
-import javax.sql.StatementEventListener;
-import javax.sql.XAConnection;
 import javax.transaction.xa.XAException;
 import javax.transaction.xa.XAResource;
 import javax.transaction.xa.Xid;
+import legacy.QuietXaConnection;
+import legacy.QuietXaResource;
+import legacy.SimpleXid;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -374,75 +373,14 @@ class XaTrackingTest {
   }
 
   private static Xid xid(String id) {
-    byte[] gtrid = (id + "-" + System.nanoTime()).getBytes(StandardCharsets.UTF_8);
-    return new Xid() {
-      @Override
-      public int getFormatId() {
-        return 4660;
-      }
-
-      @Override
-      public byte[] getGlobalTransactionId() {
-        return gtrid;
-      }
-
-      @Override
-      public byte[] getBranchQualifier() {
-        return new byte[] {1};
-      }
-
-      @Override
-      public String toString() {
-        return id;
-      }
-    };
+    return new SimpleXid(id + "-" + System.nanoTime());
   }
 
   /** A resource of a shape the agent cannot link: not an XA connection, no {@code this$0}. */
-  static final class UnlinkedResource implements XAResource {
-    @Override
-    public void start(Xid xid, int flags) {}
-
-    @Override
-    public void end(Xid xid, int flags) {}
-
-    @Override
-    public int prepare(Xid xid) {
-      return XA_OK;
-    }
-
-    @Override
-    public void commit(Xid xid, boolean onePhase) {}
-
-    @Override
-    public void rollback(Xid xid) {}
-
-    @Override
-    public void forget(Xid xid) {}
-
-    @Override
-    public Xid[] recover(int flag) {
-      return new Xid[0];
-    }
-
-    @Override
-    public boolean isSameRM(XAResource other) {
-      return other == this;
-    }
-
-    @Override
-    public int getTransactionTimeout() {
-      return 0;
-    }
-
-    @Override
-    public boolean setTransactionTimeout(int seconds) {
-      return false;
-    }
-  }
+  static final class UnlinkedResource implements QuietXaResource {}
 
   /** An XA connection whose every {@code getXAResource()} is a new {@link UnlinkedResource}. */
-  private static final class UnlinkedXa implements XAConnection {
+  private static final class UnlinkedXa implements QuietXaConnection {
     @Override
     public XAResource getXAResource() {
       return new UnlinkedResource();
@@ -452,25 +390,10 @@ class XaTrackingTest {
     public Connection getConnection() {
       throw new UnsupportedOperationException();
     }
-
-    @Override
-    public void close() {}
-
-    @Override
-    public void addConnectionEventListener(ConnectionEventListener l) {}
-
-    @Override
-    public void removeConnectionEventListener(ConnectionEventListener l) {}
-
-    @Override
-    public void addStatementEventListener(StatementEventListener l) {}
-
-    @Override
-    public void removeStatementEventListener(StatementEventListener l) {}
   }
 
   /** An XA connection that is its own resource; records the branches rolled back on it. */
-  private static final class StubXa implements XAConnection, XAResource {
+  private static final class StubXa implements QuietXaConnection, QuietXaResource {
     final List<Xid> rolledBack = new ArrayList<>();
 
     @Override
@@ -484,60 +407,8 @@ class XaTrackingTest {
     }
 
     @Override
-    public void close() {}
-
-    @Override
-    public void addConnectionEventListener(ConnectionEventListener l) {}
-
-    @Override
-    public void removeConnectionEventListener(ConnectionEventListener l) {}
-
-    @Override
-    public void addStatementEventListener(StatementEventListener l) {}
-
-    @Override
-    public void removeStatementEventListener(StatementEventListener l) {}
-
-    @Override
-    public void start(Xid xid, int flags) {}
-
-    @Override
-    public void end(Xid xid, int flags) {}
-
-    @Override
-    public int prepare(Xid xid) {
-      return XA_OK;
-    }
-
-    @Override
-    public void commit(Xid xid, boolean onePhase) {}
-
-    @Override
     public void rollback(Xid xid) {
       rolledBack.add(xid);
-    }
-
-    @Override
-    public void forget(Xid xid) {}
-
-    @Override
-    public Xid[] recover(int flag) {
-      return new Xid[0];
-    }
-
-    @Override
-    public boolean isSameRM(XAResource other) {
-      return other == this;
-    }
-
-    @Override
-    public int getTransactionTimeout() {
-      return 0;
-    }
-
-    @Override
-    public boolean setTransactionTimeout(int seconds) {
-      return false;
     }
   }
 }

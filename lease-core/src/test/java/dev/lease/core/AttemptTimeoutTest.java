@@ -5,14 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The attempt timeout bounds a whole attempt, the connection borrow included: a pool whose {@code
@@ -24,10 +22,6 @@ class AttemptTimeoutTest {
 
   /** Renew every 100 ms, each attempt at most 300 ms, local deadline 1 s. */
   private static final LeaseTimings TIMINGS = Fixture.timings(2_000, 100, 1_000, 300, 300);
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   private static LeaseManager manager(
       Fixture f,
@@ -42,8 +36,7 @@ class AttemptTimeoutTest {
     return f.track(b.build());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aBlockedConnectionBorrowDoesNotStopTheRenewals(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertTrue(keptAcrossAStalledBorrow(f, null), "renewed on and still held");
@@ -86,8 +79,7 @@ class AttemptTimeoutTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aClaimWhoseBorrowBlocksFailsAfterTheAttemptTimeout(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource pool = new FailingDataSource(f.pool(2));

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.CountingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,9 +14,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A release of many leases (a manager's close, a group's drain, close or shed) sends one statement
@@ -29,12 +27,7 @@ class BatchReleaseTest {
   /** Renewals every 5 s: no renewal pass between the claims and the close. */
   static final LeaseTimings TIMINGS = Fixture.timings(30_000, 5_000, 20_000, 5_000, 2_000);
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void closeReleasesTwentyLeasesInOneStatement(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(1, releaseStatementsOfClose(f, 20, null), db + ": release statements of 20");
@@ -42,8 +35,7 @@ class BatchReleaseTest {
   }
 
   /** Negative control: a statement per lease is caught by the same count. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aStatementPerLeaseIsCaughtByTheSameCount(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(
@@ -52,8 +44,7 @@ class BatchReleaseTest {
   }
 
   /** 1,001 leases: two statements, the batch is cut at 1,000 names. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aReleaseIsCutIntoStatementsOfAThousandLeases(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(2, releaseStatementsOfClose(f, 1_001, null), db + ": statements of 1,001");
@@ -100,8 +91,7 @@ class BatchReleaseTest {
    * close() with work running under each of five leases: every work is interrupted while its row is
    * still held, and only then are the rows released, in one statement.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void everyLeasesWorkStopsBeforeTheBatchReleasesItsRow(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Map<String, Boolean> held = rowsHeldWhenCloseInterrupted(f, null);
@@ -111,8 +101,7 @@ class BatchReleaseTest {
   }
 
   /** Negative control: releasing first is caught by the same check. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aBatchReleasedBeforeTheWorkStoppedIsCaught(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Map<String, Boolean> held =

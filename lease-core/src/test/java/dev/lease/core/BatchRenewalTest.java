@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.CountingDataSource;
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -18,9 +19,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A manager renews every lease it keeps with one statement per renew interval (per 1,000 leases),
@@ -33,10 +31,6 @@ class BatchRenewalTest {
 
   /** Renew every 150 ms; room for a slow, shared machine before the 4 s local deadline. */
   private static final LeaseTimings TIMINGS = Fixture.timings(8_000, 150, 4_000, 2_000, 500);
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   /** What the listener saw: each pass, with the statements counted up to its end. */
   record PassSeen(int leases, int renewed, int lost, int failed, long statementsSoFar) {}
@@ -76,8 +70,7 @@ class BatchRenewalTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void oneStatementPerPassRenewsEveryLease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(
@@ -86,8 +79,7 @@ class BatchRenewalTest {
   }
 
   /** Negative control: a statement per lease is caught by the same count. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aStatementPerLeaseIsCaughtByTheSameCount(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(
@@ -96,8 +88,7 @@ class BatchRenewalTest {
   }
 
   /** 1,001 leases: two statements, the batch is cut at 1,000 names. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aPassIsCutIntoStatementsOfAThousandLeases(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       // passes every second, so that one pass of 1,001 leases ends before the next begins
@@ -140,8 +131,7 @@ class BatchRenewalTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aLeaseAPassFindsTakenIsLostAloneAndTheOthersStayHeld(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Witness witness = new Witness(null);
@@ -176,8 +166,7 @@ class BatchRenewalTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aPassThatFailsIsFollowedByOneThatRenewsThemAll(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.internal.CallerWork;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -14,9 +15,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A caller's own thread bound to a lease ({@link LeaseInternals#bindCurrentThread}, what the Spring
@@ -30,10 +28,6 @@ class CallerThreadWorkTest {
 
   private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 100, 5_000, 2_000, 300);
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
   private static LeaseManager manager(Fixture f, String instance, WeakenedLifecycle fault) {
     LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
     if (fault != null) {
@@ -42,8 +36,7 @@ class CallerThreadWorkTest {
     return f.track(b.build());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aReleaseStopsTheBoundCallerThreadBeforeItGivesTheRowBack(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertTrue(
@@ -82,8 +75,7 @@ class CallerThreadWorkTest {
     return rowHeld.get();
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aLossInterruptsTheBoundCallerThreadAndRunsThePolicyIfItDoesNotEnd(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db)) {

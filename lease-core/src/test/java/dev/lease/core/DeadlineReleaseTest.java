@@ -5,17 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.parallel.Execution;
 import org.junit.jupiter.api.parallel.ExecutionMode;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A lease lost at its local deadline is released (best effort, holder and term checked in the
@@ -28,13 +26,8 @@ class DeadlineReleaseTest {
   /** A long lease: without the release, the row stays claimed for about 10 s. */
   private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 1_000, 5_000, 1_000, 300);
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aLeaseLostAtItsLocalDeadlineIsReleased(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertTrue(successorClaimsAtOnce(f, null), "the successor claimed at once");
@@ -81,8 +74,7 @@ class DeadlineReleaseTest {
    * policy decides.
    */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void theReleaseAfterADeadlineLossWaitsForTheWorkAndNeverForStuckWork(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db)) {
@@ -133,8 +125,7 @@ class DeadlineReleaseTest {
 
   /** The database is unreachable at the deadline: the release fails quietly, nothing waits. */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void theReleaseIsBestEffortWhenTheDatabaseIsUnreachable(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));

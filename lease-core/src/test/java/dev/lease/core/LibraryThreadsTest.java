@@ -6,6 +6,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.group.LeaseGroup;
 import dev.lease.core.scheduler.LeaseScheduler;
 import dev.lease.core.scheduler.Schedule;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.time.Instant;
@@ -14,8 +15,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 37: every thread the library starts ends after the last manager (and the schedulers and
@@ -37,8 +36,7 @@ class LibraryThreadsTest {
     return out;
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void noLibraryThreadOutlivesTheLastClose(TestDatabase db) throws Exception {
     Set<Thread> before = leaseThreads();
     String table = TestDatabase.uniqueTable("threads");

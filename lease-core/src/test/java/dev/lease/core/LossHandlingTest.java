@@ -4,14 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Loss handling has threads of its own: a {@link LeaseListener#lost} that blocks (here until the
@@ -22,12 +20,7 @@ class LossHandlingTest {
 
   private static final LeaseTimings TIMINGS = Fixture.timings(1_000, 100, 500, 300, 300);
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aBlockingLostListenerDelaysNoOtherLease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Outcome ok = blockedListeners(f, null);

@@ -5,27 +5,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /** Closing a manager releases what it holds and stops only the threads it made. */
 class ManagerLifecycleTest {
 
   private static final LeaseTimings TIMINGS = Fixture.timings(2_000, 100, 1_000, 500, 200);
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void closeReleasesTheLeasesItHolds(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("closing", TIMINGS);
@@ -44,8 +37,7 @@ class ManagerLifecycleTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void closeLeavesTheExecutorsItWasGivenRunning(TestDatabase db) {
     ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
     ExecutorService attempts = Executors.newCachedThreadPool();
@@ -78,8 +70,7 @@ class ManagerLifecycleTest {
   }
 
   /** Only an attempt executor given (any Executor, not necessarily an ExecutorService). */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void closeWorksWithAPlainAttemptExecutor(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       AtomicInteger renewals = new AtomicInteger();

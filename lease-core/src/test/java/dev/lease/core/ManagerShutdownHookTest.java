@@ -6,12 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 23: {@link LeaseManager#closeOnShutdown()}. A process whose {@code main} returns without
@@ -20,8 +19,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class ManagerShutdownHookTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aProcessThatReturnsFromMainReleasesItsLeaseThroughTheHook(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(0, runChild(f, db, "hook"));
@@ -32,8 +30,7 @@ class ManagerShutdownHookTest {
   }
 
   /** Negative control: no hook, and the lease outlives its process. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutTheHookTheLeaseStaysLive(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(0, runChild(f, db, "none"));
@@ -42,8 +39,7 @@ class ManagerShutdownHookTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theHookIsInstalledOnceAndTakenBackByClose(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("a", LeaseTimings.DEFAULTS);

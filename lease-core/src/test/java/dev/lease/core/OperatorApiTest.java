@@ -6,14 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * What operators and health checks call: {@link LeaseManager#held()}, {@link
@@ -23,12 +21,7 @@ class OperatorApiTest {
 
   private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 1_000, 5_000, 1_000, 300);
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void heldListsTheLeasesThisManagerHoldsNow(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("holder", TIMINGS);
@@ -46,8 +39,7 @@ class OperatorApiTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void describeShowsTheRowByTheDatabaseClock(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("billing-1", TIMINGS);
@@ -72,8 +64,7 @@ class OperatorApiTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void availableSaysWhyLeasesCannotBeHeld(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.internal.MonotonicClock;
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
@@ -15,9 +16,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.opentest4j.AssertionFailedError;
 
 /**
@@ -35,10 +33,6 @@ class RenewalKeeperTest {
   private static final long LOCAL_DEADLINE_MS = 600;
   private static final LeaseTimings TIMINGS =
       Fixture.timings(LEASE_MS, 50, LOCAL_DEADLINE_MS, 300, 200);
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   /** What a lost() listener saw: the database time right after the loss, and when it came. */
   static final class LossWitness implements LeaseListener {
@@ -87,8 +81,7 @@ class RenewalKeeperTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void holdsThroughTenLeaseDurationsThenGivesUpBeforeTheDatabaseLetsAnyoneClaim(TestDatabase db)
       throws InterruptedException {
     try (Fixture f = new Fixture(db)) {
@@ -151,8 +144,7 @@ class RenewalKeeperTest {
    * configured {@code maxClockRateError}) makes its local deadline effectively 1800 ms, later than
    * the 1200 ms lease; the same order check catches its late declaration.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void slowProcessClockIsCaughtByTheSameOrderCheck(TestDatabase db) throws InterruptedException {
     try (Fixture f = new Fixture(db)) {
       LeaseManager observer = f.manager(f.admin, "observer", TIMINGS);

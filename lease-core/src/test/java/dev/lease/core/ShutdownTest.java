@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -21,9 +22,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The end of a lease at shutdown and on release: the work under it is stopped before the row is
@@ -36,10 +34,6 @@ class ShutdownTest {
 
   /** Short protocol timings; the grace is what a release waits for work that will not stop. */
   private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 100, 5_000, 2_000, 300);
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   private static LeaseManager manager(Fixture f, String instance, WeakenedLifecycle fault) {
     LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
@@ -117,8 +111,7 @@ class ShutdownTest {
 
   // ---- 1. a release stops the work first -----------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void releaseStopsTheWorkBeforeItGivesTheRowBack(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertTrue(
@@ -152,8 +145,7 @@ class ShutdownTest {
    * runIfFree says so (LeaseReleasedException, not true), then the row is released so another
    * process claims the next term at once.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void closeStopsRunIfFreeWorkBeforeItReleases(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertTrue(rowHeldWhenCloseInterrupted(f, null));
@@ -193,8 +185,7 @@ class ShutdownTest {
 
   // ---- 2. a closed manager hands out nothing ---------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aClosedManagerRefusesClaimsHoldsAndWork(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = manager(f, "closed", null);
@@ -221,8 +212,7 @@ class ShutdownTest {
    * A claim in flight when close() runs (its connection borrow blocked until close returned): the
    * claim completes in the database afterwards, and is released instead of handed out.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aClaimThatCompletesAfterCloseBeganIsReleasedNotHandedOut(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Throwable refused = claimRacingClose(f, null);
@@ -267,8 +257,7 @@ class ShutdownTest {
    * keeper's scheduler down): the failure policy still runs after the grace period, since the grace
    * is timed on the loss-handling threads.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void theFailurePolicyRunsAfterALossEvenWhenCloseStoppedTheKeeper(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db)) {
@@ -337,8 +326,7 @@ class ShutdownTest {
    * releases anyway, and never runs the failure policy (whose default halts the JVM, skipping every
    * other shutdown hook). The work's runIfFree learns that the work did not stop.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void closeWithWorkThatWillNotStopNeverRunsTheFailurePolicy(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(List.of(), policyCallsOnCloseWithStuckWork(f, null));
@@ -378,8 +366,7 @@ class ShutdownTest {
   }
 
   /** Two works under one lease, neither stops after the loss: the failure policy runs once. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void theFailurePolicyRunsAtMostOncePerLease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(1, policyCallsForTwoStuckWorks(f, null));

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.testing.CountingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -14,9 +15,6 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Supplier;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * What one lease step costs, counted: claim, renew, verify and release are one statement each
@@ -31,12 +29,7 @@ class StepCostTest {
 
   private static final LeaseTimings TIMINGS = Fixture.timings(20_000, 2_000, 10_000, 5_000, 1_000);
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void claimRenewVerifyReleaseAreOneStatementEach(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Map<String, long[]> costs = costs(f, null);
@@ -55,8 +48,7 @@ class StepCostTest {
   }
 
   /** Negative control: the multi-statement lease session the steps replaced. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void theOldMultiStatementSessionIsCaughtByTheSameCount(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Map<String, long[]> costs = costs(f, WeakenedLifecycle.stepInSession());

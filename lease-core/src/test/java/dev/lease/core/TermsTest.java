@@ -3,15 +3,13 @@ package dev.lease.core;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Terms never repeat for a name, even when its row is deleted, the table emptied or dropped and
@@ -23,10 +21,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 class TermsTest {
 
   private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 1_000, 5_000, 1_000, 300);
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   private static LeaseManager manager(Fixture f, String instance, WeakenedSql fault) {
     LeaseManager.Builder b = f.builder(f.pool(2), instance).timings(TIMINGS);
@@ -72,8 +66,7 @@ class TermsTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void termsDoNotRepeatWhenTheRowIsDeleted(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = manager(f, "deleting", null);
@@ -92,8 +85,7 @@ class TermsTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void termsDoNotRepeatWhenTheTableIsEmptiedOrDroppedAndCreatedAgain(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db)) {
@@ -119,8 +111,7 @@ class TermsTest {
    * out the lost claim's term again: a fencing token some system outside the database may already
    * have seen with the lost holder.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aClaimLostWithAFailoverIsNeverGrantedAgainAtItsTerm(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       long[] terms = lostClaimThenClaimAgain(f, manager(f, "clock", null), "job");
@@ -164,8 +155,7 @@ class TermsTest {
     return new long[] {lost.term(), next.term()};
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void existingRowsKeepTheirTerms(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       try (Connection c = f.admin.getConnection();

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -11,11 +12,8 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.TimeZone;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A JVM default time zone and a database session time zone far from UTC (Pacific/Kiritimati,
@@ -42,12 +40,7 @@ class TimeZoneTest {
     TimeZone.setDefault(saved);
   }
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void farZonesChangeNothing(TestDatabase db) throws SQLException {
     assertEquals(OFFSET_MS, TimeZone.getDefault().getOffset(System.currentTimeMillis()));
     try (Fixture f = new Fixture(db)) {

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
@@ -20,8 +21,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 23, lease transfer: a holder hands its lease to a named successor in one statement that
@@ -49,8 +48,7 @@ class TransferTest {
         return true;
       };
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theSuccessorAdoptsTheLeaseAtTheNextTermAndBothSidesAreTold(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       List<String> events = new CopyOnWriteArrayList<>();
@@ -104,16 +102,14 @@ class TransferTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aThirdProcessNeverWinsBetweenTheTransferAndTheAdoption(TestDatabase db) {
     Optional<Lease> third = handOverWithAThirdClaimBetween(db, TRANSFER);
     assertTrue(third.isEmpty(), db + ": the third process never wins during a transfer");
   }
 
   /** Negative control: a hand-over done as release + claim lets the third process in. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlReleaseThenClaimLetsTheThirdProcessIn(TestDatabase db) {
     Optional<Lease> third = handOverWithAThirdClaimBetween(db, RELEASE_THEN_CLAIM);
     assertTrue(third.isPresent(), db + ": the check above catches the broken hand-over");
@@ -143,8 +139,7 @@ class TransferTest {
    * Many rounds of transfer while a third process claims in a loop on its own thread: it never
    * wins, and every successor adopts at the next term.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aThirdProcessClaimingInALoopNeverWinsAcrossTransfers(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseManager[] members = {f.manager("a", TIMINGS), f.manager("b", TIMINGS)};
@@ -195,8 +190,7 @@ class TransferTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aSuccessorThatIsGoneLetsTheLeaseExpireAtTheBound(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager a = f.manager("a", TIMINGS);
@@ -220,8 +214,7 @@ class TransferTest {
    * A transfer racing a loss: the holder's lease expired in the database and a third process took
    * it over; the late transfer writes nothing and the successor has nothing to adopt.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTransferAfterATakeoverWritesNothing(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseTimings shortLease = Fixture.timings(600, 100, 400, 300, 200);
@@ -243,8 +236,7 @@ class TransferTest {
   }
 
   /** A holder past its local deadline has lost the lease: it cannot transfer it. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aHolderPastItsLocalDeadlineCannotTransfer(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       AtomicLong skew = new AtomicLong();
@@ -273,8 +265,7 @@ class TransferTest {
    * has one holder: if the transfer went through, the successor adopts that term and the third
    * process claimed none of it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTransferRacingExpiryAndATakeoverKeepsOneHolderPerTerm(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseTimings shortLease = Fixture.timings(600, 100, 500, 400, 100);
@@ -352,8 +343,7 @@ class TransferTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void badInputIsRefusedBeforeAnyStatement(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager a = f.manager("a", TIMINGS);

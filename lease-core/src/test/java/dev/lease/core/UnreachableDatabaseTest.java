@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.ConnectionSource;
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.sql.Connection;
@@ -24,10 +25,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
-import java.util.stream.Stream;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.opentest4j.AssertionFailedError;
 
 /**
@@ -73,12 +71,7 @@ class UnreachableDatabaseTest {
     }
   }
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void unreachableAtStartFailsWithAClearError(TestDatabase db) {
     DataSource closed =
         switch (db) {
@@ -140,8 +133,7 @@ class UnreachableDatabaseTest {
    * still ends the lease here and tells the listeners, once; the statement is retried, so when the
    * database is back within the lease the row is freed then, not at its expiry.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aReleaseThatCannotReachTheDatabaseEndsTheLeaseOnceAndFreesTheRowWhenItIsBack(
       TestDatabase db) {
     LeaseTimings timings = Fixture.timings(30_000, 100, 20_000, 200, 200);
@@ -175,8 +167,7 @@ class UnreachableDatabaseTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void refusedConnectionsMidHoldEndTheLeaseWithinTheLocalDeadline(TestDatabase db)
       throws InterruptedException {
     try (Fixture f = new Fixture(db)) {
@@ -223,8 +214,7 @@ class UnreachableDatabaseTest {
    * Negative control: a holder whose monotonic clock runs at a fifth of real speed gives up about
    * 2.5 s into the outage; the same bound (1.2 s plus the reference timer's lateness) catches it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void slowClockHolderIsCaughtByTheSameBound(TestDatabase db) throws InterruptedException {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
@@ -293,8 +283,7 @@ class UnreachableDatabaseTest {
   }
 
   /** Connections that hang (a database behind a black hole) must not delay the loss. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void hangingConnectionsMidHoldEndTheLeaseWithinTheLocalDeadline(TestDatabase db)
       throws InterruptedException {
     try (Fixture f = new Fixture(db)) {
@@ -323,8 +312,7 @@ class UnreachableDatabaseTest {
    * (lock and statement timeouts, the network timeout, SQLite's busy timeout): attempts fail rather
    * than hang, and the holder gives up within the local deadline.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void renewalsBlockedByARowLockAreBoundedAndTheLeaseEndsInTime(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Losses losses = new Losses();

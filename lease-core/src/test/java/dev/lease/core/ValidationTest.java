@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.sql.Connection;
@@ -27,10 +28,6 @@ import org.junit.jupiter.params.provider.ValueSource;
  * connection: a validation error, not a connection error, must come out.
  */
 class ValidationTest {
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   // ---- timings ---------------------------------------------------------------------------------
 
@@ -117,8 +114,7 @@ class ValidationTest {
     return m;
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void badLeaseNamesAreRefusedBeforeAnySql(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = noSqlManager(f);
@@ -138,8 +134,7 @@ class ValidationTest {
    * 'job ' are the same primary key there and different ones elsewhere. Such names are refused, so
    * a name means the same lease on every database.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void namesEndingInASpaceAreRefusedBecauseMySqlIgnoresTrailingSpaces(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("validation", LeaseTimings.DEFAULTS);
@@ -153,8 +148,7 @@ class ValidationTest {
   }
 
   /** The widest accepted name fits the column on every database, in characters, not bytes. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void theLongestAcceptedNameFitsTheColumn(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("validation", LeaseTimings.DEFAULTS);
@@ -205,8 +199,7 @@ class ValidationTest {
         () -> LeaseManager.builder(new FailingDataSource(null)).table(null).build());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void schemaQualifiedTableNamesWork(TestDatabase db) {
     String schema =
         switch (db) {
@@ -281,8 +274,7 @@ class ValidationTest {
         e.getMessage());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void missingTableSaysHowToCreateIt(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       String missing = TestDatabase.uniqueTable("missing");
@@ -308,8 +300,7 @@ class ValidationTest {
   }
 
   /** A table by that name that is not a lease table (an old or foreign one) is named as such. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void tableWithoutTheLeaseColumnsSaysSo(TestDatabase db) throws SQLException {
     try (Fixture f = new Fixture(db)) {
       String foreign = TestDatabase.uniqueTable("foreign");
@@ -338,8 +329,7 @@ class ValidationTest {
   }
 
   /** The name passes as an identifier but is reserved: the error is about creating the table. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void tableThatCannotBeCreatedSaysSo(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseException e =
@@ -357,8 +347,7 @@ class ValidationTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void tableDroppedAfterStartSaysHowToCreateIt(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("m", LeaseTimings.DEFAULTS);
@@ -369,8 +358,7 @@ class ValidationTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void createTableIfMissingIsIdempotentAndMatchesThePublishedDdl(TestDatabase db)
       throws SQLException {
     try (Fixture f = new Fixture(db)) {

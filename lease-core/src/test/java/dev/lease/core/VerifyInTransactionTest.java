@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -75,8 +76,7 @@ class VerifyInTransactionTest {
    * parameter values (as many as it has placeholders), and a binder that starts at any index. Here
    * the plain verify is a derived table behind a parameter of the caller's own.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theVerifyCanTravelWithAnotherStatement(TestDatabase db) throws SQLException {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("combined", Fixture.timings(60_000, 2_000, 10_000, 5_000, 1_000));

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.FailingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.io.IOException;
 import java.sql.Connection;
@@ -24,9 +25,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Work under a lease: interrupted on loss, the failure policy after the grace period when it will
@@ -45,10 +43,6 @@ class WorkUnderLeaseTest {
 
   /** Where the loss is not the subject: a stall of a few seconds must not end the lease. */
   private static final LeaseTimings RELAXED = Fixture.timings(10_000, 100, 5_000, 2_000, 3_000);
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   /** Runs runUnder on another thread, so the test can act while the work runs. */
   private static CompletableFuture<Object> runUnderAsync(
@@ -75,8 +69,7 @@ class WorkUnderLeaseTest {
     return e.getCause();
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void workIsInterruptedWhenRenewalsStop(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
@@ -128,8 +121,7 @@ class WorkUnderLeaseTest {
   }
 
   /** The database ends the lease (its row taken over after it was forced to expire). */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void workIsInterruptedWhenAnotherManagerTakesTheLeaseOver(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("worker", RELAXED);
@@ -164,8 +156,7 @@ class WorkUnderLeaseTest {
    * A listener that is slow in lost() (here: blocked until the test sees the work interrupted) must
    * not hold back the interrupt: stopping the work is what keeps a lost holder from acting.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void workIsInterruptedBeforeASlowLossListenerReturns(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
@@ -216,8 +207,7 @@ class WorkUnderLeaseTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void workThatWillNotStopTriggersTheFailurePolicyAfterTheGrace(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
@@ -289,8 +279,7 @@ class WorkUnderLeaseTest {
    * behaviour (POLICY_ON_RELEASE: the policy for work that will not stop when the caller gives up
    * or a release does) is caught by the policy count.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void callerGivingUpOnWorkThatWillNotStopIsNotALoss(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(0, stubbornWorkAfterTheCallerGaveUp(f, false), "no failure policy");
@@ -355,8 +344,7 @@ class WorkUnderLeaseTest {
     return policies.get();
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void exceptionInTheWorkComesBackWithItsStack(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = f.manager("thrower", RELAXED);
@@ -380,8 +368,7 @@ class WorkUnderLeaseTest {
     throw new IOException("disk on fire");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void runIfFreeRunsOnlyWhenFreeAndReleasesAfterwards(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseManager a = f.manager("a", RELAXED);

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Driver;
@@ -16,8 +17,6 @@ import java.sql.Statement;
 import java.util.Properties;
 import java.util.ServiceLoader;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /** The {@code jdbc:fenced:} driver (checklist 30–32). */
 class FencedDriverTest {
@@ -57,8 +56,7 @@ class FencedDriverTest {
         "getPropertyInfo asks the real driver with the real URL");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void connectsThroughTheRealDriverAndFences(TestDatabase db) throws SQLException {
     String url = db.url();
     try (Connection c = DriverManager.getConnection("jdbc:fenced:" + url.substring(5));

@@ -57,6 +57,16 @@ public enum TestDatabase {
     return Stream.of(POSTGRESQL, MYSQL, MARIADB);
   }
 
+  /** MariaDB through MySQL Connector/J and through MariaDB Connector/J. */
+  public static Stream<TestDatabase> mysqlFamily() {
+    return Stream.of(MYSQL, MARIADB);
+  }
+
+  /** PostgreSQL alone, for what only PostgreSQL has. */
+  public static Stream<TestDatabase> postgresql() {
+    return Stream.of(POSTGRESQL);
+  }
+
   public boolean isSqlite() {
     return this == SQLITE;
   }

@@ -9,6 +9,7 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.WeakenedSql;
 import dev.lease.core.dialect.Dialect.Held;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -52,10 +53,6 @@ class BatchLockFootprintTest {
 
   static Stream<TestDatabase> servers() {
     return TestDatabase.servers();
-  }
-
-  static Stream<TestDatabase> mySqlFamily() {
-    return TestDatabase.servers().filter(TestDatabase::isMySqlFamily);
   }
 
   private void open(TestDatabase db) throws SQLException {
@@ -169,8 +166,7 @@ class BatchLockFootprintTest {
 
   /** Negative control: the index left to the optimizer, the renewal waits for the verify. */
   @Execution(ExecutionMode.CONCURRENT)
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void negativeControlBatchWithoutTheIndexWaitsForAnotherHoldersVerify(TestDatabase db)
       throws SQLException {
     open(db);

@@ -5,16 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.LeaseManager;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Multi-writer clusters are refused at start. No Galera or Group Replication runs here, so the
@@ -67,8 +65,7 @@ class MultiWriterCheckTest {
    * wsrep_on switched on, are refused — so the names the query asks for are the names the servers
    * use (a misspelt name would make every server look like a single writer).
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void theRealServersVariablesFeedTheCheck(TestDatabase db) throws Exception {
     Map<String, String> seen = new HashMap<>();
     try (Connection c = db.unpooled().getConnection();
@@ -91,9 +88,5 @@ class MultiWriterCheckTest {
     } finally {
       TestDatabase.dropQuietly(db.unpooled(), table);
     }
-  }
-
-  static Stream<TestDatabase> mysqlFamily() {
-    return TestDatabase.servers().filter(TestDatabase::isMySqlFamily);
   }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -13,12 +14,9 @@ import java.sql.Statement;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.parallel.Execution;
 import org.junit.jupiter.api.parallel.ExecutionMode;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A holder paused (GC, kill -STOP) between a lease statement's UPDATE and its COMMIT must not keep
@@ -40,10 +38,6 @@ class PausedLeaseSessionTest {
   private String table;
   private LeaseManager manager;
   private Dialect dialect;
-
-  static Stream<TestDatabase> servers() {
-    return TestDatabase.servers();
-  }
 
   private void open(TestDatabase db) {
     ds = db.pooled(4);
@@ -68,8 +62,7 @@ class PausedLeaseSessionTest {
   }
 
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void holderPausedInsideALeaseStatementDoesNotBlockASuccessor(TestDatabase db) throws Exception {
     open(db);
     CountDownLatch updated = new CountDownLatch(1);
@@ -104,8 +97,7 @@ class PausedLeaseSessionTest {
 
   /** Negative control: paused in a plain transaction, the row stays locked past the timeout. */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void holderPausedInAPlainTransactionBlocksASuccessor(TestDatabase db) throws Exception {
     open(db);
     try (Connection c = ds.getConnection()) {

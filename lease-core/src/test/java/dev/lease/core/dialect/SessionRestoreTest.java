@@ -15,6 +15,8 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.WeakenedLifecycle;
 import dev.lease.core.WeakenedSql;
+import dev.lease.testing.OnEveryServer;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -26,9 +28,6 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Putting a pooled session back after a lease attempt. When the attempt's connection broke (its
@@ -47,17 +46,7 @@ class SessionRestoreTest {
   /** Attempts long enough for the test to find and kill the waiting session. */
   private static final LeaseTimings TIMINGS = Fixture.timings(20_000, 2_000, 15_000, 5_000, 1_000);
 
-  /** The databases with a server session to kill (SQLite has none). */
-  static Stream<TestDatabase> servers() {
-    return TestDatabase.servers();
-  }
-
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void anAttemptWhoseConnectionBrokeReportsItsOwnError(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Throwable cause = renewalErrorWhileItsSessionIsKilled(f, null);
@@ -159,8 +148,7 @@ class SessionRestoreTest {
         + Arrays.toString(t.getSuppressed());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void noUserVariablesAreLeftInThePooledSession(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertNull(leftInTheSession(f, null), "nothing left behind");

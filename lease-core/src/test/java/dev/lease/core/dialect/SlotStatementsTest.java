@@ -9,11 +9,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The scheduler's slot statements, one by one, on every database: what each may and may not claim
@@ -105,8 +104,7 @@ class SlotStatementsTest {
         .get(name);
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aClaimNeedsAFreeNameAndAnInstantLaterThanTheLastThatTheDatabaseClockReached(
       TestDatabase db) {
     open(db);
@@ -142,8 +140,7 @@ class SlotStatementsTest {
   }
 
   /** Negative control: without the last-instant check the same instant is claimed twice. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void withoutTheLastInstantCheckAnInstantIsClaimedTwice(TestDatabase db) {
     open(db);
     createRow("job");
@@ -154,8 +151,7 @@ class SlotStatementsTest {
     assertNotNull(claim("job", "h2", t, false), "the broken claim takes the instant again");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void anUnfinishedInstantIsClaimedAgainOnceAndAClaimThatGivesItUpReportsIt(TestDatabase db) {
     open(db);
     createRow("job");
@@ -183,8 +179,7 @@ class SlotStatementsTest {
   }
 
   /** Negative control: without the once-only check a twice-cut instant is claimed a third time. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void withoutTheOnceCheckAnInstantIsClaimedAgainAndAgain(TestDatabase db) {
     open(db);
     createRow("job");
@@ -199,8 +194,7 @@ class SlotStatementsTest {
     assertTrue(third != null && third > second, "the broken claim runs it a third time");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void onlyTheClaimFinishesAndNeverTakesAlongAnInstantTheDatabaseClockHasNotReached(
       TestDatabase db) {
     open(db);
@@ -223,8 +217,7 @@ class SlotStatementsTest {
   }
 
   /** Plain lease statements leave the slot columns alone: a released round stays unfinished. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theUnfinishedInstantsOfManyJobsAreReadInOneStatement(TestDatabase db) {
     open(db);
     long t = manager.databaseTimeMillis() - 10_000;

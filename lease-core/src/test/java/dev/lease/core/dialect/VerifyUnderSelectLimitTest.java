@@ -8,16 +8,14 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The MySQL/MariaDB verify refuses in the server, by an error, also when the session limits the
@@ -31,10 +29,6 @@ class VerifyUnderSelectLimitTest {
   private HikariDataSource ds;
   private String table;
   private LeaseManager manager;
-
-  static Stream<TestDatabase> mySqlFamily() {
-    return TestDatabase.servers().filter(TestDatabase::isMySqlFamily);
-  }
 
   @AfterEach
   void close() {
@@ -80,8 +74,7 @@ class VerifyUnderSelectLimitTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void theVerifyRefusesByAnErrorUnderSqlSelectLimitZero(TestDatabase db) {
     SQLException e =
         assertThrows(SQLException.class, () -> verifyUnderZeroLimit(db, false), db.toString());
@@ -89,8 +82,7 @@ class VerifyUnderSelectLimitTest {
   }
 
   /** Negative control: without its LIMIT 1 the refusing verify returns nothing and no error. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void negativeControlWithoutItsLimitTheVerifyReturnsNothing(TestDatabase db) throws Exception {
     verifyUnderZeroLimit(db, true);
   }

@@ -8,6 +8,7 @@ import dev.lease.core.Fixture;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.dialect.Dialect;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,8 +17,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A group moves keys by transfer (issue 23): when a member joins or drains, the members that must
@@ -31,8 +30,7 @@ class GroupTransferTest {
 
   static final int KEYS = 1000;
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aJoinAndADrainMoveKeysDirectlyToTheMembersThatNeedThem(TestDatabase db) {
     try (GroupWorld w = new GroupWorld(db, KEYS)) {
       GroupWorld.Member a = w.join("a");
@@ -114,8 +112,7 @@ class GroupTransferTest {
    * MOVE_BY_RELEASE}, as before issue 23): the third process, claiming between the move and the
    * receiver's pass, takes the keys.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void movingKeysByReleaseAndClaimLetsAThirdProcessTakeThem(TestDatabase db) {
     int keys = 120;
     try (GroupWorld w = new GroupWorld(db, keys)) {
@@ -162,8 +159,7 @@ class GroupTransferTest {
    * A receiver that never adopts (killed after it announced itself): the keys transferred to it
    * expire after the adoption bound (one lease duration) and the others claim them as usual.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void keysTransferredToAReceiverThatNeverAdoptsExpireAndAreClaimed(TestDatabase db) {
     int keys = 120;
     try (GroupWorld w = new GroupWorld(db, keys)) {

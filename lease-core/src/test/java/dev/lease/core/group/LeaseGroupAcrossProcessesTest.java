@@ -8,6 +8,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.io.File;
 import java.io.IOException;
@@ -24,8 +25,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Members in separate JVMs ({@link GroupMemberMain}) and one in this JVM share the keys; one child
@@ -58,8 +57,7 @@ class LeaseGroupAcrossProcessesTest {
         .build();
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void membersInSeparateJvmsShareKeysThroughAKillAndAClose(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       String acquisitions = f.table + "_acq";

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.lease.core.Fixture;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -15,8 +16,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.IntStream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /** The group's own thread, candidates that change, drain, close and the close order. */
 class LeaseGroupLifecycleTest {
@@ -61,8 +60,7 @@ class LeaseGroupLifecycleTest {
             .build());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void startedMembersShareAndCloseHandsEverythingOverAtOnce(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       List<String> keys = keys(20);
@@ -90,8 +88,7 @@ class LeaseGroupLifecycleTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void keysThatAreNoLongerCandidatesAreReleased(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       List<String> candidates = new CopyOnWriteArrayList<>(keys(10));
@@ -113,8 +110,7 @@ class LeaseGroupLifecycleTest {
    * Close order: the manager closed first releases the keys itself; the group reports them lost and
    * refuses to go on.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aManagerClosedBeforeItsGroupLeavesTheGroupReportingLossesAndRefusing(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       Calls a = new Calls();
@@ -134,8 +130,7 @@ class LeaseGroupLifecycleTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aDrainedMemberTakesNothingAndIsLeftOutOfTheShare(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       Calls a = new Calls();

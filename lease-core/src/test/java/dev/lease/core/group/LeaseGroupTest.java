@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Fixture;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.HashSet;
@@ -34,8 +35,7 @@ class LeaseGroupTest {
   /** Starts the deadlock control may take to see its deadlock. */
   static final int CONTROL_STARTS = 40;
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void membersShareKeysFairlyThroughJoinDrainAndKill(TestDatabase db) {
     try (GroupWorld w = new GroupWorld(db, KEYS)) {
       GroupWorld.Member a = w.join("a");
@@ -128,8 +128,7 @@ class LeaseGroupTest {
    * anyone claims, so no member takes more than its share in the claim pass (and the group is fair
    * then, or one pass later when a claim stepped over a key a peer's concurrent claim had locked).
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void membersStartingTogetherAreCountedBeforeAnyoneClaims(TestDatabase db) {
     for (int run = 1; run <= 3; run++) {
       try (GroupWorld w = new GroupWorld(db, KEYS)) {
@@ -204,8 +203,7 @@ class LeaseGroupTest {
    * ceil(K/3) - ceil(K/4)} passes. Also the negative control of the two-pass bound above: the same
    * convergence check with that bound fails.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void shedOneKeyPerPassMovesOneKeyPerPassAndMissesTheTwoPassBound(TestDatabase db) {
     int keys = 120;
     try (GroupWorld w = new GroupWorld(db, keys)) {
@@ -228,8 +226,7 @@ class LeaseGroupTest {
   }
 
   /** Negative control: a member that ignores the share is caught by the same convergence check. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aGroupThatIgnoresTheShareDoesNotConverge(TestDatabase db) {
     int keys = 300;
     try (GroupWorld w = new GroupWorld(db, keys)) {
@@ -244,8 +241,7 @@ class LeaseGroupTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void onReleasingReturnsBeforeTheReleaseStatementRuns(TestDatabase db) {
     try (GroupWorld w = new GroupWorld(db, 40)) {
       w.join("a");
@@ -260,8 +256,7 @@ class LeaseGroupTest {
   }
 
   /** Negative control: a release before the callback is caught by the same check. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aReleaseBeforeTheCallbackIsCaught(TestDatabase db) {
     try (GroupWorld w = new GroupWorld(db, 40)) {
       // the same steps as onReleasingReturnsBeforeTheReleaseStatementRuns, a broken

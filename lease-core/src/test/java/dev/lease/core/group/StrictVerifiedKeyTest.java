@@ -7,13 +7,12 @@ import dev.lease.core.Fixture;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryServer;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * STRICT: no key is claimed for term t+1 while a transaction verified under term t is open. The
@@ -25,12 +24,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class StrictVerifiedKeyTest {
 
-  static Stream<TestDatabase> postgresql() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void aKeyUnderAnOpenStrictVerifiedTransactionIsSkippedThenClaimed(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db)) {
@@ -48,8 +42,7 @@ class StrictVerifiedKeyTest {
    * transaction (PostgreSQL: a plain UPDATE does not conflict with {@code FOR KEY SHARE}; on InnoDB
    * any UPDATE waits for the share lock, so the control has nothing to break there).
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void aClaimWithoutTheRowLockIsCaught(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Outcome o = run(f, WeakenedGroup.CLAIM_WITHOUT_ROW_LOCK);

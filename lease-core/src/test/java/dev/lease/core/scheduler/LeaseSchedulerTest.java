@@ -10,6 +10,7 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseNames;
 import dev.lease.core.dialect.Dialect;
 import dev.lease.core.internal.LeaseInternals;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -27,8 +28,6 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.parallel.Execution;
 import org.junit.jupiter.api.parallel.ExecutionMode;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The scheduler across replicas, on every database: each instant once, a round cut short runs again
@@ -50,8 +49,7 @@ class LeaseSchedulerTest {
   // -------------------------------------
 
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void everyInstantRunsOnceAcrossThreeReplicas(TestDatabase db) {
     Outcome o = threeReplicas(db, 12, null, PERIOD);
     assertEachInstantOnce(o.runs, o.skipped, o.schedule, 12, MAX_LATE_MS);
@@ -59,8 +57,7 @@ class LeaseSchedulerTest {
 
   /** Negative control: replicas that ignore the last instant on record run instants twice. */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void checkerCatchesReplicasThatIgnoreTheLastInstant(TestDatabase db) {
     // a longer period leaves time after each round for a broken replica to run the instant again,
     // even on a loaded machine
@@ -110,8 +107,7 @@ class LeaseSchedulerTest {
    * time.
    */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void replicasWhoseProcessClocksDisagreeByMinutesRunEachInstantOnce(TestDatabase db) {
     Outcome o = skewedReplicas(db, 8, false);
     assertEachInstantOnce(o.runs, o.skipped, o.schedule, 8, MAX_LATE_MS);
@@ -122,8 +118,7 @@ class LeaseSchedulerTest {
    * apart) run instants minutes late or never; the checker catches it.
    */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void checkerCatchesReplicasThatTrustTheirProcessClocks(TestDatabase db) {
     Outcome o = skewedReplicas(db, 6, true);
     AssertionError caught =
@@ -174,8 +169,7 @@ class LeaseSchedulerTest {
    * once each, and run by no replica; the next instant runs on time.
    */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void instantsOverrunByALongRoundAreSkippedNeverRunLate(TestDatabase db) {
     Overrun o = overrun(db, null, 300, 150);
     assertOverrunSkipped(o);
@@ -183,8 +177,7 @@ class LeaseSchedulerTest {
 
   /** Negative control: a finish that does not record the overrun lets a replica run one late. */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void checkerCatchesAnOverrunInstantRunLate(TestDatabase db) {
     // the long round ends just after the third overrun instant, leaving most of a long period for
     // the other replica to claim that instant late, even on a loaded machine
@@ -267,8 +260,7 @@ class LeaseSchedulerTest {
    * instant is claimed X is reported superseded, once.
    */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void roundCutShortRunsAgainOnceThenNeverAndIsReported(TestDatabase db) throws Exception {
     CutShort o = cutShortTwice(db, null, Stop.MANAGER_CLOSED, 800);
     assertEquals(2, o.runsOfX, "X ran once and was rerun once");
@@ -277,8 +269,7 @@ class LeaseSchedulerTest {
 
   /** The same with the second cut made by closing the rerun's LeaseScheduler mid-round. */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void roundCutShortByClosingItsSchedulerIsNotRunAThirdTime(TestDatabase db) throws Exception {
     CutShort o = cutShortTwice(db, null, Stop.SCHEDULER_CLOSED, 800);
     assertEquals(2, o.runsOfX, "X ran once and was rerun once");
@@ -287,8 +278,7 @@ class LeaseSchedulerTest {
 
   /** Negative control: reruns without limit run X a third time, and X is never reported. */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void checkerCatchesAThirdRunOfAnInstantCutShortTwice(TestDatabase db) throws Exception {
     // the later instant comes late enough for the broken third run to happen first, even on a
     // loaded machine
@@ -377,8 +367,7 @@ class LeaseSchedulerTest {
    * skipped.
    */
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void onStartTheLastInstantOnRecordTellsANewJobFromMissedInstants(TestDatabase db) {
     try (SchedulerReplicas r = new SchedulerReplicas(db)) {
       LeaseManager a = r.manager("a");

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.LeaseManager;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.io.File;
@@ -25,8 +26,6 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Three scheduler replicas in three JVMs ({@link SchedulerReplicaMain}) run one job on a 400 ms
@@ -38,8 +37,7 @@ class SchedulerAcrossProcessesTest {
 
   private static final long PERIOD_MS = 400;
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void everyInstantRunsOnceAcrossThreeProcesses(TestDatabase db) throws Exception {
     Result r = runProcesses(db, 10, false, PERIOD_MS);
     // at least two ran: cold JVMs on a loaded machine overrun some periods, and those instants are
@@ -48,8 +46,7 @@ class SchedulerAcrossProcessesTest {
   }
 
   /** Negative control: processes that ignore the last instant run instants twice; caught. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void checkerCatchesProcessesThatIgnoreTheLastInstant(TestDatabase db) throws Exception {
     // a longer period leaves time in each period for the broken replicas to run an instant again,
     // even when a loaded machine makes rounds slow; the wait ends at the first duplicate

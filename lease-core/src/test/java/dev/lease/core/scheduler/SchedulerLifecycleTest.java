@@ -11,6 +11,7 @@ import dev.lease.core.WeakenedLifecycle;
 import dev.lease.core.WeakenedSql;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.ConnectionSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -28,12 +29,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.parallel.Execution;
 import org.junit.jupiter.api.parallel.ExecutionMode;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The scheduler's share of the lifecycle: closing stops a round before it releases its lease and
@@ -45,10 +43,6 @@ class SchedulerLifecycleTest {
 
   private static final LeaseTimings TIMINGS = Fixture.timings(3_000, 200, 2_500, 1_500, 300);
   private static final Duration POLL = Duration.ofMillis(100);
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   /** One instant, soon: an hourly schedule whose next instant is {@code inMs} from now. */
   private static Schedule soon(LeaseManager m, long inMs) {
@@ -83,8 +77,7 @@ class SchedulerLifecycleTest {
   // ---- closing stops the round first, never the failure policy ---------------------------------
 
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void closingStopsARoundThatWillNotStopWithoutTheFailurePolicy(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(0, policyCallsClosingAStuckRound(f, null));
@@ -148,8 +141,7 @@ class SchedulerLifecycleTest {
   // ---- a lease lost after the work returned: finished, not run again ---------------------------
 
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aRoundWhoseLeaseIsLostAfterItsWorkReturnedIsFinished(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       assertEquals(1, runsWhenLostAfterReturn(f, null), "finished, never rerun");
@@ -208,8 +200,7 @@ class SchedulerLifecycleTest {
   // ------------------------------------------------------------
 
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void thePollThreadStopsOnAnInterruptInsteadOfSpinning(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       int polls = pollsAfterAnInterrupt(f, null);
@@ -283,8 +274,7 @@ class SchedulerLifecycleTest {
   // ---- a deleted row comes back above every earlier term ----------------------------------------
 
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aJobRowDeletedUnderARunningSchedulerComesBackWithAHigherTerm(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db)) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
@@ -17,11 +18,8 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
-import java.util.stream.Stream;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
@@ -42,12 +40,7 @@ class ActuatorOverHttpTest {
   @Import(Billing.class)
   static class App {}
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void readmeConfigurationServesTheEndpointOverHttpAndJmx(TestDatabase db) throws Exception {
     Properties readme = new Properties();
     try (InputStream in = getClass().getResourceAsStream("/readme-application.properties")) {

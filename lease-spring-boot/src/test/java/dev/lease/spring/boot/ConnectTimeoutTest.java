@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnEveryServer;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -18,9 +20,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 
@@ -35,10 +34,6 @@ class ConnectTimeoutTest {
   @SpringBootConfiguration
   @EnableAutoConfiguration
   static class App {}
-
-  static Stream<TestDatabase> servers() {
-    return TestDatabase.servers();
-  }
 
   /** Accepts every connection and never writes a byte. */
   static final class SilentServer implements AutoCloseable {
@@ -114,8 +109,7 @@ class ConnectTimeoutTest {
     return p;
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void silentDatabaseFailsStartUpWithinTheBound(TestDatabase db) throws Exception {
     try (SilentServer silent = new SilentServer()) {
       long start = System.nanoTime();
@@ -131,8 +125,7 @@ class ConnectTimeoutTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void silentDatabaseFailsStartUpWithinTheBoundWhenBootConnectsFirst(TestDatabase db)
       throws Exception {
     try (SilentServer silent = new SilentServer()) {
@@ -152,8 +145,7 @@ class ConnectTimeoutTest {
    * Negative control of the probe: with JPA and a bound longer than the test waits, start-up hangs
    * where Hibernate (Boot 4) or the lease manager (Boot 3.5) opens the first connection.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void negativeControlWhenBootConnectsFirstStartUpHangs(TestDatabase db) throws Exception {
     try (SilentServer silent = new SilentServer()) {
       CompletableFuture<Object> start =
@@ -168,13 +160,8 @@ class ConnectTimeoutTest {
     }
   }
 
-  static Stream<TestDatabase> postgresql() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
-
   /** Negative control: a bound longer than the test waits, and start-up hangs on. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void negativeControlWithoutTheBoundStartUpHangs(TestDatabase db) throws Exception {
     try (SilentServer silent = new SilentServer()) {
       CompletableFuture<Object> start =

@@ -9,6 +9,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseManager;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import jakarta.persistence.Entity;
 import jakarta.persistence.EntityManager;
@@ -17,12 +18,9 @@ import jakarta.persistence.PersistenceContext;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.hibernate.boot.model.naming.Identifier;
 import org.hibernate.boot.model.naming.PhysicalNamingStrategyStandardImpl;
 import org.hibernate.engine.jdbc.env.spi.JdbcEnvironment;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.ConfigurableApplicationContext;
@@ -92,19 +90,13 @@ class JpaTest {
     }
   }
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void jpaTransactionsAreFenced(TestDatabase db) throws Exception {
     List<Long> rows = scenario(db, true);
     assertEquals(List.of(1L), rows, "the transaction under the released lease was refused");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void negativeControlWithoutFencingTheStaleTransactionCommits(TestDatabase db) throws Exception {
     List<Long> rows = scenario(db, false);
     assertEquals(List.of(1L, 2L), rows);

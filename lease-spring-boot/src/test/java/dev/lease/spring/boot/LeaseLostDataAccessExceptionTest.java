@@ -9,6 +9,8 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.internal.FenceInternals;
 import dev.lease.jdbc.internal.FenceRules;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -23,9 +25,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.SpringBootConfiguration;
@@ -197,16 +196,7 @@ class LeaseLostDataAccessExceptionTest {
     }
   }
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  static Stream<TestDatabase> servers() {
-    return TestDatabase.servers();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void transactionalCallerCatchesLeaseLostDataAccessException(TestDatabase db) throws Exception {
     RuntimeException caught = scenario(db, false);
     assertLeaseLost(caught);
@@ -218,8 +208,7 @@ class LeaseLostDataAccessExceptionTest {
    * open): the replica is frozen before its transaction, another replica claims the expired lease,
    * and the first one's transaction is refused by the verify.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void refusedTransactionIsCaughtAsLeaseLostDataAccessException(TestDatabase db) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String table = replicas.table("sb_lost");
@@ -287,8 +276,7 @@ class LeaseLostDataAccessExceptionTest {
    * Negative control: with lease-jdbc weakened to report the killed session's error alone, the
    * caller does not get the lease-lost error (on the servers: SQLite has no idle kill).
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void negativeControlTheDatabaseErrorAloneReachesTheCaller(TestDatabase db) throws Exception {
     RuntimeException caught = scenario(db, true);
     assertNotNull(caught, "the stale write failed");

@@ -11,6 +11,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.util.List;
 import java.util.Map;
@@ -21,9 +22,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
@@ -178,12 +176,7 @@ class LeasedInEnclosingTransactionTest {
     }
   }
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void leaseOutlivesTheEnclosingTransactionUntilItCompletes(TestDatabase db) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       ConfigurableApplicationContext a = start(replicas, App.class, 10);
@@ -216,8 +209,7 @@ class LeasedInEnclosingTransactionTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void negativeControlReleasedAtTheMethodsReturnTheCommitIsNotUnderTheLease(TestDatabase db)
       throws Exception {
     try (Replicas replicas = new Replicas(db)) {
@@ -240,8 +232,7 @@ class LeasedInEnclosingTransactionTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void leaseLostAfterTheMethodReturnedRefusesTheEnclosingCommit(TestDatabase db) throws Exception {
     LostBeforeCommit r = lostBeforeCommit(db, true);
     assertNotNull(
@@ -250,8 +241,7 @@ class LeasedInEnclosingTransactionTest {
     assertEquals(List.of(), r.committed, "nothing of the transaction committed");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void negativeControlWithoutFencingTheCommitAfterTheLossGoesThrough(TestDatabase db)
       throws Exception {
     LostBeforeCommit r = lostBeforeCommit(db, false);

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.jdbc.FencedDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -15,12 +16,9 @@ import java.sql.SQLException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.SpringBootConfiguration;
@@ -125,12 +123,7 @@ class OtherDatabaseTest {
     }
   }
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void onlyTheLeaseDatabaseIsFencedAndTheOtherDatabaseCommits(TestDatabase db) {
     Outcome o = scenario(db, false);
     assertEquals(List.of("lease-db", "batch"), o.leaseRows);
@@ -139,8 +132,7 @@ class OtherDatabaseTest {
     assertEquals(2.0, o.verified, "the lease database's transactions were verified (both pools)");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void negativeControlFencingEveryDataSourceRefusesTheOtherDatabase(TestDatabase db) {
     Outcome o = scenario(db, true);
     assertEquals(List.of("lease-db", "batch"), o.leaseRows);
@@ -194,8 +186,7 @@ class OtherDatabaseTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aListedDataSourceOfAnotherDatabaseStopsTheContext(TestDatabase db) {
     try (Replicas replicas = new Replicas(db)) {
       Map<String, Object> p = properties(replicas);

@@ -13,6 +13,7 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.ReadOnlyPolicy;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -40,10 +41,6 @@ class PropertiesTest {
   @EnableAutoConfiguration
   static class App {}
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
   /** lease.duration alone derives the other timings as LeaseTimings.of and the agent do. */
   @Test
   void leaseDurationDerivesAsLeaseCoreDoes() {
@@ -62,8 +59,7 @@ class PropertiesTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void propertiesBind(TestDatabase db) {
     try (Replicas replicas = new Replicas(db)) {
       Map<String, Object> p = new HashMap<>();
@@ -124,8 +120,7 @@ class PropertiesTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void missingLeaseTableStopsTheContextSayingWhatToDo(TestDatabase db) {
     try (Replicas replicas = new Replicas(db)) {
       RuntimeException e =

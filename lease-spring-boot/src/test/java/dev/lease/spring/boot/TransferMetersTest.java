@@ -7,10 +7,9 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseManager;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 23: the starter's meters count a transfer on the side that hands the lease over and an
@@ -18,8 +17,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class TransferMetersTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTransferAndItsAdoptionAreCountedAndTheHeldGaugeFollows(TestDatabase db) {
     String table = TestDatabase.uniqueTable("tm");
     try (HikariDataSource ds = db.pooled(4)) {

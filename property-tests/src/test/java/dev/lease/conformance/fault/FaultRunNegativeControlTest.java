@@ -10,10 +10,9 @@ import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
 import dev.lease.conformance.fault.History.Branch;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The fault run's negative controls, each a real run on every database with the real mechanism
@@ -32,10 +31,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * </ul>
  */
 class FaultRunNegativeControlTest {
-
-  static Stream<TestDatabase> servers() {
-    return TestDatabase.servers();
-  }
 
   /**
    * The control's run, again with the next seed (up to three) while a run is inconclusive: one that
@@ -64,15 +59,13 @@ class FaultRunNegativeControlTest {
     return r.observed("violations of " + b.name());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void verifyModeWithTheHolderFrozenInsideCommitIsCaught(TestDatabase db) {
     PropertyResult r = run(db, FaultRunProperty.verifyControl());
     assertTrue(violations(r, Branch.COMMIT_AFTER_CLAIM) > 0, r.toString());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void anUnfencedHolderFrozenBeforeItsFirstWriteIsCaughtByEveryInvariant3Branch(TestDatabase db) {
     PropertyResult r = run(db, FaultRunProperty.unfencedControl());
     assertTrue(violations(r, Branch.COMMIT_AFTER_CLAIM) > 0, r.toString());
@@ -80,8 +73,7 @@ class FaultRunNegativeControlTest {
     assertTrue(violations(r, Branch.SAW_LATER_TERM) > 0, r.toString());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aClaimThatKeepsTheTermIsCaughtAsTwoHoldersOfOneTerm(TestDatabase db) {
     PropertyResult r =
         run(db, FaultRunProperty.mutated("fault-run/claim-keeps-term", Mutation.CLAIM_KEEPS_TERM));
@@ -89,16 +81,14 @@ class FaultRunNegativeControlTest {
     assertTrue(r.observed("mutated statements") > 0, r.toString());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTransactionThatIsNotOneIsCaughtHalfApplied(TestDatabase db) {
     PropertyResult r =
         run(db, FaultRunProperty.mutated("fault-run/autocommit", Mutation.AUTOCOMMIT_STAYS_ON));
     assertTrue(violations(r, Branch.HALF_APPLIED) > 0, r.toString());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theVerifyControlAppliesToTheServersOnly(TestDatabase db) {
     NegativeControl verify =
         new FaultRunProperty()

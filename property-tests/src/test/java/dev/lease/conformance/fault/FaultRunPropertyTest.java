@@ -7,9 +7,8 @@ import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The fault run on every database: STRICT fencing survives whole processes frozen inside their
@@ -19,8 +18,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class FaultRunPropertyTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void strictFencingHoldsWhenFrozenHoldersAreTakenOverOrWaitedFor(TestDatabase db) {
     PropertyResult r =
         new FaultRunProperty()

@@ -8,10 +8,9 @@ import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The paused holder on every database, with its negative controls beside it: every round must be
@@ -21,8 +20,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class PausedHolderPropertyTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void pausedStrictHolderCannotCommitAfterTakeover(TestDatabase db) {
     PropertyResult r = run(db, Fence.STRICT);
     assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), r.failure() + " " + r.counts());
@@ -33,20 +31,14 @@ class PausedHolderPropertyTest {
     assertEquals(r.schedules(), r.observed(event), r.counts().toString());
   }
 
-  static Stream<TestDatabase> servers() {
-    return TestDatabase.servers();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void negativeControlVerifyModeWithAPauseInsideTheTransactionIsCaught(TestDatabase db) {
     PropertyResult r = run(db, Fence.VERIFY);
     assertTrue(NegativeControl.caught(r), "VERIFY mode with a pause must be caught: " + r);
     assertTrue(r.failure().contains("invariant 3"), r.failure());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlUnfencedHolderIsCaught(TestDatabase db) {
     PropertyResult r = run(db, Fence.NONE);
     assertTrue(NegativeControl.caught(r), "an unfenced stale holder must be caught: " + r);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.io.ByteArrayOutputStream;
@@ -24,8 +25,6 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The runner as a user meets it: the JUnit Platform Launcher path, the table, the exit status, the
@@ -206,8 +205,7 @@ class ConformanceRunnerTest {
     assertTrue(r.out.contains("--parallel N   checks N properties at a time (default 4)"), r.out);
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theSqlTextPropertiesRunAsPropertiesOfTheirOwnAndLeaveNoTableBehind(TestDatabase db)
       throws Exception {
     String url = db.url();
@@ -220,8 +218,7 @@ class ConformanceRunnerTest {
     assertEquals(List.of(), tablesStartingWith(new UrlDataSource(url), m.group(1)));
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void againstADatabaseItLeavesNoTableBehind(TestDatabase db) throws Exception {
     String url = db.url();
     Run r = run("--url", url, "--only", "paused-holder");

@@ -7,6 +7,8 @@ import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -19,17 +21,12 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class RawPathPropertyTest {
 
-  static Stream<TestDatabase> postgresql() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
-
   static Stream<TestDatabase> notPostgresql() {
     return TestDatabase.all().filter(db -> db != TestDatabase.POSTGRESQL);
   }
 
   /** Every database: nothing transactional commits, whatever object the write went through. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void noWriteThroughAReachedObjectCommitsUnderALeaseTakenOver(TestDatabase db) {
     PropertyResult r = run(new RawPathProperty(TextFence.STRICT, false), db);
     assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), String.valueOf(r));
@@ -50,15 +47,13 @@ class RawPathPropertyTest {
    * ServerRefusalTest.thePiggybackedStatementDoesNotRunWhenTheVerifyRefuses}, CLIENT): here a
    * generated run reaches that case only sometimes.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void noSequenceAdvancesOnPostgresqlUnderALeaseTakenOver(TestDatabase db) {
     PropertyResult r = run(new RawPathProperty(), db);
     assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), String.valueOf(r));
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void negativeControlTheDriversOwnObjectsAreCaught(TestDatabase db) {
     PropertyResult r = run(new RawPathProperty(TextFence.RAW_DRIVER_OBJECTS, false), db);
     assertTrue(r.violations() > 0, "unwrapped driver objects must be caught: " + r);
@@ -74,16 +69,14 @@ class RawPathPropertyTest {
    * outside the lock, driver objects kept past their transaction); the generated session moves
    * catch it on every database.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlAFenceThatTrustsTheSessionIsCaught(TestDatabase db) {
     PropertyResult r = run(new RawPathProperty(TextFence.TRUSTS_THE_SESSION, false), db);
     assertTrue(r.violations() > 0, "a fence that trusts the session must be caught: " + r);
     assertTrue(r.failure().contains("after "), "by a session move: " + r.failure());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlNoFenceIsCaught(TestDatabase db) {
     PropertyResult r = run(new RawPathProperty(TextFence.NONE, false), db);
     assertTrue(r.violations() > 0, "an unfenced stale holder must be caught: " + r);

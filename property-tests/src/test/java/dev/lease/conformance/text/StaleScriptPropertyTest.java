@@ -7,9 +7,8 @@ import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The stale-lease SQL-text property on every database (MariaDB and MySQL Connector/J with
@@ -18,23 +17,20 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class StaleScriptPropertyTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void noScriptChangesTheCounterUnderALeaseTakenOver(TestDatabase db) {
     PropertyResult r = run(db, TextFence.STRICT, 1L);
     assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), String.valueOf(r));
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlTheLeadingKeywordReadingIsCaught(TestDatabase db) {
     PropertyResult r = run(db, TextFence.LEADING_KEYWORD, 1L);
     assertTrue(r.violations() > 0, "the first release's reading must be caught: " + r);
     assertTrue(r.failure().contains("changed the counter"), r.failure());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlNoFenceIsCaught(TestDatabase db) {
     PropertyResult r = run(db, TextFence.NONE, 1L);
     assertTrue(r.violations() > 0, "an unfenced stale holder must be caught: " + r);

@@ -7,9 +7,9 @@ import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.PropertyResult;
 import dev.lease.conformance.Size;
 import dev.lease.conformance.Target;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The takeover SQL-text property on every database, with its negative controls on the servers:
@@ -17,22 +17,19 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class TakeoverScriptPropertyTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void nothingOfAPausedScriptCommitsAfterTheClaim(TestDatabase db) {
     PropertyResult r = run(db, TextFence.STRICT);
     assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), String.valueOf(r));
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void negativeControlVerifyModeIsCaught(TestDatabase db) {
     PropertyResult r = run(db, TextFence.VERIFY);
     assertTrue(r.violations() > 0, "VERIFY mode with a pause must be caught: " + r);
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void negativeControlNoFenceIsCaught(TestDatabase db) {
     PropertyResult r = run(db, TextFence.NONE);
     assertTrue(r.violations() > 0, "an unfenced paused holder must be caught: " + r);

@@ -10,17 +10,12 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.LeaseLostSQLException;
-import dev.lease.testing.ConnectionSource;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.stream.Stream;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * How fenced transactions end when the application does not end them itself: a connection closed
@@ -29,58 +24,13 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class ConnectionEndTest {
 
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  /**
-   * A "pool" that hands out one physical connection and never rolls back when it is returned
-   * (Tomcat JDBC's default {@code rollbackOnReturn=false} behaves so): close() is a no-op.
-   */
-  private static final class NoRollbackOnReturn extends ConnectionSource implements AutoCloseable {
-    private final Connection physical;
-
-    NoRollbackOnReturn(DataSource real) throws SQLException {
-      this.physical = real.getConnection();
-    }
-
-    @Override
-    public Connection getConnection() {
-      return (Connection)
-          Proxy.newProxyInstance(
-              Connection.class.getClassLoader(),
-              new Class<?>[] {Connection.class},
-              (proxy, method, args) -> {
-                if (method.getName().equals("close")) {
-                  return null; // back to the "pool", transaction and all
-                }
-                if (method.getName().equals("isClosed")) {
-                  return false;
-                }
-                try {
-                  return method.invoke(physical, args);
-                } catch (InvocationTargetException e) {
-                  throw e.getCause();
-                }
-              });
-    }
-
-    @Override
-    public void close() throws SQLException {
-      physical.rollback();
-      physical.setAutoCommit(true);
-      physical.close();
-    }
-  }
-
   /**
    * The holder writes under its lease and closes the connection without committing; the next
    * borrower of the same physical connection, with no lease, commits. The fenced connection rolled
    * the stale transaction back at close, so nothing of it commits. Negative control: the same flow
    * without the fence commits the first borrower's row, and the same count catches it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void closingAFencedConnectionRollsBackItsTransactionWhenThePoolWouldNot(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
@@ -121,8 +71,7 @@ class ConnectionEndTest {
    * another connection waits for the holder's open transactions on MySQL, MariaDB and SQLite, whose
    * verify lock conflicts with it: release a lease after its transactions end.)
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void verifyModeRefusesTheCommitOfATransactionWhoseLeaseWasReleased(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
@@ -148,16 +97,11 @@ class ConnectionEndTest {
     }
   }
 
-  static Stream<TestDatabase> servers() {
-    return TestDatabase.servers();
-  }
-
   /**
    * A transaction begun with BEGIN as SQL and refused stays poisoned across setAutoCommit(false).
    * Not on SQLite: sqlite-jdbc's setAutoCommit(false) itself runs BEGIN, which fails there.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("servers")
+  @OnEveryServer
   void poisonSurvivesSetAutoCommitFalse(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       LeaseManager m = f.manager("holder", LeaseTimings.DEFAULTS);

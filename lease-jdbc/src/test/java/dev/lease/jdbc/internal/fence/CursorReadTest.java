@@ -9,6 +9,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -16,8 +17,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
@@ -65,8 +64,7 @@ class CursorReadTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aFetchSizeReadInAutocommitModeUnderALeaseReturnsEveryRow(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       fill(f);
@@ -99,8 +97,7 @@ class CursorReadTest {
    * Negative control: ending the wrapped transaction when executeQuery returns breaks pgjdbc's
    * cursor and Connector/J's streaming, the first release's behaviour.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlCommittingWhenExecuteQueryReturnsBreaksTheRead(TestDatabase db)
       throws Exception {
     if (db == TestDatabase.MARIADB || db.isSqlite()) {
@@ -123,8 +120,7 @@ class CursorReadTest {
    * MySQL streaming keeps the verified transaction open until the result set closes; the lease's
    * loss meanwhile poisons it, and closing the result set says so.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aStreamingReadsTransactionEndsWhenItsResultSetCloses(TestDatabase db) throws Exception {
     if (db != TestDatabase.MYSQL) {
       return;

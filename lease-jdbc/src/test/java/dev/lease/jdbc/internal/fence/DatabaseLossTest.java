@@ -16,6 +16,7 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.CountingDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.PgWire;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
@@ -26,8 +27,6 @@ import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 23, "a lease learns what the database knows": when the database refuses a fenced
@@ -38,8 +37,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class DatabaseLossTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aRefusedTransactionMarksTheLeaseLostAndTheNextIsRefusedWithoutARoundTrip(TestDatabase db)
       throws Exception {
     Outcome o = refusedThenNext(db, false);
@@ -52,8 +50,7 @@ class DatabaseLossTest {
   }
 
   /** Negative control: the refusal kept to the fence; the lease answers held and asks again. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlARefusalNotReportedLeavesTheLeaseHeld(TestDatabase db) throws Exception {
     Outcome o = refusedThenNext(db, true);
     assertTrue(o.heldAfter, db + ": the lease still says held");
@@ -124,15 +121,13 @@ class DatabaseLossTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aCommitRightAfterALossIsRefusedBeforeAnyLossListenerRan(TestDatabase db) throws Exception {
     assertEquals(LeaseLostSQLException.POISONED, commitRightAfterLoss(db, false), db + ": refused");
   }
 
   /** Negative control: the commit trusts the loss listener, which has not run yet. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlACommitTrustingTheLossListenerCommitsAfterTheLoss(TestDatabase db)
       throws Exception {
     assertEquals(null, commitRightAfterLoss(db, true), db + ": committed after the loss");

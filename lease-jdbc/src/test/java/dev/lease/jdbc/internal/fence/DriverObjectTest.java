@@ -12,6 +12,8 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -333,8 +335,7 @@ class DriverObjectTest {
 
   // ---- every database: what a fenced connection hands out is a wrapper, back to the connection
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void reachedObjectsAreWrappersWhoseBackPointersLeadToTheFencedConnection(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 2);
@@ -396,8 +397,7 @@ class DriverObjectTest {
 
   // ---- every server: our wrappers passed to a prepared statement reach the driver unwrapped
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void aPreparedStatementHandsTheDriverItsOwnObjectForOurWrapper(TestDatabase db) throws Exception {
     List<Object> sent = new CopyOnWriteArrayList<>();
     try (Fixture f = new Fixture(db, 2);

@@ -18,9 +18,14 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
+import org.sqlite.Function;
+import org.sqlite.SQLiteConnection;
 
 /**
  * One database of a test: a pool, a lease table, a data table {@code (id, term)} and lease managers
@@ -228,5 +233,73 @@ final class Fixture implements AutoCloseable {
     }
     TestDatabase.dropQuietly(pool, data, leaseTable);
     pool.close();
+  }
+
+  // ---- a statement that runs long, and waiting until it does
+
+  /**
+   * A query that runs about 30 s: {@code pg_sleep}, {@code SLEEP}, or on SQLite a long recursive
+   * count that calls {@code signal} on every row ({@link #signalWhenRunning}).
+   */
+  static String longQuery(TestDatabase db) {
+    switch (db) {
+      case POSTGRESQL:
+        return "SELECT pg_sleep(30)";
+      case SQLITE:
+        return "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
+            + " WHERE x < 4000000000) SELECT count(signal(x)) FROM c";
+      default:
+        return "SELECT SLEEP(30)";
+    }
+  }
+
+  /** On SQLite, {@code c}'s {@code signal} function counts {@code running} down (a no-op else). */
+  static void signalWhenRunning(Connection c, TestDatabase db, CountDownLatch running)
+      throws SQLException {
+    if (!db.isSqlite()) {
+      return;
+    }
+    Function.create(
+        c.unwrap(SQLiteConnection.class),
+        "signal",
+        new Function() {
+          @Override
+          protected void xFunc() throws SQLException {
+            running.countDown();
+            result(1);
+          }
+        });
+  }
+
+  /**
+   * Waits (with a deadline of 10 s) until {@code query} is running on the server; on SQLite until
+   * {@code sqlite} is counted down (a function the query calls).
+   */
+  void awaitRunning(CountDownLatch sqlite, String query) throws Exception {
+    if (db.isSqlite()) {
+      if (!sqlite.await(10, TimeUnit.SECONDS)) {
+        throw new AssertionError("the query never started: " + query);
+      }
+      return;
+    }
+    String probe =
+        db == TestDatabase.POSTGRESQL
+            ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
+            : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (System.nanoTime() - deadline < 0) {
+      try (Connection c = pool.getConnection();
+          PreparedStatement ps = c.prepareStatement(probe)) {
+        ps.setString(1, query);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          if (rs.getInt(1) > 0) {
+            return;
+          }
+        }
+      }
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
+    }
+    throw new AssertionError("the query never started: " + query);
   }
 }

@@ -10,6 +10,8 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
 import java.io.StringReader;
 import java.sql.Connection;
@@ -17,8 +19,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.postgresql.PGConnection;
 
 /**
@@ -92,14 +92,12 @@ class KeptDriverObjectTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void aDriverConnectionKeptPastItsTransactionCannotWrite(TestDatabase db) throws Exception {
     assertEquals(0, staleWriteThroughAKeptHandle(db, false), db + ": the stale write");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlAKeptHandleOnAConnectionNotRetiredCommitsAStaleWrite(TestDatabase db)
       throws Exception {
     assertEquals(1, staleWriteThroughAKeptHandle(db, true), db + ": the control commits");
@@ -150,8 +148,7 @@ class KeptDriverObjectTest {
   /**
    * In autocommit mode under STRICT a driver object is not handed out: its writes would be loose.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void underStrictNoDriverObjectIsHandedOutInAutocommitMode(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease =

@@ -14,6 +14,7 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.OptionsAccess;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -25,8 +26,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.sqlite.Function;
 import org.sqlite.SQLiteConnection;
 
@@ -41,8 +40,7 @@ import org.sqlite.SQLiteConnection;
  */
 class LossRacingCommitTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aLateLossOfTheLastTransactionNeverReachesTheNext(TestDatabase db) throws Exception {
     Outcome o = race(db, false);
     assertEquals(LeaseLostSQLException.POISONED, o.firstCommit, "the lost one was poisoned");
@@ -50,8 +48,7 @@ class LossRacingCommitTest {
     assertEquals(1, o.secondRows, "and the next transaction committed");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutGenerationsTheLateCancelKillsTheNextTransactionsStatement(
       TestDatabase db) throws Exception {
     Outcome o = race(db, true);
@@ -169,7 +166,7 @@ class LossRacingCommitTest {
               },
               "worker");
       worker.start();
-      awaitRunning(f, db, running[0], sleepQuery(db, 1));
+      f.awaitRunning(running[0], sleepQuery(db, 1));
       f.skew.addAndGet(TimeUnit.SECONDS.toNanos(11)); // past the local deadline
       assertFalse(lost.isHeld()); // the loss: its callbacks run off this thread
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -178,7 +175,7 @@ class LossRacingCommitTest {
       }
       assertFalse(cancels.isEmpty(), "the loss queued a cancel of the running statement");
       assertTrue(firstDone.await(20, TimeUnit.SECONDS), "the lost lease's transaction ended");
-      awaitRunning(f, db, running[1], next); // the next transaction's statement
+      f.awaitRunning(running[1], next); // the next transaction's statement
       for (Runnable late : List.copyOf(cancels)) {
         late.run(); // the cancel arrives late
       }
@@ -222,33 +219,5 @@ class LossRacingCommitTest {
         return rs.getInt(1) > 0;
       }
     }
-  }
-
-  /** Waits (with a deadline) until {@code query} is running on the server. */
-  private static void awaitRunning(Fixture f, TestDatabase db, CountDownLatch sqlite, String query)
-      throws Exception {
-    if (db.isSqlite()) {
-      assertTrue(sqlite.await(10, TimeUnit.SECONDS));
-      return;
-    }
-    String probe =
-        db == TestDatabase.POSTGRESQL
-            ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
-            : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (System.nanoTime() - deadline < 0) {
-      try (Connection c = f.pool.getConnection();
-          java.sql.PreparedStatement ps = c.prepareStatement(probe)) {
-        ps.setString(1, query);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          if (rs.getInt(1) > 0) {
-            return;
-          }
-        }
-      }
-      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
-    }
-    throw new AssertionError("the query never started: " + query);
   }
 }

@@ -11,14 +11,12 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * MySQL/MariaDB: batches, multi-statement texts and driver objects handed out by unwrap leave the
@@ -29,17 +27,12 @@ class MySqlInDoubtTest {
 
   private static final AtomicInteger IDS = new AtomicInteger();
 
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
-
   /**
    * A batch and a multi-statement text whose implicit commit the lexer does not see
    * (UNKNOWN_IMPLICIT_COMMITS stands in for a statement the lexer does not know commits): the
    * commit after it verifies again and is refused.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void aBatchOrMultiStatementTextLeavesTheTransactionInDoubt(TestDatabase db) throws Exception {
     assertAll(
         () -> assertEquals(0, stale(db, true, false), "batch: a stale write committed"),
@@ -47,8 +40,7 @@ class MySqlInDoubtTest {
   }
 
   /** Negative control: without the re-verify after a batch or text the stale write commits. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void controlWithoutTheReverifyTheStaleWriteCommits(TestDatabase db) throws Exception {
     assertAll(
         () -> assertEquals(1, stale(db, true, true), "batch: the control let nothing through"),
@@ -92,8 +84,7 @@ class MySqlInDoubtTest {
   }
 
   /** A healthy holder's batch and multi-statement text commit (the re-verify passes). */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void aHeldLeasesBatchAndTextCommit(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3, true)) {
       Lease lease =
@@ -121,8 +112,7 @@ class MySqlInDoubtTest {
   }
 
   /** Negative control: without the re-verify after unwrap the raw connection's write commits. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void controlWithoutTheReverifyAnUnwrappedCommitLetsTheStaleWriteThrough(TestDatabase db)
       throws Exception {
     Class<? extends Connection> vendor =
@@ -153,8 +143,7 @@ class MySqlInDoubtTest {
   }
 
   /** XA PREPARE under STRICT is refused with a message that says what to do instead. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void xaPrepareIsRefusedAndOnePhaseCommits(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease =
@@ -181,8 +170,7 @@ class MySqlInDoubtTest {
    * Negative control: XA PREPARE let through (NO_COMMIT_CHECKS) frees STRICT's lock, and the
    * successor's claim goes through before the branch commits.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void controlAPreparedBranchLetsTheSuccessorClaim(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease =

@@ -18,6 +18,7 @@ import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.internal.fence.PiggybackVerifyTest.Outcome;
 import dev.lease.jdbc.internal.fence.PiggybackVerifyTest.Shape;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.io.ByteArrayInputStream;
@@ -29,9 +30,6 @@ import java.sql.SQLWarning;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The verify carried in the first statement's round trip on MySQL and MariaDB (issue 24), where the
@@ -43,10 +41,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * table, which no rollback undoes, stays absent), with negative controls.
  */
 class MySqlPiggybackVerifyTest {
-
-  static Stream<TestDatabase> mySqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
 
   /**
    * A fixture whose pool connects with {@code allowMultiQueries=true}, its 4 connections opened and
@@ -94,8 +88,7 @@ class MySqlPiggybackVerifyTest {
   // ---- every result shape, as without the verify
   // --------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void everyResultShapeOfAFirstStatementIsPresentedAsWithoutTheVerify(TestDatabase db)
       throws Exception {
     try (Fixture f = multi(db)) {
@@ -173,8 +166,7 @@ class MySqlPiggybackVerifyTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void aPreparedStatementReusedAcrossTransactionsCarriesTheVerifyEachTime(TestDatabase db)
       throws Exception {
     try (Fixture f = multi(db)) {
@@ -220,8 +212,7 @@ class MySqlPiggybackVerifyTest {
    * verifies separately, which sets them before the statement; later transactions carry the verify
    * and find them in place. A borrower without a lease gets the session's own values back.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void theFirstStatementRunsWithStrictsSessionBoundsInPlace(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 1, true)) {
       LeaseTimings timings = LeaseTimings.DEFAULTS;
@@ -268,8 +259,7 @@ class MySqlPiggybackVerifyTest {
   // ---- what cannot carry it verifies separately
   // --------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void whatCannotCarryTheVerifyVerifiesSeparatelyAndAnswersAsWithoutIt(TestDatabase db)
       throws Exception {
     try (Fixture f = multi(db)) {
@@ -370,8 +360,7 @@ class MySqlPiggybackVerifyTest {
    * with server-side prepares ({@code useServerPrepStmts=true}) a prepared statement's verify is,
    * while a plain statement's still rides along. The answers are the driver's own either way.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void theDriversConfigurationDecidesWhetherTheVerifyIsCarried(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 4, false)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("driver").get();
@@ -420,8 +409,7 @@ class MySqlPiggybackVerifyTest {
    * A fenced 1-statement transaction takes the round trips of a raw one, counted by a loopback
    * proxy. Negative control: the separate verify is one round trip more, and the count sees it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void aFencedOneStatementTransactionTakesTheRoundTripsOfARawOne(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2, true);
         WireRoundTrips proxy = new WireRoundTrips("127.0.0.1", 3306)) {
@@ -478,8 +466,7 @@ class MySqlPiggybackVerifyTest {
   // ---- a refused verify sent ahead of a write leaves nothing behind
   // ----------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void aRefusedVerifySentAheadOfAWriteLeavesNothingBehind(TestDatabase db) throws Exception {
     try (Fixture f = multi(db)) {
       for (int i = 0; i < 4; i++) {
@@ -502,8 +489,7 @@ class MySqlPiggybackVerifyTest {
    * Refusal#CLIENT}) lets the server run the statement, and the row is there although the fence
    * still refuses the transaction.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void theStatementSentAlongARefusedVerifyNeverRuns(TestDatabase db) throws Exception {
     try (Fixture f = multi(db)) {
       String side = TestDatabase.uniqueTable("jside");
@@ -573,8 +559,7 @@ class MySqlPiggybackVerifyTest {
    * Negative control: a fence that sends the combined text but ignores the verify's empty result
    * commits the stale holder's write, and the refusal test above would catch it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mySqlFamily")
+  @OnMySqlFamily
   void negativeControlIgnoringTheCarriedVerifysEmptyResultCommitsTheWrite(TestDatabase db)
       throws Exception {
     try (Fixture f = multi(db)) {

@@ -14,6 +14,8 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.OutsideTransactionPolicy;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
@@ -25,8 +27,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 35 item 2: statements whose effect would land outside the verified transaction's lock
@@ -68,8 +68,7 @@ class OutsideTransactionTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void underStrictTheyAreRefusedBeforeTheyAreSent(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("refused").orElseThrow();
@@ -110,8 +109,7 @@ class OutsideTransactionTest {
    * their own immediately before (a transaction cannot hold both), and a stale lease refuses them
    * before they run.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void withVerifyFirstTheyRunAfterAVerifyOfTheirOwnAndAStaleLeaseRefusesThem(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
@@ -154,8 +152,7 @@ class OutsideTransactionTest {
    * transaction), and the stale holder's table lands after it. Under STRICT the statement is
    * refused; {@link OutsideTransactionPolicy#VERIFY_FIRST} is the control that lets it land.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.jdbc.internal.fence.ServerRefusalTest#mysqlFamily")
+  @OnMySqlFamily
   void aSlowDdlCannotLandAfterTheSuccessorsClaim(TestDatabase db) throws Exception {
     assertFalse(slowDdlLandsAfterTheClaim(db, OutsideTransactionPolicy.REFUSE), db + ": STRICT");
     assertTrue(
@@ -223,8 +220,7 @@ class OutsideTransactionTest {
    * MySQL/MariaDB {@code INSERT DELAYED} returns before the server writes its row (MyISAM): it is
    * refused under a lease whatever the policy; without a lease it runs.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.jdbc.internal.fence.ServerRefusalTest#mysqlFamily")
+  @OnMySqlFamily
   void insertDelayedIsRefusedUnderALease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("delayed").orElseThrow();
@@ -248,8 +244,7 @@ class OutsideTransactionTest {
    * Control: inside a transaction PostgreSQL and SQLite refuse these statements themselves, with
    * the error the fence's own autocommit transaction used to provoke.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void controlInsideATransactionTheDatabaseRefusesThem(TestDatabase db) throws Exception {
     if (db.isMySqlFamily()) {
       return; // MySQL commits around them instead: see the next test
@@ -276,8 +271,7 @@ class OutsideTransactionTest {
    * before DDL: inside a verified transaction the DDL is preceded by a fresh verify (the commit
    * happens with the lock held), and the next statement is a new transaction that verifies again.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.jdbc.internal.fence.ServerRefusalTest#mysqlFamily")
+  @OnMySqlFamily
   void mysqlDdlInsideATransactionCommitsItUnderAFreshVerify(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ddl").orElseThrow();
@@ -307,8 +301,7 @@ class OutsideTransactionTest {
    * Statements whose effect stays in the session run under a lease as they are, with no verify:
    * PostgreSQL DISCARD, SQLite ATTACH/DETACH and configuration PRAGMAs.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void sessionStatementsRunUnderALease(TestDatabase db) throws Exception {
     if (db.isMySqlFamily()) {
       return; // LOCK and UNLOCK TABLES: LockTablesTest, UnlockTablesTest

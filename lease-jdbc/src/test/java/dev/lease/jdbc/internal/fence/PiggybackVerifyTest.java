@@ -15,6 +15,8 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.PgWire;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
@@ -28,8 +30,6 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The verify carried in the first statement's round trip (issue 12): every result shape is
@@ -200,8 +200,7 @@ class PiggybackVerifyTest {
         });
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void everyResultShapeOfAFirstStatementIsPresentedAsWithoutTheVerify(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
@@ -228,8 +227,7 @@ class PiggybackVerifyTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aPreparedStatementReusedAcrossTransactionsCarriesTheVerifyEachTime(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
@@ -277,8 +275,7 @@ class PiggybackVerifyTest {
   // ---- what cannot carry it verifies separately
   // --------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void whatCannotCarryTheVerifyVerifiesSeparatelyAndAnswersAsWithoutIt(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
@@ -359,8 +356,7 @@ class PiggybackVerifyTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void autocommitStatementsAndTheOptionOffVerifySeparately(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("auto").get();
@@ -388,8 +384,7 @@ class PiggybackVerifyTest {
    * the statement fails, which also undoes the verify's lock: the transaction stays unverified, and
    * the next statement carries the verify again before anything commits.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void afterAFailedCarriedStatementTheNextStatementCarriesTheVerifyAgain(TestDatabase db)
       throws Exception {
     assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
@@ -418,8 +413,7 @@ class PiggybackVerifyTest {
   }
 
   /** A statement prepared before its lease was bound (a statement cache's) verifies separately. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aStatementPreparedBeforeTheLeaseWasBoundVerifiesSeparately(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
@@ -447,8 +441,7 @@ class PiggybackVerifyTest {
   // ---- a refused verify sent ahead of a write leaves nothing behind
   // ----------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aRefusedVerifySentAheadOfAWriteLeavesNothingBehind(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
       for (int i = 0; i < 4; i++) {
@@ -468,8 +461,7 @@ class PiggybackVerifyTest {
    * Negative control: a fence that sends the combined text but ignores the verify's empty result
    * commits the stale holder's write, and the test above would catch it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlIgnoringTheCarriedVerifysEmptyResultCommitsTheWrite(TestDatabase db)
       throws Exception {
     assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
@@ -553,8 +545,7 @@ class PiggybackVerifyTest {
   // ---- round trips, counted on the wire
   // --------------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void aFencedOneStatementTransactionTakesTheRoundTripsOfARawOne(TestDatabase db) throws Exception {
     assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
     try (Fixture f = pg();
@@ -583,8 +574,7 @@ class PiggybackVerifyTest {
    * like the raw one, and later transactions send no Parse at all. Negative control: with
    * server-side prepare off ({@code prepareThreshold=0}) the count sees a Parse every time.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void theCombinedStatementIsServerPreparedLikeTheRawOne(TestDatabase db) throws Exception {
     assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
     try (Fixture f = pg();

@@ -9,6 +9,7 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDriver;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -19,8 +20,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.apache.tomcat.jdbc.pool.DataSource;
 import org.apache.tomcat.jdbc.pool.PoolProperties;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 9, path 6: a pool that does not roll back when a connection is returned (Tomcat JDBC, whose
@@ -44,8 +43,7 @@ class PoolHandOverTest {
     return new DataSource(p);
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theNextBorrowerOnAnotherThreadNeverReceivesAVerifiedTransaction(TestDatabase db)
       throws Exception {
     assertEquals("clean", handOver(db, false));
@@ -55,8 +53,7 @@ class PoolHandOverTest {
    * Negative control: without the check the next borrower gets the holder's transaction (and fails
    * with LF003 on the first statement it sends in it).
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutTheCheckTheTransactionReachesTheNextBorrower(TestDatabase db)
       throws Exception {
     assertEquals(LeaseLostSQLException.LEASE_CHANGED, handOver(db, true));

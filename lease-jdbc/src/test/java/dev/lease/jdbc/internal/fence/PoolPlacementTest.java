@@ -17,11 +17,10 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencedDriver;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.sqlite.SQLiteDataSource;
 
 /**
@@ -57,8 +56,7 @@ class PoolPlacementTest {
     return new HikariDataSource(cfg);
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void insideThePoolTransactionsAreFencedButThePoolsOwnCallsAreNot(TestDatabase db)
       throws Exception {
     FencingOptions before = FencedDriver.defaultOptions();
@@ -110,8 +108,7 @@ class PoolPlacementTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void outsideThePoolWithAutoCommitOffAndAConnectionBorrowedBeforeTheLease(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {

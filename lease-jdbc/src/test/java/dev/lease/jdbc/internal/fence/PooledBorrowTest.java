@@ -14,6 +14,7 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencedDriver;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import io.agroal.api.AgroalDataSource;
 import io.agroal.api.configuration.AgroalConnectionPoolConfiguration.ConnectionValidator;
@@ -243,8 +244,7 @@ class PooledBorrowTest {
   }
 
   /** Negative control: the poison of the refused autocommit statement reaches the borrower. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlPoisonThatOutlivesItsTransactionRefusesTheBorrower(TestDatabase db)
       throws Exception {
     assertThrows(

@@ -12,6 +12,9 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.ReadOnlyPolicy;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -31,10 +34,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * sqlite-jdbc refuses the flag on an open connection that was opened writable.
  */
 class ReadOnlyFlagTest {
-
-  static Stream<TestDatabase> postgresql() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
 
   /** Where the driver lets a flagged connection write: Connector/J refuses DML itself. */
   static Stream<TestDatabase> flagNotEnforcedByTheDriver() {
@@ -74,16 +73,14 @@ class ReadOnlyFlagTest {
 
   // ---- STRICT: the lock
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aFlaggedConnectionWhoseTransactionCanWriteStillTakesTheLock(TestDatabase db)
       throws Exception {
     assertEquals(List.of(true, true), lockHeld(db, FencingOptions.builder()));
   }
 
   /** Negative control: taking the flag for the server's answer leaves the lease row free. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void negativeControlTrustingTheFlagTheWriteTakesNoLock(TestDatabase db) throws Exception {
     assertEquals(
         List.of(false, false),
@@ -165,8 +162,7 @@ class ReadOnlyFlagTest {
 
   // ---- SKIP: the verify
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void skipStillVerifiesAFlaggedTransactionTheServerLetsWrite(TestDatabase db) throws Exception {
     assertEquals(List.of("refused", "refused"), afterTakeover(db, FencingOptions.builder()));
   }

@@ -9,6 +9,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.LeaseLostSQLException.Reason;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -16,8 +17,6 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * A caller learns why the fence refused without comparing SQLStates (issue 40 item 4): a holder
@@ -31,8 +30,7 @@ class RefusalReasonTest {
   /** Renewed every 2 s, lost locally after 10 s without a renewal. */
   static final LeaseTimings TIMINGS = LeaseTimings.of(Duration.ofSeconds(15));
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aHolderPausedInsideItsTransactionIsToldItsLeaseWasLostLocally(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
@@ -61,8 +59,7 @@ class RefusalReasonTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aDatabaseRefusalKeepsItsReasonThroughThePoison(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease = f.manager("refused", TIMINGS).tryClaim("refused").orElseThrow();
@@ -87,8 +84,7 @@ class RefusalReasonTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aReleasedLeaseAChangedLeaseAndAStatementNotAllowedEachSayWhich(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {

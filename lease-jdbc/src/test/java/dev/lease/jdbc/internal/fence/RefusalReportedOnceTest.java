@@ -14,6 +14,7 @@ import dev.lease.core.internal.LifecycleRules;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.util.Optional;
@@ -57,8 +58,7 @@ class RefusalReportedOnceTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTransactionRefusedByTheDatabaseIsReportedOnceThoughItsLossListenersRunFirst(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {

@@ -10,15 +10,14 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryServer;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The server's refusal is told from an application's error by this process's nonce in the marker
@@ -32,17 +31,12 @@ class RefusalSignatureTest {
 
   private static final AtomicInteger IDS = new AtomicInteger();
 
-  static Stream<TestDatabase> postgres() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
-
   /**
    * Negative control: the check before the review (the marker anywhere in the message) takes a
    * duplicate key on a user's value holding the marker for the server's refusal and loses the
    * lease.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void controlTheMarkerTextAloneLosesAHeldLeaseToUserData(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       String users = TestDatabase.uniqueTable("ru");
@@ -79,8 +73,7 @@ class RefusalSignatureTest {
    * (user data cast like the verify casts): without this process's nonce it is not a refusal. This
    * is what the nonce adds to the SQLState check.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void theRefusalsOwnErrorOnUserDataDoesNotLoseAHeldLease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease =
@@ -117,22 +110,19 @@ class RefusalSignatureTest {
    * Negative control: a read-only PostgreSQL transaction committed without its proof, as before the
    * review, delivers the stale holder's NOTIFY after the successor's claim.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgres")
+  @OnPostgresql
   void controlAReadOnlyCommitWithoutProofDeliversTheNotify(TestDatabase db) throws Exception {
     assertEquals(1, notificationsAfterTakeover(db, WeakenedFence.NO_READ_ONLY_PROOF));
   }
 
   /** The fixed fence, and its commit in the same round trip as the proof: nothing delivered. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgres")
+  @OnPostgresql
   void aReadOnlyCommitCarriesThePlainProof(TestDatabase db) throws Exception {
     assertEquals(0, notificationsAfterTakeover(db));
   }
 
   /** A read-only transaction under a held lease still commits (its NOTIFY is delivered). */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgres")
+  @OnPostgresql
   void aReadOnlyTransactionUnderAHeldLeaseCommits(TestDatabase db) throws Exception {
     String channel = TestDatabase.uniqueTable("ch");
     try (Fixture f = new Fixture(db, 3);

@@ -8,13 +8,12 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Savepoint;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Review S8: two paths that skipped the fence's end-of-transaction rules. {@code endRequest()} (a
@@ -24,8 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class RequestBoundaryTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void endRequestRollsBackAVerifiedTransactionTheNextBorrowerWouldCommit(TestDatabase db)
       throws Exception {
     assertEquals(0, committedAfterEndRequest(db, FencingOptions.builder()));
@@ -34,8 +32,7 @@ class RequestBoundaryTest {
   /**
    * Negative control: forgetting the transaction at endRequest lets the next borrower commit it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutTheRollbackTheNextBorrowerCommitsIt(TestDatabase db) throws Exception {
     assertEquals(
         1,
@@ -64,15 +61,13 @@ class RequestBoundaryTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void releaseSavepointIsRefusedInAPoisonedTransaction(TestDatabase db) throws Exception {
     assertEquals("refused", releaseAfterLoss(db, FencingOptions.builder()));
   }
 
   /** Negative control: without the check the release runs in the poisoned transaction. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutTheCheckTheReleaseRuns(TestDatabase db) throws Exception {
     assertEquals(
         "released",

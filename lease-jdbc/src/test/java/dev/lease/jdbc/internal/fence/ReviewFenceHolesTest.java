@@ -9,13 +9,13 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryServer;
+import dev.lease.testing.OnMySqlFamily;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Red-team repros (review of issue 25's fence). Each test FAILS while its hole exists: it asserts
@@ -25,18 +25,13 @@ class ReviewFenceHolesTest {
 
   private static final AtomicInteger IDS = new AtomicInteger();
 
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
-
   /**
    * MariaDB with allowMultiQueries: one text whose first statement commits implicitly (CREATE
    * TEMPORARY SEQUENCE, which the lexer reads as an ordinary statement) and whose second opens a
    * new transaction. The verify's share lock is gone, yet the last OK packet says "in transaction",
    * so the commit is not "in doubt" and runs without a proof after a successor claimed.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void anImplicitCommitInsideAMultiStatementTextIsNotAStaleCommit(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3, true)) {
@@ -77,8 +72,7 @@ class ReviewFenceHolesTest {
    * The fence looks at the server's flag only before and after the whole batch; afterwards it says
    * "in transaction" again.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void anImplicitCommitInsideABatchIsNotAStaleCommit(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease =
@@ -114,8 +108,7 @@ class ReviewFenceHolesTest {
    * one. The fenced commit() trusts its picture (server: "in transaction") and commits it without a
    * proof. The design promises "if one [raw object] does [leave], the commit rule still holds".
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void aCommitThroughAnUnwrappedConnectionDoesNotLetTheFencedCommitThrough(TestDatabase db)
       throws Exception {
     Class<? extends Connection> vendor =
@@ -153,8 +146,7 @@ class ReviewFenceHolesTest {
    * notification reaches listeners after the successor's claim committed (invariant 3: nothing
    * verified under term t commits after term t+1's claim).
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgres")
+  @OnPostgresql
   void aNotifyInAReadOnlyTransactionIsNotDeliveredAfterTheTakeover(TestDatabase db)
       throws Exception {
     String channel = TestDatabase.uniqueTable("ch");
@@ -193,18 +185,13 @@ class ReviewFenceHolesTest {
     }
   }
 
-  static Stream<TestDatabase> postgres() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
-
   /**
    * Healthy path: the fence takes any error whose message contains the refusal marker for the
    * server's refusal of the verify ({@code Dialect.isRefusal} looks only at the message text) and
    * marks the lease lost. Errors echo user data: a duplicate key whose value is the marker text (a
    * user name, a form field) makes a healthy holder lose its lease.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void userDataInAnErrorMessageDoesNotLoseAHeldLease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       String users = TestDatabase.uniqueTable("ru");
@@ -255,8 +242,7 @@ class ReviewFenceHolesTest {
    * unleased connection, as JTA recovery does) after the successor's claim. PostgreSQL keeps row
    * locks in a prepared transaction, so PREPARE TRANSACTION does not have this problem.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void anXaBranchPreparedUnderTheLeaseStillHoldsTheClaimBack(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease =

@@ -8,13 +8,11 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.OutsideTransactionPolicy;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.util.List;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Review S7 (MySQL/MariaDB): a procedure whose body runs {@code SET autocommit = 1} leaves the
@@ -25,12 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class RoutineAutocommitTest {
 
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void afterACallThatTurnedAutocommitOnTheNextStatementRunsAsItsOwnVerifiedTransaction(
       TestDatabase db) throws Exception {
     // the fence learned the server's mode: the driver reports autocommit, and the statement
@@ -39,8 +32,7 @@ class RoutineAutocommitTest {
   }
 
   /** Negative control: trusting the driver's cached flag, the fence never learns it. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void negativeControlTrustingTheDriversFlagTheFenceBelievesInItsTransaction(TestDatabase db)
       throws Exception {
     assertEquals(

@@ -9,14 +9,13 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.OutsideTransactionPolicy;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.CallableStatement;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * MySQL/MariaDB stored procedures may commit inside: the fence cannot see their statements. A CALL
@@ -26,12 +25,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class RoutineTest {
 
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void aCallIsVerifiedBeforeAndAfterAndAStaleLeaseNeverReachesTheProcedure(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
@@ -80,15 +74,13 @@ class RoutineTest {
    * {@link Doubt#ROUTINE}: a procedure that commits inside frees STRICT's lock; a successor takes
    * over; the holder's next write must verify again and be refused.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void afterARoutineThatCommittedTheStaleWriteIsRefused(TestDatabase db) throws Exception {
     assertEquals("refused", afterACommittingRoutine(db, false));
   }
 
   /** Control: ignoring the routine's doubt, the stale write after the takeover commits. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void controlIgnoringTheRoutinesDoubtTheStaleWriteCommits(TestDatabase db) throws Exception {
     assertEquals("committed", afterACommittingRoutine(db, true));
   }
@@ -136,8 +128,7 @@ class RoutineTest {
   }
 
   /** PostgreSQL: a procedure's COMMIT is refused inside the fence's own transaction. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void postgresqlRefusesAProceduresCommitInsideTheFencesTransaction(TestDatabase db)
       throws Exception {
     if (db != TestDatabase.POSTGRESQL) {

@@ -9,12 +9,11 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.Statement;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Review S3: {@code ROLLBACK TO SAVEPOINT} sent as SQL while no lease is bound, inside a
@@ -24,12 +23,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class SavepointRollbackWithoutLeaseTest {
 
-  static Stream<TestDatabase> postgresql() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theNextStatementUnderTheLeaseVerifiesAgain(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
@@ -39,8 +33,7 @@ class SavepointRollbackWithoutLeaseTest {
   }
 
   /** Negative control: without the re-verify the next statement trusts the freed lock. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutReverifyTheNextStatementTrustsTheLock(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
@@ -57,15 +50,13 @@ class SavepointRollbackWithoutLeaseTest {
   }
 
   /** PostgreSQL: the stale holder's write after the unleased ROLLBACK TO is refused. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void aTakeoverAfterTheUnleasedRollbackToRefusesTheStaleWrite(TestDatabase db) throws Exception {
     assertEquals("refused", staleWrite(db, false));
   }
 
   /** Negative control: without the re-verify the stale write commits after the takeover. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void negativeControlWithoutReverifyTheStaleWriteCommits(TestDatabase db) throws Exception {
     assertEquals("committed", staleWrite(db, true));
   }

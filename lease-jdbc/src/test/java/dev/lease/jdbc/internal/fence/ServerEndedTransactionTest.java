@@ -14,6 +14,8 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -25,9 +27,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 9, paths 3 and 4: the server ends the verified transaction, or the verify's lock, without
@@ -38,10 +37,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * committing after the takeover when it does not.
  */
 class ServerEndedTransactionTest {
-
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
 
   private static void update(Connection c, String table, int id, String note) throws SQLException {
     try (PreparedStatement ps =
@@ -54,16 +49,14 @@ class ServerEndedTransactionTest {
 
   // ---- a real deadlock (MySQL, MariaDB)
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void afterADeadlockRolledTheTransactionBackTheNextStatementVerifiesAgain(TestDatabase db)
       throws Exception {
     assertEquals("refused", afterDeadlock(db, f -> f.options().build()));
   }
 
   /** Negative control: trusting the verify's lock after the deadlock commits after takeover. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void negativeControlWithoutReverifyTheStaleWriteCommitsAfterTheDeadlock(TestDatabase db)
       throws Exception {
     assertEquals(
@@ -182,8 +175,7 @@ class ServerEndedTransactionTest {
 
   // ---- a savepoint rolled back past the verify (PostgreSQL frees the row lock)
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aSavepointRolledBackPastTheVerifyIsFollowedByAnotherVerify(TestDatabase db)
       throws Exception {
     for (boolean asSql : new boolean[] {false, true}) {
@@ -199,8 +191,7 @@ class ServerEndedTransactionTest {
    * Negative control on PostgreSQL, where the rollback frees the verify's row lock: without the
    * second verify the write after the takeover commits.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutReverifyAWriteAfterTheSavepointRollbackCommits(TestDatabase db)
       throws Exception {
     if (db != TestDatabase.POSTGRESQL) {
@@ -270,8 +261,7 @@ class ServerEndedTransactionTest {
 
   // ---- a failed statement (PostgreSQL with autosave, every database)
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void afterAFailedStatementTheNextStatementVerifiesAgain(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("fail").orElseThrow();

@@ -17,6 +17,9 @@ import dev.lease.jdbc.FencedDriver;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -42,10 +45,6 @@ class ServerRefusalTest {
 
   private static final AtomicInteger IDS = new AtomicInteger();
 
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
-
   private static Lease stale(Fixture f) throws SQLException {
     Lease lease =
         f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("r" + IDS.incrementAndGet()).get();
@@ -69,8 +68,7 @@ class ServerRefusalTest {
 
   // ---- 1. the verify fails in the server ---------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aRefusedVerifyIsAnErrorOfTheServerKeptAsTheCause(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease = stale(f);
@@ -97,8 +95,7 @@ class ServerRefusalTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aHeldLeaseStillVerifiesAndCommits(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease =
@@ -185,8 +182,7 @@ class ServerRefusalTest {
    * the lease (PostgreSQL: in the COMMIT's own round trip) and is refused. The previous commit
    * trusted the fence's picture (no transaction verified, nothing to check) and committed it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void aCommitProvesWritesTheFenceDidNotSee(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease = stale(f);
@@ -218,8 +214,7 @@ class ServerRefusalTest {
    * lease (a write through the driver's own connection): it is rolled back, so the next borrower
    * cannot commit it. The previous mechanism knew of no transaction and left it open.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void aRequestBoundaryRollsBackWritesTheFenceDidNotSee(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease = stale(f);
@@ -326,8 +321,7 @@ class ServerRefusalTest {
    * again and is refused once a successor claimed. The previous fence, which did not read them, let
    * the next statement and the commit through.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void anImplicitCommitIsReadFromTheServersState(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       for (Refusal refusal : new Refusal[] {Refusal.SERVER, Refusal.CLIENT}) {
@@ -408,8 +402,7 @@ class ServerRefusalTest {
    * Connector/J {@code autoReconnect=true}): the first lease-bound statement is refused with what
    * to do; without a lease the connection works.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void aDataSourceWhoseDriverReplaysIsRefusedUnderALease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 1)) {
       String option = db == TestDatabase.MARIADB ? "transactionReplay=true" : "autoReconnect=true";

@@ -8,6 +8,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -15,10 +16,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.stream.Stream;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 9, path 9: STRICT's session bounds on MySQL/MariaDB ({@code innodb_lock_wait_timeout},
@@ -27,10 +25,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * bounds, also after a pool reset the session.
  */
 class SessionBoundsTest {
-
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
 
   /** {lock wait, idle timeout (MariaDB) or -1} of the connection's session. */
   private static long[] bounds(TestDatabase db, Connection c) throws SQLException {
@@ -55,8 +49,7 @@ class SessionBoundsTest {
         .idleInTransactionTimeout(Duration.ofSeconds(9));
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void borrowersWithoutALeaseFindTheSessionsOwnValuesAndHoldersFindTheBounds(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 1)) { // one physical connection for every borrower
@@ -97,8 +90,7 @@ class SessionBoundsTest {
   }
 
   /** Negative control: without the restore the lease's bounds reach the next borrower. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void negativeControlWithoutTheRestoreABorrowerWithoutALeaseRunsWithTheLeasesBounds(
       TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 1)) {

@@ -10,14 +10,15 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 35 items 1 and 6: the verify reaches the one real lease table by a reference the session
@@ -91,14 +92,12 @@ class SessionRedefinitionTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTemporaryTableNamedLikeTheLeaseTableCannotStandInForIt(TestDatabase db) throws Exception {
     assertEquals(0, staleCommitThroughATemporaryCopy(db, false), db + ": the stale write");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlAVerifyNamingTheTableAsConfiguredReadsTheCopyAndCommits(TestDatabase db)
       throws Exception {
     assertEquals(1, staleCommitThroughATemporaryCopy(db, true), db + ": the control commits");
@@ -108,8 +107,7 @@ class SessionRedefinitionTest {
    * On MySQL/MariaDB the shadowed reference fails in the server (a temporary table cannot be
    * partitioned): the error says what stands in the way, and the transaction is refused.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.jdbc.internal.fence.ServerRefusalTest#mysqlFamily")
+  @OnMySqlFamily
   void aShadowedLeaseTableFailsTheVerifyWithAMessageThatSaysWhy(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       Lease lease =
@@ -135,8 +133,7 @@ class SessionRedefinitionTest {
    * database ({@code setCatalog}, {@code USE}) and writes there under its lease: the verify still
    * reaches the lease table, and the transaction commits.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void aSessionThatSwitchesSchemaOrDatabaseStillCommitsUnderItsLease(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
@@ -264,8 +261,7 @@ class SessionRedefinitionTest {
   }
 
   /** The reference the statements use names the table beyond the session's reach. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theLeaseTableIsReachedByAQualifiedReference(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       String reference =

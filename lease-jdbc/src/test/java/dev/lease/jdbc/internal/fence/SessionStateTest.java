@@ -13,19 +13,15 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
-import dev.lease.testing.ConnectionSource;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Stream;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Where the transaction is, when the application moves it with SQL rather than through JDBC: issue
@@ -35,10 +31,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  * transaction into statements that commit one by one.
  */
 class SessionStateTest {
-
-  static Stream<TestDatabase> mysqlFamily() {
-    return Stream.of(TestDatabase.MYSQL, TestDatabase.MARIADB);
-  }
 
   private static void sql(Connection c, String sql) throws SQLException {
     try (Statement s = c.createStatement()) {
@@ -57,8 +49,7 @@ class SessionStateTest {
 
   // ---- a transaction begun as SQL before the lease was bound
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTransactionBegunAsSqlBeforeTheLeaseWasBoundStaysOneTransaction(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
@@ -87,8 +78,7 @@ class SessionStateTest {
    * read, wraps the statement in a transaction of its own and commits the holder's work early
    * (SQLite: its BEGIN fails, and the statement with it).
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutTheDriversViewTheSqlTransactionIsCommittedEarly(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
@@ -112,8 +102,7 @@ class SessionStateTest {
 
   // ---- SET autocommit as SQL (MySQL, MariaDB)
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void setAutocommitAsSqlKeepsAHealthyHoldersTransactionWhole(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("set-ac").orElseThrow();
@@ -149,8 +138,7 @@ class SessionStateTest {
    * without the driver's view the fence believes autocommit, wraps each statement, and commits the
    * first before the holder's COMMIT.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlConnectorJsStaleAutocommitCommitsStatementByStatement(TestDatabase db)
       throws Exception {
     if (db != TestDatabase.MYSQL) {
@@ -170,8 +158,7 @@ class SessionStateTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("mysqlFamily")
+  @OnMySqlFamily
   void setAutocommitOneAsSqlIsACommitAndRunsItsChecks(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("set-ac1").orElseThrow();
@@ -212,8 +199,7 @@ class SessionStateTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void verifyModeRefusesEveryCommitPathAfterARelease(TestDatabase db) throws Exception {
     assertEquals(List.of(), staleCommits(db, false));
   }
@@ -222,8 +208,7 @@ class SessionStateTest {
    * Negative control: without the checks the same paths commit after the release. (MySQL's implicit
    * commit of DDL is not among them: the fresh verify before such a statement refuses it too.)
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlCommitPathsWithoutChecksCommitAfterARelease(TestDatabase db)
       throws Exception {
     List<String> expected = new ArrayList<>(commitPaths(db));
@@ -284,51 +269,7 @@ class SessionStateTest {
 
   // ---- close() of a transaction begun as SQL (issue 9, path 5)
 
-  /**
-   * A "pool" that hands out one physical connection and never rolls back when it is returned
-   * (Tomcat JDBC's default {@code rollbackOnReturn=false} behaves so): close() is a no-op.
-   */
-  private static final class NoRollbackOnReturn extends ConnectionSource implements AutoCloseable {
-    private final Connection physical;
-
-    NoRollbackOnReturn(DataSource real) throws SQLException {
-      this.physical = real.getConnection();
-    }
-
-    @Override
-    public Connection getConnection() {
-      return (Connection)
-          Proxy.newProxyInstance(
-              Connection.class.getClassLoader(),
-              new Class<?>[] {Connection.class},
-              (proxy, method, args) -> {
-                if (method.getName().equals("close")) {
-                  return null; // back to the "pool", transaction and all
-                }
-                if (method.getName().equals("isClosed")) {
-                  return false;
-                }
-                try {
-                  return method.invoke(physical, args);
-                } catch (InvocationTargetException e) {
-                  throw e.getCause();
-                }
-              });
-    }
-
-    @Override
-    public void close() throws SQLException {
-      try (Statement s = physical.createStatement()) {
-        s.execute("ROLLBACK");
-      } catch (SQLException e) {
-        // none open
-      }
-      physical.close();
-    }
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void closeRollsBackAVerifiedTransactionBegunAsSql(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("close").orElseThrow();

@@ -14,8 +14,8 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.OptionsAccess;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
-import java.io.PrintWriter;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -28,13 +28,8 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
-import org.sqlite.Function;
-import org.sqlite.SQLiteConnection;
 
 /**
  * Review L1: a driver's cancel can block for seconds (pgjdbc waits up to {@code
@@ -63,8 +58,7 @@ class SlowCancelTest {
     assertTrue(ran.get().getName().startsWith("lease-jdbc-cancel-"), ran.get().getName());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theOwnersRollbackDoesNotWaitForASlowCancel(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("loser", LeaseTimings.DEFAULTS).tryClaim("slow").orElseThrow();
@@ -77,30 +71,12 @@ class SlowCancelTest {
       CountDownLatch rolledBack = new CountDownLatch(1);
       AtomicReference<SQLException> statementError = new AtomicReference<>();
       AtomicReference<Throwable> failure = new AtomicReference<>();
-      String longQuery =
-          switch (db) {
-            case POSTGRESQL -> "SELECT pg_sleep(30)";
-            case SQLITE ->
-                "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c"
-                    + " WHERE x < 4000000000) SELECT count(signal(x)) FROM c";
-            default -> "SELECT SLEEP(30)";
-          };
+      String longQuery = Fixture.longQuery(db);
       Thread worker =
           new Thread(
               () -> {
                 try (Connection c = ds.getConnection()) {
-                  if (db.isSqlite()) {
-                    Function.create(
-                        c.unwrap(SQLiteConnection.class),
-                        "signal",
-                        new Function() {
-                          @Override
-                          protected void xFunc() throws SQLException {
-                            running.countDown();
-                            result(1);
-                          }
-                        });
-                  }
+                  Fixture.signalWhenRunning(c, db, running);
                   try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
                     c.setAutoCommit(false);
                     f.insert(c, 1, lease.term());
@@ -120,11 +96,7 @@ class SlowCancelTest {
               },
               "worker-under-lease");
       worker.start();
-      if (db.isSqlite()) {
-        assertTrue(running.await(10, TimeUnit.SECONDS));
-      } else {
-        awaitRunning(f, db, longQuery);
-      }
+      f.awaitRunning(running, longQuery);
       f.skew.addAndGet(TimeUnit.SECONDS.toNanos(11)); // past the local deadline: lost
       assertFalse(lease.isHeld());
       assertTrue(cancelStarted.await(10, TimeUnit.SECONDS), "the loss cancels the statement");
@@ -139,35 +111,13 @@ class SlowCancelTest {
     }
   }
 
-  private static void awaitRunning(Fixture f, TestDatabase db, String query) throws Exception {
-    String probe =
-        db == TestDatabase.POSTGRESQL
-            ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
-            : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (System.nanoTime() - deadline < 0) {
-      try (Connection c = f.pool.getConnection();
-          java.sql.PreparedStatement ps = c.prepareStatement(probe)) {
-        ps.setString(1, query);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          if (rs.getInt(1) > 0) {
-            return;
-          }
-        }
-      }
-      java.util.concurrent.locks.LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(20));
-    }
-    throw new AssertionError("the long query never started");
-  }
-
   /**
    * {@code target} whose statements' {@code cancel()} cancels, then waits for {@code release} (as
    * pgjdbc waits for its cancel socket).
    */
   private static DataSource slowCancel(
       DataSource target, CountDownLatch started, CountDownLatch release) {
-    return new DataSource() {
+    return new ForwardingDataSource(target) {
       @Override
       public Connection getConnection() throws SQLException {
         return connection(target.getConnection());
@@ -180,41 +130,6 @@ class SlowCancelTest {
 
       private Connection connection(Connection c) {
         return (Connection) proxy(Connection.class, c, started, release);
-      }
-
-      @Override
-      public PrintWriter getLogWriter() throws SQLException {
-        return target.getLogWriter();
-      }
-
-      @Override
-      public void setLogWriter(PrintWriter out) throws SQLException {
-        target.setLogWriter(out);
-      }
-
-      @Override
-      public void setLoginTimeout(int seconds) throws SQLException {
-        target.setLoginTimeout(seconds);
-      }
-
-      @Override
-      public int getLoginTimeout() throws SQLException {
-        return target.getLoginTimeout();
-      }
-
-      @Override
-      public Logger getParentLogger() {
-        return Logger.getGlobal();
-      }
-
-      @Override
-      public <T> T unwrap(Class<T> iface) throws SQLException {
-        return target.unwrap(iface);
-      }
-
-      @Override
-      public boolean isWrapperFor(Class<?> iface) throws SQLException {
-        return target.isWrapperFor(iface);
       }
     };
   }

@@ -13,13 +13,12 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedConnections;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.dao.ConcurrencyFailureException;
 import org.springframework.dao.TransientDataAccessException;
 import org.springframework.jdbc.UncategorizedSQLException;
@@ -38,8 +37,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 class SpringTransactionTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void springTransactionsAreFencedWithoutForcingAFetch(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       HikariConfig cfg = new HikariConfig();

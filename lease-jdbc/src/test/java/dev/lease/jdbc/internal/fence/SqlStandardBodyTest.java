@@ -13,15 +13,13 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.internal.sql.SqlKind;
 import dev.lease.jdbc.internal.sql.SqlSummary;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 25 item 9: PostgreSQL's SQL-standard function bodies ({@code CREATE FUNCTION ... BEGIN
@@ -76,12 +74,7 @@ class SqlStandardBodyTest {
     assertTrue(c.ambiguous());
   }
 
-  static Stream<TestDatabase> postgresql() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void aSqlStandardFunctionIsCreatedUnderALease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       String fn = TestDatabase.uniqueTable("fn");

@@ -12,6 +12,7 @@ import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.internal.sql.SqlDialect;
 import dev.lease.jdbc.internal.sql.SqlLexer;
 import dev.lease.jdbc.internal.sql.SqlStatement;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.CallableStatement;
 import java.sql.Connection;
@@ -21,8 +22,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 9, path 1: SQL text holding more than one statement. Under a bound lease, text that mixes
@@ -190,8 +189,7 @@ class SqlTextFencingTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void textMixingTransactionControlIsRefusedOnEveryPathBeforeAnythingIsSent(TestDatabase db)
       throws Exception {
     try (Counter counter = new Counter(db)) {
@@ -238,8 +236,7 @@ class SqlTextFencingTest {
    * Negative control: the first release's reading (the leading keyword only) lets the stale
    * holder's UPDATE behind a COMMIT run and commit, and the same count catches it.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlTheLeadingKeywordReadingLetsAStaleUpdateCommit(TestDatabase db)
       throws Exception {
     try (Counter counter = new Counter(db)) {
@@ -259,8 +256,7 @@ class SqlTextFencingTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aHealthyHoldersTextsOfOrdinaryStatementsRunAsOneVerifiedTransaction(TestDatabase db)
       throws Exception {
     try (Counter counter = new Counter(db)) {
@@ -298,8 +294,7 @@ class SqlTextFencingTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void withNoLeaseBoundEveryTextPassesThroughUnread(TestDatabase db) throws Exception {
     try (Counter counter = new Counter(db)) {
       Fixture f = counter.f;

@@ -12,6 +12,8 @@ import dev.lease.core.LeaseTimings;
 import dev.lease.core.internal.MonotonicClock;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -33,8 +35,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * STRICT's guarantee on every database: no transaction verified under term t commits after the
@@ -113,8 +113,7 @@ class StrictFencingTest {
   // ---- a verified transaction makes the next claim wait
   // -------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void theClaimOfTheNextTermWaitsForATransactionVerifiedUnderTheLast(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 6)) {
@@ -130,8 +129,7 @@ class StrictFencingTest {
   }
 
   /** Negative control: a plain verify takes no lock, so the claim goes through at once. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#servers")
+  @OnEveryServer
   void negativeControlInVerifyModeTheClaimDoesNotWait(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 6)) {
       CommitHistory h = new CommitHistory();
@@ -144,8 +142,7 @@ class StrictFencingTest {
   // ---- paused holders, recorded and checked
   // ------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aPausedHolderCommitsBeforeTheSuccessorsClaimOrIsRefusedNeverAfter(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 6)) {
@@ -178,8 +175,7 @@ class StrictFencingTest {
    * the same statement as STRICT (SQLite has no row locks and its single writer does the fencing),
    * so the weakened holder there does not verify at all.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlAWeakenedFenceLetsAPausedHolderCommitAfterTakeover(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 6)) {
@@ -201,8 +197,7 @@ class StrictFencingTest {
   // ---- takeover is bounded by the server's own timeouts
   // --------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aPausedHolderCannotDelayTakeoverBeyondTheServersTimeouts(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 6)) {
       Duration idle = Duration.ofSeconds(1);

@@ -9,6 +9,7 @@ import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -21,8 +22,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * STRICT's cost to the lease itself, on every database: its verified transactions hold the lease
@@ -35,8 +34,7 @@ class StrictRenewalStarvationTest {
   // ---- renewals are not starved
   // ----------------------------------------------------------------------
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void renewalsAreNeverStarvedBySixteenThreadsOfVerifiedTransactions(TestDatabase db)
       throws Exception {
     Renewals r = renewalsUnderLoad(db, false);
@@ -53,8 +51,7 @@ class StrictRenewalStarvationTest {
   }
 
   /** Negative control: a transaction that locks the lease row exclusively is seen starving them. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlABlockedRenewalIsDetected(TestDatabase db) throws Exception {
     Renewals r = renewalsUnderLoad(db, true);
     assertTrue(r.failed > 0 && (r.maxGapMs >= r.localDeadlineMs || r.lost), r.toString());

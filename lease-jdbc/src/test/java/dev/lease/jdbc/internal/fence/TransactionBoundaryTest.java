@@ -12,18 +12,16 @@ import dev.lease.jdbc.AutoCommitPolicy;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.ReadOnlyPolicy;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.sql.Statement;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.TestInstance;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Where and how often the verify runs, on every database: lazily at the first statement of a
@@ -37,10 +35,6 @@ class TransactionBoundaryTest {
   private final java.util.Map<TestDatabase, LeaseManager> managers =
       new java.util.EnumMap<>(TestDatabase.class);
   private int ids;
-
-  static Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
 
   @BeforeAll
   void setUp() throws SQLException {
@@ -68,8 +62,7 @@ class TransactionBoundaryTest {
     return managers.get(db).tryClaim("l" + (++ids)).orElseThrow();
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void verifyRunsAtTheFirstStatementNotAtSetAutoCommit(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
@@ -103,8 +96,7 @@ class TransactionBoundaryTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void savepointsVerifyFirstAndSavepointRollbackVerifiesAgain(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
@@ -127,8 +119,7 @@ class TransactionBoundaryTest {
     assertEquals(1, f.count("id = " + kept), "still one transaction: committed whole");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void transactionControlWrittenAsSqlIsSeen(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
@@ -155,8 +146,7 @@ class TransactionBoundaryTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aRefusedTransactionIsPoisonedUntilRollback(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
@@ -188,8 +178,7 @@ class TransactionBoundaryTest {
     assertEquals(0, f.count("id = " + id), "nothing of the refused transaction committed");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void setAutoCommitTrueRollsBackAPoisonedTransactionAndSaysSo(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
@@ -211,8 +200,7 @@ class TransactionBoundaryTest {
     assertEquals(0, f.count("id = " + id));
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void autocommitStatementsRunAsTheirOwnVerifiedTransactions(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
@@ -239,8 +227,7 @@ class TransactionBoundaryTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void autocommitPoliciesVerifyOnlyAndRefuse(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     Lease lease = claim(db);
@@ -264,8 +251,7 @@ class TransactionBoundaryTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void readOnlyTransactionsCanSkipTheVerify(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     Lease lease = claim(db);
@@ -299,8 +285,7 @@ class TransactionBoundaryTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void aDifferentLeaseInsideAVerifiedTransactionFails(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());
@@ -321,8 +306,7 @@ class TransactionBoundaryTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void withNoLeaseBoundNothingIsVerified(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     try (Connection c = f.fenced(f.options().build()).getConnection()) {
@@ -335,8 +319,7 @@ class TransactionBoundaryTest {
     assertEquals(0, f.verified.get());
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void statementsPreparedBeforeTheLeaseWasBoundAndBatchesAreFenced(TestDatabase db)
       throws Exception {
     Fixture f = fixture(db);
@@ -366,8 +349,7 @@ class TransactionBoundaryTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void anAutocommitQueryUnderALeaseStillReturnsItsRows(TestDatabase db) throws Exception {
     Fixture f = fixture(db);
     FencedDataSource ds = f.fenced(f.options().build());

@@ -14,6 +14,7 @@ import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.SqlRules;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -22,8 +23,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Issue 23: a transfer fences the old holder exactly as a claim of the next term does. Under STRICT
@@ -44,8 +43,7 @@ class TransferFencingTest {
           .gracePeriod(java.time.Duration.ofSeconds(1))
           .build();
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTransferWaitsForTheOldHoldersStrictTransactionWhichCommitsBeforeIt(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
@@ -74,8 +72,7 @@ class TransferFencingTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aTransactionOfTheOldHolderAfterTheTransferIsRefused(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
       LeaseManager a = f.manager("a", TIMINGS);

@@ -12,14 +12,13 @@ import dev.lease.jdbc.FencedConnection;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.OutsideTransactionPolicy;
+import dev.lease.testing.OnEveryDatabase;
+import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.io.StringReader;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.stream.Stream;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.postgresql.PGConnection;
 import org.postgresql.core.BaseConnection;
 
@@ -40,21 +39,15 @@ class VendorUnwrapTest {
     return FencingOptions.builder().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST);
   }
 
-  static Stream<TestDatabase> postgresql() {
-    return Stream.of(TestDatabase.POSTGRESQL);
-  }
-
   // ---- a lost lease in autocommit mode, every database
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aVendorObjectIsNotHandedOutInAutocommitUnderALostLease(TestDatabase db) throws Exception {
     assertEquals("refused", unwrapAfterTakeover(db, verifyFirst()));
   }
 
   /** Negative control: checking only an open transaction hands the vendor object out. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void negativeControlWithoutTheUnwrapChecksTheVendorObjectIsHandedOut(TestDatabase db)
       throws Exception {
     assertEquals(
@@ -87,15 +80,13 @@ class VendorUnwrapTest {
 
   // ---- pgjdbc's COPY in autocommit, and BaseConnection
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void copyInAutocommitUnderALostLeaseWritesNothing(TestDatabase db) throws Exception {
     assertEquals(0, copyAfterTakeover(db, verifyFirst()));
   }
 
   /** Negative control: the COPY commits on its own under the lost lease. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void negativeControlWithoutTheUnwrapChecksTheCopyCommits(TestDatabase db) throws Exception {
     assertEquals(
         1,
@@ -122,8 +113,7 @@ class VendorUnwrapTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void theDriversOwnConnectionTypeIsNotHandedOutInAutocommitUnderALease(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
@@ -146,8 +136,7 @@ class VendorUnwrapTest {
   }
 
   /** Negative control: without the checks the raw driver connection is handed out. */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("postgresql")
+  @OnPostgresql
   void negativeControlWithoutTheUnwrapChecksTheRawConnectionIsHandedOut(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {

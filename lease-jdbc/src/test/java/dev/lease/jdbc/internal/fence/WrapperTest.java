@@ -15,6 +15,7 @@ import dev.lease.jdbc.FencedConnection;
 import dev.lease.jdbc.FencedConnections;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.lang.reflect.Method;
@@ -30,8 +31,6 @@ import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /** The wrappers leave no escape hatch: every method overridden, back-pointers lead to wrappers. */
 class WrapperTest {
@@ -69,8 +68,7 @@ class WrapperTest {
         notOverridden(UrlDataSource.class, DataSource.class).contains("createConnectionBuilder"));
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void backPointersReturnWrappersAndUnwrapNeverBypassesTheFence(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       FencedDataSource ds = f.fenced(f.options().build());

@@ -11,14 +11,11 @@ import dev.lease.jdbc.FencedConnection;
 import dev.lease.jdbc.FencedConnections;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
-import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * Two DataSources, one rule (issue 40 item 3): lease SQL runs on the unfenced pool, the
@@ -27,8 +24,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class WrongWiringTest {
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aLeaseManagerOnAFencedDataSourceFailsAtBuild(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       FencedDataSource fenced = f.fenced(FencingOptions.defaults());
@@ -45,7 +41,10 @@ class WrongWiringTest {
               IllegalArgumentException.class,
               () ->
                   f.manager(
-                      new Delegating(fenced), "wrong", LeaseTimings.DEFAULTS, System::nanoTime));
+                      new ForwardingDataSource(fenced),
+                      "wrong",
+                      LeaseTimings.DEFAULTS,
+                      System::nanoTime));
       assertTrue(wrapped.getMessage().contains("got a fenced DataSource"), wrapped.getMessage());
 
       // the control: the pool underneath builds a manager
@@ -55,8 +54,7 @@ class WrongWiringTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void aPoolOverAJdbcFencedUrlIsRefusedBothAsTheLeaseDatabaseAndUnderAFencedDataSource(
       TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
@@ -82,13 +80,12 @@ class WrongWiringTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("dev.lease.testing.TestDatabase#all")
+  @OnEveryDatabase
   void connectionsFencedOneByOneAsTheAgentDoesPassThroughAFencedDataSource(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       DataSource agentLike =
-          new Delegating(f.pool) {
+          new ForwardingDataSource(f.pool) {
             @Override
             public Connection getConnection() throws SQLException {
               return FencedConnections.wrap(f.pool.getConnection(), FencingOptions.defaults());
@@ -97,60 +94,6 @@ class WrongWiringTest {
       try (Connection c = FencedDataSource.wrap(agentLike).getConnection()) {
         assertSame(c, c.unwrap(FencedConnection.class), "handed out as it is, not fenced twice");
       }
-    }
-  }
-
-  /** An application's own DataSource that delegates, as routing or tracing wrappers do. */
-  static class Delegating implements DataSource {
-    final DataSource target;
-
-    Delegating(DataSource target) {
-      this.target = target;
-    }
-
-    @Override
-    public Connection getConnection() throws SQLException {
-      return target.getConnection();
-    }
-
-    @Override
-    public Connection getConnection(String user, String password) throws SQLException {
-      return target.getConnection(user, password);
-    }
-
-    @Override
-    public PrintWriter getLogWriter() throws SQLException {
-      return target.getLogWriter();
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) throws SQLException {
-      target.setLogWriter(out);
-    }
-
-    @Override
-    public void setLoginTimeout(int seconds) throws SQLException {
-      target.setLoginTimeout(seconds);
-    }
-
-    @Override
-    public int getLoginTimeout() throws SQLException {
-      return target.getLoginTimeout();
-    }
-
-    @Override
-    public Logger getParentLogger() {
-      return Logger.getGlobal();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) throws SQLException {
-      return iface.isInstance(target) ? iface.cast(target) : target.unwrap(iface);
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) throws SQLException {
-      return iface.isInstance(target) || target.isWrapperFor(iface);
     }
   }
 }

@@ -4,11 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.zaxxer.hikari.HikariDataSource;
-import dev.lease.core.LeaseManager;
 import dev.lease.core.WeakenedSql;
 import dev.lease.core.dialect.Dialect.Held;
-import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -21,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.parallel.Execution;
 import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -41,30 +37,17 @@ import org.junit.jupiter.params.provider.MethodSource;
  * lock wait. PostgreSQL locks only the rows it changes whatever its plan; SQLite has one write lock
  * for the whole database (its strict verify takes it, so every lease statement waits for it).
  */
-class BatchLockFootprintTest {
+class BatchLockFootprintTest extends LeaseTableTest {
 
   private static final int ROWS = 1_000;
   private static final long TIMEOUT_MS = 2_000;
-
-  private HikariDataSource ds;
-  private String table;
-  private LeaseManager manager;
-  private Dialect dialect;
 
   static Stream<TestDatabase> servers() {
     return TestDatabase.servers();
   }
 
   private void open(TestDatabase db) throws SQLException {
-    ds = db.pooled(4);
-    table = TestDatabase.uniqueTable("footprint");
-    manager =
-        LeaseManager.builder(ds)
-            .table(table)
-            .instance("footprint-test")
-            .createTableIfMissing()
-            .build();
-    dialect = LeaseInternals.dialect(manager);
+    open(db, 4, "footprint");
     StringBuilder sql =
         new StringBuilder("INSERT INTO ")
             .append(table)
@@ -88,15 +71,6 @@ class BatchLockFootprintTest {
           s.execute("ANALYZE TABLE " + table);
         }
       }
-    }
-  }
-
-  @AfterEach
-  void close() {
-    if (manager != null) {
-      manager.close();
-      TestDatabase.dropQuietly(ds, table);
-      ds.close();
     }
   }
 

@@ -2,9 +2,6 @@ package dev.lease.core.dialect;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.zaxxer.hikari.HikariDataSource;
-import dev.lease.core.LeaseManager;
-import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -14,7 +11,6 @@ import java.sql.Statement;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.parallel.Execution;
 import org.junit.jupiter.api.parallel.ExecutionMode;
 
@@ -27,38 +23,16 @@ import org.junit.jupiter.api.parallel.ExecutionMode;
  * PostgreSQL ({@code idle_in_transaction_session_timeout}) and MariaDB ({@code
  * idle_transaction_timeout}, through both drivers); MySQL 8 has no such bound, SQLite no server.
  */
-class PausedLeaseSessionTest {
+class PausedLeaseSessionTest extends LeaseTableTest {
 
   private static final long TIMEOUT_MS = 1_000;
 
   /** How long the paused holder stays paused: far past the timeout. */
   private static final long PAUSE_MS = 4_500;
 
-  private HikariDataSource ds;
-  private String table;
-  private LeaseManager manager;
-  private Dialect dialect;
-
   private void open(TestDatabase db) {
-    ds = db.pooled(4);
-    table = TestDatabase.uniqueTable("paused");
-    manager =
-        LeaseManager.builder(ds)
-            .table(table)
-            .instance("paused-test")
-            .createTableIfMissing()
-            .build();
-    dialect = LeaseInternals.dialect(manager);
+    open(db, 4, "paused");
     manager.tryClaim("paused").orElseThrow().release();
-  }
-
-  @AfterEach
-  void close() {
-    if (manager != null) {
-      manager.close();
-      TestDatabase.dropQuietly(ds, table);
-      ds.close();
-    }
   }
 
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side

@@ -6,43 +6,22 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.zaxxer.hikari.HikariDataSource;
-import dev.lease.core.LeaseManager;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
 
 /**
  * The scheduler's slot statements, one by one, on every database: what each may and may not claim
  * or finish. Every matching UPDATE changes a column (term or revision), so the row counts asserted
  * here are right whether a MySQL driver counts found or changed rows.
  */
-class SlotStatementsTest {
+class SlotStatementsTest extends LeaseTableTest {
 
   private static final long LEASE_MS = 60_000;
 
-  private HikariDataSource ds;
-  private String table;
-  private LeaseManager manager;
-  private Dialect dialect;
-
   private void open(TestDatabase db) {
-    ds = db.pooled(2);
-    table = TestDatabase.uniqueTable("slots");
-    manager =
-        LeaseManager.builder(ds).table(table).instance("slots-test").createTableIfMissing().build();
-    dialect = LeaseInternals.dialect(manager);
-  }
-
-  @AfterEach
-  void close() {
-    if (manager != null) {
-      manager.close();
-      TestDatabase.dropQuietly(ds, table);
-      ds.close();
-    }
+    open(db, 2, "slots");
   }
 
   /**

@@ -4,10 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.Lease;
-import dev.lease.core.LeaseManager;
-import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -15,7 +12,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import org.junit.jupiter.api.AfterEach;
 
 /**
  * The MySQL/MariaDB verify refuses in the server, by an error, also when the session limits the
@@ -24,28 +20,13 @@ import org.junit.jupiter.api.AfterEach;
  * one text (allowMultiQueries) ran. The negative control runs the same verify without its {@code
  * LIMIT 1}: no error.
  */
-class VerifyUnderSelectLimitTest {
-
-  private HikariDataSource ds;
-  private String table;
-  private LeaseManager manager;
-
-  @AfterEach
-  void close() {
-    if (manager != null) {
-      manager.close();
-      TestDatabase.dropQuietly(ds, table);
-      ds.close();
-    }
-  }
+class VerifyUnderSelectLimitTest extends LeaseTableTest {
 
   /** The refusing verify (a holder that does not hold the row) under sql_select_limit = 0. */
   private void verifyUnderZeroLimit(TestDatabase db, boolean withoutItsLimit) throws SQLException {
-    ds = db.pooled(2);
-    table = TestDatabase.uniqueTable("selectlimit");
-    manager = LeaseManager.builder(ds).table(table).createTableIfMissing().build();
+    open(db, 2, "selectlimit");
     Lease lease = manager.tryClaim("limited").orElseThrow();
-    Dialect d = LeaseInternals.dialect(manager);
+    Dialect d = dialect;
     String sql = d.verifySql(true);
     assertTrue(sql.contains(" LIMIT 1"), sql);
     if (withoutItsLimit) {

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.TestDatabase;
@@ -44,7 +43,7 @@ class AbandonRefusedTransactionTest {
   @MethodSource("cases")
   void aRefusedXaTransactionCanBeAbandoned(TestDatabase db, End end) throws Exception {
     try (Fixture f = new Fixture(db, 1)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("xa").orElseThrow();
+      Lease lease = f.holding("xa");
       f.takeOver(lease);
       FencedDataSource ds = f.fenced(f.options().build());
       Connection c = ds.getConnection();

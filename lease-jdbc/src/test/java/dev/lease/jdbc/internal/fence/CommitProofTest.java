@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
@@ -48,7 +47,7 @@ class CommitProofTest {
   void outOfDoubtAStrictCommitSendsNoProof() throws Exception {
     try (Fixture f = pg();
         PgWire wire = new PgWire("127.0.0.1", 5432)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("cost").orElseThrow();
+      Lease lease = f.holding("cost");
       UrlDataSource direct = new UrlDataSource(wire.url());
       long raw = statements(f, wire, direct, null);
       long fenced = statements(f, wire, FencedDataSource.wrap(direct, f.options().build()), lease);
@@ -130,7 +129,7 @@ class CommitProofTest {
    */
   private static String driverObjectOpensANewTransaction(Fixture f, FencingOptions options)
       throws Exception {
-    Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("unwrap").orElseThrow();
+    Lease lease = f.holding("unwrap");
     int first = IDS.incrementAndGet();
     int stale = IDS.incrementAndGet();
     try (LeaseContext.Scope scope = LeaseContext.bind(lease);

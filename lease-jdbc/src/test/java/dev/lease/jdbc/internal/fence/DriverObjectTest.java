@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
@@ -129,7 +128,7 @@ class DriverObjectTest {
                 + " OPEN r FOR SELECT 1 AS one; RETURN r; END $$ LANGUAGE plpgsql");
       }
       try {
-        Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("obj").orElseThrow();
+        Lease lease = f.holding("obj");
         try (Connection c =
                 f.fenced(WeakenedFence.refusal(f.options(), refusal).build()).getConnection();
             LeaseContext.Scope scope = LeaseContext.bind(lease)) {
@@ -273,7 +272,7 @@ class DriverObjectTest {
             "INSERT INTO " + lobs + " VALUES (1, lo_from_bytea(0, convert_to('abc', 'UTF8')))");
       }
       try {
-        Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("lob").orElseThrow();
+        Lease lease = f.holding("lob");
         // the driver's own object: with the mechanism before issue 25 too (the commit's proof
         // would refuse its write at the fenced commit)
         FencingOptions.Builder o = f.options();

@@ -107,6 +107,11 @@ final class Fixture implements AutoCloseable {
     return manager(instance, timings, clock);
   }
 
+  /** {@code name} claimed by a new manager of instance "holder" with the default timings. */
+  Lease holding(String name) {
+    return manager("holder", LeaseTimings.DEFAULTS).tryClaim(name).orElseThrow();
+  }
+
   LeaseManager manager(String instance, LeaseTimings timings, MonotonicClock clock) {
     return manager(pool, instance, timings, clock);
   }

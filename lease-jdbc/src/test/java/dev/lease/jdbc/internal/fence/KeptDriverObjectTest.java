@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
@@ -54,8 +53,7 @@ class KeptDriverObjectTest {
   private static int staleWriteThroughAKeptHandle(TestDatabase db, boolean weakened)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("k" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("k" + IDS.incrementAndGet());
       FencingOptions.Builder b = f.options();
       if (weakened) {
         WeakenedFence.weaken(b, WeakenedFence.DRIVER_OBJECTS_OUTLIVE);
@@ -115,8 +113,7 @@ class KeptDriverObjectTest {
 
   private static int copyAfterTakeover(boolean weakened) throws Exception {
     try (Fixture f = new Fixture(TestDatabase.POSTGRESQL, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("c" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("c" + IDS.incrementAndGet());
       FencingOptions.Builder b = f.options();
       if (weakened) {
         WeakenedFence.weaken(b, WeakenedFence.DRIVER_OBJECTS_OUTLIVE);
@@ -151,8 +148,7 @@ class KeptDriverObjectTest {
   @OnEveryDatabase
   void underStrictNoDriverObjectIsHandedOutInAutocommitMode(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("a" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("a" + IDS.incrementAndGet());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
         SQLException e =

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -41,7 +40,7 @@ class LockTablesTest {
   void lockTablesNamingTheLeaseTableRunsUnderALease(TestDatabase db, boolean autoCommit)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("lock").orElseThrow();
+      Lease lease = f.holding("lock");
       try (Connection c = f.pool.getConnection()) {
         f.insert(c, 1, 0); // a row of the data table, outside the lease
       }
@@ -65,7 +64,7 @@ class LockTablesTest {
   void lockTablesLeavingOutTheLeaseTableIsRefusedBeforeItIsSent(TestDatabase db, boolean autoCommit)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("lock").orElseThrow();
+      Lease lease = f.holding("lock");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection();
           Statement s = c.createStatement()) {
@@ -92,7 +91,7 @@ class LockTablesTest {
   void negativeControlUncheckedTheNextStatementFailsWithTablesLocked(
       TestDatabase db, boolean autoCommit) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("lock").orElseThrow();
+      Lease lease = f.holding("lock");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c =
               f.fenced(

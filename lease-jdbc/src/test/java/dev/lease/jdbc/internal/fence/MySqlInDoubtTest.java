@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
@@ -49,8 +48,7 @@ class MySqlInDoubtTest {
 
   private int stale(TestDatabase db, boolean batch, boolean weakened) throws Exception {
     try (Fixture f = new Fixture(db, 3, true)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("b" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("b" + IDS.incrementAndGet());
       FencingOptions.Builder o =
           WeakenedFence.weaken(f.options(), WeakenedFence.UNKNOWN_IMPLICIT_COMMITS);
       if (weakened) {
@@ -87,8 +85,7 @@ class MySqlInDoubtTest {
   @OnMySqlFamily
   void aHeldLeasesBatchAndTextCommit(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3, true)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("h" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("h" + IDS.incrementAndGet());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
         c.setAutoCommit(false);
@@ -122,8 +119,7 @@ class MySqlInDoubtTest {
                     : "com.mysql.cj.jdbc.JdbcConnection")
             .asSubclass(Connection.class);
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("u" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("u" + IDS.incrementAndGet());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c =
               f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_REVERIFY).build())
@@ -146,8 +142,7 @@ class MySqlInDoubtTest {
   @OnMySqlFamily
   void xaPrepareIsRefusedAndOnePhaseCommits(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("x" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("x" + IDS.incrementAndGet());
       String xid = "'" + TestDatabase.uniqueTable("xa") + "'";
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection();
@@ -173,8 +168,7 @@ class MySqlInDoubtTest {
   @OnMySqlFamily
   void controlAPreparedBranchLetsTheSuccessorClaim(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("y" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("y" + IDS.incrementAndGet());
       String xid = "'" + TestDatabase.uniqueTable("xa") + "'";
       boolean tookOver;
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {

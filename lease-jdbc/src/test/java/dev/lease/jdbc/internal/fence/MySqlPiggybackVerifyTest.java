@@ -1,7 +1,6 @@
 package dev.lease.jdbc.internal.fence;
 
 import static dev.lease.jdbc.internal.fence.PiggybackVerifyTest.IDS;
-import static dev.lease.jdbc.internal.fence.PiggybackVerifyTest.all;
 import static dev.lease.jdbc.internal.fence.PiggybackVerifyTest.refusedAheadOfWrite;
 import static dev.lease.jdbc.internal.fence.PiggybackVerifyTest.rows;
 import static dev.lease.jdbc.internal.fence.PiggybackVerifyTest.sameAsRaw;
@@ -21,7 +20,6 @@ import dev.lease.jdbc.internal.fence.PiggybackVerifyTest.Shape;
 import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
-import java.io.ByteArrayInputStream;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -50,7 +48,7 @@ class MySqlPiggybackVerifyTest {
    * leaves them in place (a borrower without a lease through the wrapper puts the session's own
    * back).
    */
-  private static Fixture multi(TestDatabase db) throws Exception {
+  static Fixture multi(TestDatabase db) throws Exception {
     Fixture f = new Fixture(db, 4, true);
     warm(f, 4);
     return f;
@@ -166,46 +164,6 @@ class MySqlPiggybackVerifyTest {
     }
   }
 
-  @OnMySqlFamily
-  void aPreparedStatementReusedAcrossTransactionsCarriesTheVerifyEachTime(TestDatabase db)
-      throws Exception {
-    try (Fixture f = multi(db)) {
-      FencedDataSource ds = f.fenced(f.options().build());
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("reuse").get();
-      int before = f.verified.get();
-      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-          Connection c = ds.getConnection();
-          PreparedStatement ins =
-              c.prepareStatement("INSERT INTO " + f.data + " (id, term, note) VALUES (?, ?, ?)");
-          PreparedStatement sel =
-              c.prepareStatement("SELECT term, note FROM " + f.data + " WHERE id = ?")) {
-        c.setAutoCommit(false);
-        FencingConnection fc = c.unwrap(FencingConnection.class);
-        for (int id = 1; id <= 8; id++) {
-          ins.setInt(1, id);
-          ins.setLong(2, 100 + id);
-          ins.setString(3, "n" + id);
-          assertEquals(1, ins.executeUpdate());
-          sel.setInt(1, id);
-          try (ResultSet rs = sel.executeQuery()) {
-            assertTrue(rs.next());
-            assertEquals(100 + id, rs.getLong(1));
-            assertEquals("n" + id, rs.getString(2));
-          }
-          c.commit();
-          if (id == 4) {
-            ins.clearParameters();
-            assertThrows(SQLException.class, ins::executeUpdate, "parameters were cleared");
-            c.rollback();
-          }
-        }
-        assertEquals(8, fc.fence.piggybacked());
-      }
-      assertEquals(8, f.verified.get() - before, "one verify per transaction");
-      assertEquals(8, f.count("note LIKE 'n%'"));
-    }
-  }
-
   /**
    * STRICT's session bounds are in place before the first statement runs, carried or not: on a
    * session without them (a new one, or one a borrower without a lease had) the first transaction
@@ -258,103 +216,6 @@ class MySqlPiggybackVerifyTest {
 
   // ---- what cannot carry it verifies separately
   // --------------------------------------------------------
-
-  @OnMySqlFamily
-  void whatCannotCarryTheVerifyVerifiesSeparatelyAndAnswersAsWithoutIt(TestDatabase db)
-      throws Exception {
-    try (Fixture f = multi(db)) {
-      FencedDataSource ds = f.fenced(f.options().build());
-      String insert = "INSERT INTO " + f.data + " (id, term) VALUES (7, 7)";
-      String select = "SELECT id FROM " + f.data + " ORDER BY id";
-      List<Shape> fallbacks = new ArrayList<>();
-      fallbacks.add(
-          (c, x) -> {
-            Statement s = c.createStatement();
-            s.executeUpdate(insert, Statement.RETURN_GENERATED_KEYS);
-            return rows(s.getGeneratedKeys());
-          });
-      fallbacks.add(
-          (c, x) -> {
-            PreparedStatement ps = c.prepareStatement(insert, Statement.RETURN_GENERATED_KEYS);
-            ps.executeUpdate();
-            return rows(ps.getGeneratedKeys());
-          });
-      fallbacks.add(
-          (c, x) -> {
-            Statement s = c.createStatement();
-            s.addBatch(insert);
-            s.addBatch("UPDATE " + x.data + " SET note = 'b'");
-            return java.util.Arrays.toString(s.executeBatch());
-          });
-      fallbacks.add(
-          (c, x) -> {
-            PreparedStatement ps = c.prepareStatement("UPDATE " + x.data + " SET note = ?");
-            ps.setString(1, "b");
-            ps.addBatch();
-            return java.util.Arrays.toString(ps.executeBatch());
-          });
-      for (int size : db == TestDatabase.MYSQL ? new int[] {1, Integer.MIN_VALUE} : new int[] {1}) {
-        // a fetch size; Connector/J's streaming
-        fallbacks.add(
-            (c, x) -> {
-              Statement s = c.createStatement();
-              s.setFetchSize(size);
-              return rows(s.executeQuery(select));
-            });
-      }
-      fallbacks.add(
-          (c, x) -> {
-            Statement s =
-                c.createStatement(ResultSet.TYPE_FORWARD_ONLY, ResultSet.CONCUR_UPDATABLE);
-            ResultSet rs = s.executeQuery("SELECT id, note FROM " + x.data + " WHERE id = 2");
-            rs.next();
-            rs.updateString(2, "u");
-            rs.updateRow();
-            return rows(c.createStatement().executeQuery(select))
-                + " "
-                + rows(
-                    c.createStatement()
-                        .executeQuery("SELECT id FROM " + x.data + " WHERE note = 'u'"));
-          });
-      fallbacks.add(
-          (c, x) -> {
-            Statement s = c.createStatement();
-            s.setMaxRows(2); // MariaDB Connector/J: SET STATEMENT SQL_SELECT_LIMIT=2 FOR <text>
-            return rows(s.executeQuery(select));
-          });
-      fallbacks.add(
-          (c, x) -> {
-            PreparedStatement ps = c.prepareStatement(select);
-            ps.setQueryTimeout(5); // MariaDB Connector/J: SET STATEMENT max_statement_time=5 FOR
-            return rows(ps.executeQuery());
-          });
-      fallbacks.add(
-          (c, x) -> {
-            Statement s = c.createStatement();
-            return all(s, s.execute(insert + "; " + insert.replace("(7, 7)", "(8, 8)")));
-          });
-      fallbacks.add(
-          (c, x) -> {
-            PreparedStatement ps = c.prepareStatement("UPDATE " + x.data + " SET note = ?");
-            ps.setAsciiStream(1, new ByteArrayInputStream("s".getBytes()), 1);
-            return "" + ps.executeUpdate();
-          });
-      fallbacks.add(
-          (c, x) -> {
-            c.setReadOnly(true);
-            try {
-              return rows(c.createStatement().executeQuery("SELECT id FROM " + x.data));
-            } finally {
-              c.rollback();
-              c.setReadOnly(false);
-            }
-          });
-      for (Shape shape : fallbacks) {
-        sameAsRaw(f, f.pool, ds, shape, false, 1);
-      }
-    }
-  }
-
   /**
    * The driver decides: without {@code allowMultiQueries} the verify is a statement of its own, and
    * with server-side prepares ({@code useServerPrepStmts=true}) a prepared statement's verify is,
@@ -363,7 +224,7 @@ class MySqlPiggybackVerifyTest {
   @OnMySqlFamily
   void theDriversConfigurationDecidesWhetherTheVerifyIsCarried(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 4, false)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("driver").get();
+      Lease lease = f.holding("driver");
       String[][] cases = {
         {"", "0", "0"},
         {"&allowMultiQueries=true", "1", "1"},
@@ -413,7 +274,7 @@ class MySqlPiggybackVerifyTest {
   void aFencedOneStatementTransactionTakesTheRoundTripsOfARawOne(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2, true);
         WireRoundTrips proxy = new WireRoundTrips("127.0.0.1", 3306)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("wire").get();
+      Lease lease = f.holding("wire");
       UrlDataSource direct = new UrlDataSource(proxy.through(db.url()) + "&allowMultiQueries=true");
       long raw = roundTrips(f, proxy, direct, null, 0);
       long carried =
@@ -501,10 +362,7 @@ class MySqlPiggybackVerifyTest {
         for (Refusal refusal : new Refusal[] {Refusal.SERVER, Refusal.CLIENT}) {
           for (boolean prepared : new boolean[] {false, true}) {
             FencedDataSource ds = f.fenced(WeakenedFence.refusal(f.options(), refusal).build());
-            Lease lease =
-                f.manager("holder", LeaseTimings.DEFAULTS)
-                    .tryClaim("n" + IDS.incrementAndGet())
-                    .get();
+            Lease lease = f.holding("n" + IDS.incrementAndGet());
             f.takeOver(lease);
             int id = IDS.incrementAndGet();
             String state;

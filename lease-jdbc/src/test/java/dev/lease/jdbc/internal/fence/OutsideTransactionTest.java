@@ -71,7 +71,7 @@ class OutsideTransactionTest {
   @OnEveryDatabase
   void underStrictTheyAreRefusedBeforeTheyAreSent(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("refused").orElseThrow();
+      Lease lease = f.holding("refused");
       FencedDataSource ds = f.fenced(f.options().build());
       String index = TestDatabase.uniqueTable("ix");
       for (boolean autoCommit : new boolean[] {true, false}) {
@@ -113,7 +113,7 @@ class OutsideTransactionTest {
   void withVerifyFirstTheyRunAfterAVerifyOfTheirOwnAndAStaleLeaseRefusesThem(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("outside").orElseThrow();
+      Lease lease = f.holding("outside");
       FencedDataSource ds =
           f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
       String index = TestDatabase.uniqueTable("ix");
@@ -223,7 +223,7 @@ class OutsideTransactionTest {
   @OnMySqlFamily
   void insertDelayedIsRefusedUnderALease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("delayed").orElseThrow();
+      Lease lease = f.holding("delayed");
       for (OutsideTransactionPolicy p : OutsideTransactionPolicy.values()) {
         FencedDataSource ds = f.fenced(f.options().outsideTransaction(p).build());
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
@@ -250,7 +250,7 @@ class OutsideTransactionTest {
       return; // MySQL commits around them instead: see the next test
     }
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("inside").orElseThrow();
+      Lease lease = f.holding("inside");
       FencedDataSource ds =
           f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
@@ -274,7 +274,7 @@ class OutsideTransactionTest {
   @OnMySqlFamily
   void mysqlDdlInsideATransactionCommitsItUnderAFreshVerify(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ddl").orElseThrow();
+      Lease lease = f.holding("ddl");
       FencedDataSource ds =
           f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
       String table = TestDatabase.uniqueTable("ddl");
@@ -307,7 +307,7 @@ class OutsideTransactionTest {
       return; // LOCK and UNLOCK TABLES: LockTablesTest, UnlockTablesTest
     }
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("session").orElseThrow();
+      Lease lease = f.holding("session");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection();
           Statement s = c.createStatement()) {

@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingMode;
 import dev.lease.jdbc.FencingOptions;
@@ -71,8 +70,7 @@ class PiggybackVerifyTest {
       boolean piggybacked,
       int verifies)
       throws Exception {
-    Lease lease =
-        f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("s" + IDS.incrementAndGet()).get();
+    Lease lease = f.holding("s" + IDS.incrementAndGet());
     for (int id = 1; id <= 3; id++) {
       try (Connection c = f.pool.getConnection()) {
         c.setAutoCommit(false);
@@ -227,12 +225,18 @@ class PiggybackVerifyTest {
     }
   }
 
+  /**
+   * A prepared statement reused across transactions carries the verify in each (PostgreSQL, and
+   * MySQL/MariaDB with {@code allowMultiQueries}; SQLite verifies separately), once per
+   * transaction.
+   */
   @OnEveryDatabase
   void aPreparedStatementReusedAcrossTransactionsCarriesTheVerifyEachTime(TestDatabase db)
       throws Exception {
-    try (Fixture f = new Fixture(db, 4)) {
+    boolean carries = !db.isSqlite();
+    try (Fixture f = db.isMySqlFamily() ? MySqlPiggybackVerifyTest.multi(db) : new Fixture(db, 4)) {
       FencedDataSource ds = f.fenced(f.options().build());
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("reuse").get();
+      Lease lease = f.holding("reuse");
       int before = f.verified.get();
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection();
@@ -260,27 +264,31 @@ class PiggybackVerifyTest {
             c.rollback();
           }
         }
-        assertEquals(db == TestDatabase.POSTGRESQL ? 8 : 0, fc.fence.piggybacked());
+        assertEquals(carries ? 8 : 0, fc.fence.piggybacked());
       }
-      // the transaction whose statement lacked its parameters: pgjdbc refuses it before sending,
-      // the separate verify of the other drivers ran
-      assertEquals(
-          db == TestDatabase.POSTGRESQL ? 8 : 9,
-          f.verified.get() - before,
-          "one verify per transaction");
+      // the transaction whose statement lacked its parameters: the driver refuses it before the
+      // carried verify is sent; SQLite's separate verify ran
+      assertEquals(carries ? 8 : 9, f.verified.get() - before, "one verify per transaction");
       assertEquals(8, f.count("note LIKE 'n%'"));
     }
   }
 
   // ---- what cannot carry it verifies separately
   // --------------------------------------------------------
-
+  /**
+   * What cannot carry the verify runs it as a statement of its own and answers as the driver does
+   * without the fence. On MySQL/MariaDB with {@code allowMultiQueries} ({@link
+   * MySqlPiggybackVerifyTest#multi}), where a first statement can carry it, the raw runs go to the
+   * pool itself; the shapes each driver has besides the common ones are added for it.
+   */
   @OnEveryDatabase
   void whatCannotCarryTheVerifyVerifiesSeparatelyAndAnswersAsWithoutIt(TestDatabase db)
       throws Exception {
-    try (Fixture f = new Fixture(db, 4)) {
+    boolean mysql = db.isMySqlFamily();
+    try (Fixture f = mysql ? MySqlPiggybackVerifyTest.multi(db) : new Fixture(db, 4)) {
       FencedDataSource ds = f.fenced(f.options().build());
       String insert = "INSERT INTO " + f.data + " (id, term) VALUES (7, 7)";
+      String select = "SELECT id FROM " + f.data + " ORDER BY id";
       List<Shape> fallbacks = new ArrayList<>();
       fallbacks.add(
           (c, x) -> {
@@ -290,7 +298,10 @@ class PiggybackVerifyTest {
           });
       fallbacks.add(
           (c, x) -> {
-            PreparedStatement ps = c.prepareStatement(insert, new String[] {"id"});
+            PreparedStatement ps =
+                mysql
+                    ? c.prepareStatement(insert, Statement.RETURN_GENERATED_KEYS)
+                    : c.prepareStatement(insert, new String[] {"id"});
             ps.executeUpdate();
             return rows(ps.getGeneratedKeys());
           });
@@ -308,12 +319,15 @@ class PiggybackVerifyTest {
             ps.addBatch();
             return java.util.Arrays.toString(ps.executeBatch());
           });
-      fallbacks.add(
-          (c, x) -> {
-            Statement s = c.createStatement();
-            s.setFetchSize(1);
-            return rows(s.executeQuery("SELECT id FROM " + x.data + " ORDER BY id"));
-          });
+      for (int size : db == TestDatabase.MYSQL ? new int[] {1, Integer.MIN_VALUE} : new int[] {1}) {
+        // a fetch size; Connector/J's streaming
+        fallbacks.add(
+            (c, x) -> {
+              Statement s = c.createStatement();
+              s.setFetchSize(size);
+              return rows(s.executeQuery(select));
+            });
+      }
       fallbacks.add(
           (c, x) -> {
             Statement s = c.createStatement();
@@ -337,6 +351,9 @@ class PiggybackVerifyTest {
               }
             });
       }
+      if (mysql) {
+        fallbacks.addAll(mySqlFallbacks(select));
+      }
       if (db == TestDatabase.POSTGRESQL) {
         try (Connection c = f.pool.getConnection();
             Statement s = c.createStatement()) {
@@ -351,15 +368,45 @@ class PiggybackVerifyTest {
             });
       }
       for (Shape shape : fallbacks) {
-        sameAsRaw(f, ds, shape, false);
+        sameAsRaw(f, mysql ? f.pool : ds, ds, shape, false, 1);
       }
     }
+  }
+
+  /**
+   * MySQL/MariaDB's own ways a first statement cannot carry the verify: an updatable result set,
+   * MariaDB Connector/J's {@code SET STATEMENT ... FOR} for a row limit and a query timeout.
+   */
+  private static List<Shape> mySqlFallbacks(String select) {
+    return List.of(
+        (c, x) -> {
+          Statement s = c.createStatement(ResultSet.TYPE_FORWARD_ONLY, ResultSet.CONCUR_UPDATABLE);
+          ResultSet rs = s.executeQuery("SELECT id, note FROM " + x.data + " WHERE id = 2");
+          rs.next();
+          rs.updateString(2, "u");
+          rs.updateRow();
+          return rows(c.createStatement().executeQuery(select))
+              + " "
+              + rows(
+                  c.createStatement()
+                      .executeQuery("SELECT id FROM " + x.data + " WHERE note = 'u'"));
+        },
+        (c, x) -> {
+          Statement s = c.createStatement();
+          s.setMaxRows(2); // MariaDB Connector/J: SET STATEMENT SQL_SELECT_LIMIT=2 FOR <text>
+          return rows(s.executeQuery(select));
+        },
+        (c, x) -> {
+          PreparedStatement ps = c.prepareStatement(select);
+          ps.setQueryTimeout(5); // MariaDB Connector/J: SET STATEMENT max_statement_time=5 FOR
+          return rows(ps.executeQuery());
+        });
   }
 
   @OnEveryDatabase
   void autocommitStatementsAndTheOptionOffVerifySeparately(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("auto").get();
+      Lease lease = f.holding("auto");
       for (boolean option : new boolean[] {true, false}) {
         FencedDataSource ds = f.fenced(f.options().piggybackVerify(option).build());
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
@@ -389,7 +436,7 @@ class PiggybackVerifyTest {
       throws Exception {
     assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
     try (Fixture f = pg()) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("autosave").get();
+      Lease lease = f.holding("autosave");
       FencedDataSource ds =
           FencedDataSource.wrap(
               new UrlDataSource(db.url() + "&autosave=always"), f.options().build());
@@ -417,7 +464,7 @@ class PiggybackVerifyTest {
   void aStatementPreparedBeforeTheLeaseWasBoundVerifiesSeparately(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("early").get();
+      Lease lease = f.holding("early");
       FencedDataSource ds = f.fenced(f.options().build());
       int before = f.verified.get();
       try (Connection c = ds.getConnection();
@@ -495,8 +542,7 @@ class PiggybackVerifyTest {
    */
   static Outcome refusedAheadOfWrite(Fixture f, FencedDataSource ds, boolean prepared)
       throws Exception {
-    Lease lease =
-        f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("r" + IDS.incrementAndGet()).get();
+    Lease lease = f.holding("r" + IDS.incrementAndGet());
     f.takeOver(lease);
     assertTrue(lease.isHeld(), "the holder still believes it holds the lease");
     int id = IDS.incrementAndGet();
@@ -550,7 +596,7 @@ class PiggybackVerifyTest {
     assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
     try (Fixture f = pg();
         PgWire proxy = new PgWire("127.0.0.1", 5432)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("wire").get();
+      Lease lease = f.holding("wire");
       UrlDataSource direct = new UrlDataSource(proxy.url());
       long raw = roundTrips(f, proxy, direct, null);
       long carried =
@@ -579,7 +625,7 @@ class PiggybackVerifyTest {
     assumeTrue(db == TestDatabase.POSTGRESQL, "only PostgreSQL carries the verify along");
     try (Fixture f = pg();
         PgWire proxy = new PgWire("127.0.0.1", 5432)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("cache").get();
+      Lease lease = f.holding("cache");
       UrlDataSource cached = new UrlDataSource(proxy.url(5));
       UrlDataSource uncached = new UrlDataSource(proxy.url(0));
       FencingOptions options = f.options().build();

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDriver;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
@@ -67,7 +66,7 @@ class PoolHandOverTest {
       FencingOptions.Builder b = f.options();
       FencedDriver.setDefaultOptions(
           (weakened ? WeakenedFence.weaken(b, WeakenedFence.NO_ABANDON_CHECK) : b).build());
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("pool").orElseThrow();
+      Lease lease = f.holding("pool");
       DataSource pool = tomcat(f);
       try {
         on(

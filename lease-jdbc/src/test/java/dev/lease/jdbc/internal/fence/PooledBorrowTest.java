@@ -9,7 +9,6 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencedDriver;
 import dev.lease.jdbc.FencingOptions;
@@ -209,8 +208,7 @@ class PooledBorrowTest {
     try (Fixture f = new Fixture(db, 2)) {
       FencingOptions o = options.apply(f).build();
       FencedDriver.setDefaultOptions(o);
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("v" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("v" + IDS.incrementAndGet());
       DataSource ds = fenced(application(f, pool, placement), placement, o);
       for (int i = 1; i <= 3; i++) {
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
@@ -276,8 +274,7 @@ class PooledBorrowTest {
     try (Fixture f = new Fixture(db, 2)) {
       FencingOptions o = options.apply(f).build();
       FencedDriver.setDefaultOptions(o);
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("p" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("p" + IDS.incrementAndGet());
       f.takeOver(lease);
       assertFalse(lease.verify(), db + ": the holder learns it lost the lease");
       DataSource ds = fenced(application(f, pool, placement), placement, o);

@@ -94,7 +94,7 @@ class ReadOnlyFlagTest {
       throws Exception {
     List<Boolean> held = new ArrayList<>();
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ro").orElseThrow();
+      Lease lease = f.holding("ro");
       FencedDataSource ds = f.fenced(options.listener(f.counter).build());
       int id = 0;
       for (Sequence seq : Sequence.values()) {

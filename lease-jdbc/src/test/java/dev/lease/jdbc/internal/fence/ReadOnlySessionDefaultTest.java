@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
@@ -39,7 +38,7 @@ class ReadOnlySessionDefaultTest {
   void aReadOnlyByDefaultSessionReadsAndIsSetBackToReadWriteUnderALease(TestDatabase db, String ro)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ro").orElseThrow();
+      Lease lease = f.holding("ro");
       try (Connection c = f.fenced(f.options().build()).getConnection();
           Statement s = c.createStatement()) {
         s.execute(ro); // no lease bound: as the session arrives from the pool
@@ -63,7 +62,7 @@ class ReadOnlySessionDefaultTest {
   void aStaleLeaseIsStillRefusedInAReadOnlyByDefaultSession(TestDatabase db, String ro)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ro").orElseThrow();
+      Lease lease = f.holding("ro");
       f.takeOver(lease);
       try (Connection c = f.fenced(f.options().build()).getConnection();
           Statement s = c.createStatement()) {
@@ -84,7 +83,7 @@ class ReadOnlySessionDefaultTest {
   void negativeControlTrustingTheDriversFlagFailsEveryRead(TestDatabase db, String ro)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ro").orElseThrow();
+      Lease lease = f.holding("ro");
       try (Connection c =
               f.fenced(
                       WeakenedFence.weaken(f.options(), WeakenedFence.TRUST_READ_ONLY_FLAG).build())

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.OnPostgresql;
@@ -42,8 +41,7 @@ class RefusalSignatureTest {
       String users = TestDatabase.uniqueTable("ru");
       createUsers(f, users);
       try {
-        Lease lease =
-            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("c" + IDS.incrementAndGet()).get();
+        Lease lease = f.holding("c" + IDS.incrementAndGet());
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
             Connection c =
                 f.fenced(
@@ -76,8 +74,7 @@ class RefusalSignatureTest {
   @OnEveryServer
   void theRefusalsOwnErrorOnUserDataDoesNotLoseAHeldLease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("s" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("s" + IDS.incrementAndGet());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
         c.setAutoCommit(false);
@@ -128,8 +125,7 @@ class RefusalSignatureTest {
     try (Fixture f = new Fixture(db, 3);
         Connection listener = db.unpooled().getConnection()) {
       listen(listener, channel);
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("h" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("h" + IDS.incrementAndGet());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
         c.setReadOnly(true);
@@ -151,8 +147,7 @@ class RefusalSignatureTest {
     try (Fixture f = new Fixture(db, 3);
         Connection listener = db.unpooled().getConnection()) {
       listen(listener, channel);
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("n" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("n" + IDS.incrementAndGet());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c =
               f.fenced(WeakenedFence.weaken(f.options(), weakenings).build()).getConnection()) {

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.OnEveryDatabase;
@@ -44,7 +43,7 @@ class RequestBoundaryTest {
   private static int committedAfterEndRequest(TestDatabase db, FencingOptions.Builder options)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("req").orElseThrow();
+      Lease lease = f.holding("req");
       try (Connection c = f.fenced(options.listener(f.counter).build()).getConnection()) {
         c.beginRequest();
         c.setAutoCommit(false);
@@ -78,7 +77,7 @@ class RequestBoundaryTest {
   private static String releaseAfterLoss(TestDatabase db, FencingOptions.Builder options)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("rel").orElseThrow();
+      Lease lease = f.holding("rel");
       try (Connection c = f.fenced(options.listener(f.counter).build()).getConnection()) {
         c.setAutoCommit(false);
         try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.OnEveryServer;
@@ -35,8 +34,7 @@ class ReviewFenceHolesTest {
   void anImplicitCommitInsideAMultiStatementTextIsNotAStaleCommit(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3, true)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("m" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("m" + IDS.incrementAndGet());
       String seq = TestDatabase.uniqueTable("ts");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
@@ -75,8 +73,7 @@ class ReviewFenceHolesTest {
   @OnMySqlFamily
   void anImplicitCommitInsideABatchIsNotAStaleCommit(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("b" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("b" + IDS.incrementAndGet());
       String seq = TestDatabase.uniqueTable("ts");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
@@ -120,8 +117,7 @@ class ReviewFenceHolesTest {
                         : "com.mysql.cj.jdbc.JdbcConnection")
             .asSubclass(Connection.class);
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("u" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("u" + IDS.incrementAndGet());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
         c.setAutoCommit(false);
@@ -156,8 +152,7 @@ class ReviewFenceHolesTest {
       try (Statement s = listener.createStatement()) {
         s.execute("LISTEN " + channel);
       }
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("n" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("n" + IDS.incrementAndGet());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
         c.setReadOnly(true);
@@ -204,8 +199,7 @@ class ReviewFenceHolesTest {
         }
       }
       try {
-        Lease lease =
-            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("d" + IDS.incrementAndGet()).get();
+        Lease lease = f.holding("d" + IDS.incrementAndGet());
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
             Connection c = f.fenced(f.options().build()).getConnection()) {
           c.setAutoCommit(false);
@@ -245,8 +239,7 @@ class ReviewFenceHolesTest {
   @OnMySqlFamily
   void anXaBranchPreparedUnderTheLeaseStillHoldsTheClaimBack(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("x" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("x" + IDS.incrementAndGet());
       String xid = "'" + TestDatabase.uniqueTable("xa") + "'";
       boolean tookOver;
       try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {

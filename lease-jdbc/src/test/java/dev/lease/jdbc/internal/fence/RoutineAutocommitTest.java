@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.OutsideTransactionPolicy;
@@ -51,7 +50,7 @@ class RoutineAutocommitTest {
         s.execute("CREATE PROCEDURE " + proc + "() BEGIN SET autocommit = 1; END");
       }
       try {
-        Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ac").orElseThrow();
+        Lease lease = f.holding("ac");
         FencedDataSource ds =
             f.fenced(
                 options

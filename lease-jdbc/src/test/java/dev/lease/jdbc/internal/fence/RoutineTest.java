@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.OutsideTransactionPolicy;
@@ -39,7 +38,7 @@ class RoutineTest {
               + f.data
               + " (id, term) VALUES (base + 1, 0); END");
       try {
-        Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("call").orElseThrow();
+        Lease lease = f.holding("call");
         FencedDataSource ds =
             f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
@@ -96,7 +95,7 @@ class RoutineTest {
               + f.data
               + " (id, term) VALUES (base, 0); COMMIT; END");
       try {
-        Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("doubt").orElseThrow();
+        Lease lease = f.holding("doubt");
         dev.lease.jdbc.FencingOptions.Builder b =
             f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST);
         FencedDataSource ds =
@@ -144,7 +143,7 @@ class RoutineTest {
               + " (id, term) VALUES (1, 0); COMMIT; INSERT INTO "
               + f.data
               + " (id, term) VALUES (2, 0); END $$");
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("call").orElseThrow();
+      Lease lease = f.holding("call");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c =
               f.fenced(

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.OnEveryDatabase;
@@ -26,7 +25,7 @@ class SavepointRollbackWithoutLeaseTest {
   @OnEveryDatabase
   void theNextStatementUnderTheLeaseVerifiesAgain(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
+      Lease lease = f.holding("sp");
       assertEquals(2, verifiesAfterUnleasedRollbackTo(f, lease, f.options().build()));
       assertEquals(1, f.count("id = 2"));
     }
@@ -37,7 +36,7 @@ class SavepointRollbackWithoutLeaseTest {
   void negativeControlWithoutReverifyTheNextStatementTrustsTheLock(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
+      Lease lease = f.holding("sp");
       assertEquals(
           1,
           verifiesAfterUnleasedRollbackTo(
@@ -86,7 +85,7 @@ class SavepointRollbackWithoutLeaseTest {
 
   private static String staleWrite(TestDatabase db, boolean weakened) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
+      Lease lease = f.holding("sp");
       FencingOptions.Builder o = f.options();
       if (weakened) {
         WeakenedFence.weaken(

@@ -10,7 +10,6 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
@@ -80,7 +79,7 @@ class ServerEndedTransactionTest {
    */
   private static String afterDeadlock(TestDatabase db, Options options) throws Exception {
     try (Fixture f = new Fixture(db, 4)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("deadlock").orElseThrow();
+      Lease lease = f.holding("deadlock");
       try (Connection c = f.pool.getConnection()) {
         f.insert(c, 1, 0);
         f.insert(c, 2, 0);
@@ -180,7 +179,7 @@ class ServerEndedTransactionTest {
       throws Exception {
     for (boolean asSql : new boolean[] {false, true}) {
       try (Fixture f = new Fixture(db, 3)) {
-        Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
+        Lease lease = f.holding("sp");
         String outcome = savepointPastTheVerify(f, lease, f.options().build(), asSql);
         assertEquals("refused", outcome, asSql ? "ROLLBACK TO as SQL" : "rollback(Savepoint)");
       }
@@ -198,7 +197,7 @@ class ServerEndedTransactionTest {
       return; // InnoDB and SQLite keep their locks until the transaction ends
     }
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sp").orElseThrow();
+      Lease lease = f.holding("sp");
       FencingOptions weak =
           WeakenedFence.weaken(
                   f.options(), WeakenedFence.PREVIOUS_REFUSAL, WeakenedFence.NO_REVERIFY)
@@ -264,7 +263,7 @@ class ServerEndedTransactionTest {
   @OnEveryDatabase
   void afterAFailedStatementTheNextStatementVerifiesAgain(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("fail").orElseThrow();
+      Lease lease = f.holding("fail");
       HikariDataSource pool = f.pool;
       if (db == TestDatabase.POSTGRESQL) {
         // with autosave, pgjdbc rolls back to its own savepoint and the transaction goes on

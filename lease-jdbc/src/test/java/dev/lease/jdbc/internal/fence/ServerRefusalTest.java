@@ -10,7 +10,6 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencedDriver;
@@ -46,8 +45,7 @@ class ServerRefusalTest {
   private static final AtomicInteger IDS = new AtomicInteger();
 
   private static Lease stale(Fixture f) throws SQLException {
-    Lease lease =
-        f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("r" + IDS.incrementAndGet()).get();
+    Lease lease = f.holding("r" + IDS.incrementAndGet());
     f.takeOver(lease); // the database gives the name to a successor; the holder does not know yet
     return lease;
   }
@@ -98,8 +96,7 @@ class ServerRefusalTest {
   @OnEveryDatabase
   void aHeldLeaseStillVerifiesAndCommits(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("h" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("h" + IDS.incrementAndGet());
       FencedDataSource ds = fenced(f, Refusal.SERVER);
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection()) {
@@ -249,8 +246,7 @@ class ServerRefusalTest {
   void theCommitsProofRidesInItsRoundTrip(TestDatabase db, String mechanism) throws Exception {
     boolean server = mechanism.equals("server");
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("c" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("c" + IDS.incrementAndGet());
       FencedDataSource ds = fenced(f, server ? Refusal.SERVER : Refusal.CLIENT, FencingMode.VERIFY);
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection()) {
@@ -279,8 +275,7 @@ class ServerRefusalTest {
     try (Fixture f = new Fixture(db, 2)) {
       FencedDataSource ds = fenced(f, server ? Refusal.SERVER : Refusal.CLIENT, FencingMode.VERIFY);
       for (int path = 1; path <= 2; path++) {
-        Lease lease =
-            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("q" + IDS.incrementAndGet()).get();
+        Lease lease = f.holding("q" + IDS.incrementAndGet());
         int id = path;
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
             Connection c = ds.getConnection()) {
@@ -325,8 +320,7 @@ class ServerRefusalTest {
   void anImplicitCommitIsReadFromTheServersState(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
       for (Refusal refusal : new Refusal[] {Refusal.SERVER, Refusal.CLIENT}) {
-        Lease lease =
-            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("i" + IDS.incrementAndGet()).get();
+        Lease lease = f.holding("i" + IDS.incrementAndGet());
         int base = refusal == Refusal.SERVER ? 0 : 10;
         String seq = TestDatabase.uniqueTable("ts");
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
@@ -407,8 +401,7 @@ class ServerRefusalTest {
     try (Fixture f = new Fixture(db, 1)) {
       String option = db == TestDatabase.MARIADB ? "transactionReplay=true" : "autoReconnect=true";
       try (HikariDataSource replaying = pool(db.url(), option)) {
-        Lease lease =
-            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("d" + IDS.incrementAndGet()).get();
+        Lease lease = f.holding("d" + IDS.incrementAndGet());
         FencedDataSource ds = FencedDataSource.wrap(replaying, f.options().build());
         try (Connection c = ds.getConnection()) {
           try (Statement s = c.createStatement()) {
@@ -441,8 +434,7 @@ class ServerRefusalTest {
                 db.url().replace("jdbc:mariadb://", "jdbc:mariadb:sequential://"),
                 "transactionReplay=true")) {
       for (boolean server : new boolean[] {true, false}) {
-        Lease lease =
-            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("p" + IDS.incrementAndGet()).get();
+        Lease lease = f.holding("p" + IDS.incrementAndGet());
         String sql =
             server
                 ? LeaseInternals.verifySql(lease, true)

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
@@ -59,7 +58,7 @@ class SessionBoundsTest {
       }
       long[] strict = {7, own[1] < 0 ? -1 : 9};
       assertFalse(Arrays.equals(own, strict), "the test needs bounds that differ from the own");
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("bounds").orElseThrow();
+      Lease lease = f.holding("bounds");
       DataSource ds = f.fenced(bounds().listener(f.counter).build());
       for (int round = 0; round < 2; round++) {
         try (LeaseContext.Scope scope = LeaseContext.bind(lease);
@@ -94,7 +93,7 @@ class SessionBoundsTest {
   void negativeControlWithoutTheRestoreABorrowerWithoutALeaseRunsWithTheLeasesBounds(
       TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 1)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("bounds").orElseThrow();
+      Lease lease = f.holding("bounds");
       DataSource ds =
           f.fenced(
               WeakenedFence.weaken(bounds().listener(f.counter), WeakenedFence.NO_SESSION_RESTORE)

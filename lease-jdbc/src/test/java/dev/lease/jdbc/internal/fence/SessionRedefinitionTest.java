@@ -42,8 +42,7 @@ class SessionRedefinitionTest {
   private static int staleCommitThroughATemporaryCopy(TestDatabase db, boolean weakened)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("t" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("t" + IDS.incrementAndGet());
       FencingOptions.Builder b = f.options();
       if (weakened) {
         WeakenedFence.weaken(b, WeakenedFence.UNQUALIFIED_TABLE);
@@ -110,8 +109,7 @@ class SessionRedefinitionTest {
   @OnMySqlFamily
   void aShadowedLeaseTableFailsTheVerifyWithAMessageThatSaysWhy(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("m" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("m" + IDS.incrementAndGet());
       try (Connection c = f.fenced(f.options().build()).getConnection()) {
         try (Statement s = c.createStatement()) {
           s.execute(temporaryCopy(db, f.leaseTable)[0]);
@@ -137,8 +135,7 @@ class SessionRedefinitionTest {
   void aSessionThatSwitchesSchemaOrDatabaseStillCommitsUnderItsLease(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease =
-          f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("s" + IDS.incrementAndGet()).get();
+      Lease lease = f.holding("s" + IDS.incrementAndGet());
       String other = TestDatabase.uniqueTable("lease_other");
       try (Connection c = f.pool.getConnection();
           Statement s = c.createStatement()) {
@@ -229,8 +226,7 @@ class SessionRedefinitionTest {
                 + ".always)");
       }
       try {
-        Lease lease =
-            f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("o" + IDS.incrementAndGet()).get();
+        Lease lease = f.holding("o" + IDS.incrementAndGet());
         FencingOptions.Builder b = f.options();
         if (weakened) {
           WeakenedFence.weaken(b, WeakenedFence.UNQUALIFIED_TABLE);

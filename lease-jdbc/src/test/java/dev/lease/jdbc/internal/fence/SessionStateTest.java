@@ -53,7 +53,7 @@ class SessionStateTest {
   void aTransactionBegunAsSqlBeforeTheLeaseWasBoundStaysOneTransaction(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sql-begin").orElseThrow();
+      Lease lease = f.holding("sql-begin");
       FencedDataSource ds = f.fenced(f.options().build());
       try (Connection c = ds.getConnection()) {
         sql(c, begin(db)); // no lease bound yet: passes through, nothing read
@@ -82,7 +82,7 @@ class SessionStateTest {
   void negativeControlWithoutTheDriversViewTheSqlTransactionIsCommittedEarly(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("sql-begin").orElseThrow();
+      Lease lease = f.holding("sql-begin");
       FencedDataSource weak =
           f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_DRIVER_SESSION).build());
       try (Connection c = weak.getConnection()) {
@@ -105,7 +105,7 @@ class SessionStateTest {
   @OnMySqlFamily
   void setAutocommitAsSqlKeepsAHealthyHoldersTransactionWhole(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("set-ac").orElseThrow();
+      Lease lease = f.holding("set-ac");
       FencedDataSource ds = f.fenced(f.options().build());
       for (boolean before : new boolean[] {true, false}) {
         int id = before ? 10 : 20;
@@ -145,7 +145,7 @@ class SessionStateTest {
       return; // MariaDB Connector/J reads the server's flag itself; the others have no SET
     }
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("set-ac").orElseThrow();
+      Lease lease = f.holding("set-ac");
       FencedDataSource weak =
           f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_DRIVER_SESSION).build());
       try (Connection c = weak.getConnection();
@@ -161,7 +161,7 @@ class SessionStateTest {
   @OnMySqlFamily
   void setAutocommitOneAsSqlIsACommitAndRunsItsChecks(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("set-ac1").orElseThrow();
+      Lease lease = f.holding("set-ac1");
       FencedDataSource ds = f.fenced(f.options().mode(FencingMode.VERIFY).build());
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = ds.getConnection()) {
@@ -272,7 +272,7 @@ class SessionStateTest {
   @OnEveryDatabase
   void closeRollsBackAVerifiedTransactionBegunAsSql(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("close").orElseThrow();
+      Lease lease = f.holding("close");
       assertEquals(0, staleAfterNextBorrower(f, lease, f.options().build(), 1));
       assertEquals(
           1,

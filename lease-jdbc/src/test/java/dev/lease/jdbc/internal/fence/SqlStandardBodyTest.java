@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.internal.sql.SqlKind;
 import dev.lease.jdbc.internal.sql.SqlSummary;
@@ -78,7 +77,7 @@ class SqlStandardBodyTest {
   void aSqlStandardFunctionIsCreatedUnderALease(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
       String fn = TestDatabase.uniqueTable("fn");
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("ddl").orElseThrow();
+      Lease lease = f.holding("ddl");
       try (Connection c = f.fenced(f.options().build()).getConnection();
           Statement s = c.createStatement();
           LeaseContext.Scope scope = LeaseContext.bind(lease)) {

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.internal.sql.SqlDialect;
@@ -194,7 +193,7 @@ class SqlTextFencingTest {
       throws Exception {
     try (Counter counter = new Counter(db)) {
       Fixture f = counter.f;
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("text").orElseThrow();
+      Lease lease = f.holding("text");
       FencedDataSource ds = f.fenced(f.options().build());
       int refused = 0;
       for (boolean stale : new boolean[] {false, true}) {
@@ -241,7 +240,7 @@ class SqlTextFencingTest {
       throws Exception {
     try (Counter counter = new Counter(db)) {
       Fixture f = counter.f;
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("text").orElseThrow();
+      Lease lease = f.holding("text");
       f.takeOver(lease);
       FencedDataSource weak =
           f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.LEADING_KEYWORD).build());
@@ -261,7 +260,7 @@ class SqlTextFencingTest {
       throws Exception {
     try (Counter counter = new Counter(db)) {
       Fixture f = counter.f;
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("text").orElseThrow();
+      Lease lease = f.holding("text");
       FencedDataSource ds = f.fenced(f.options().build());
       String update = "UPDATE " + counter.table + " SET n = n + 1 WHERE id = 1";
       Path path = db.isSqlite() ? Path.EXECUTE_UPDATE : Path.EXECUTE;

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -31,7 +30,7 @@ class UnlockTablesTest {
   @MethodSource("cases")
   void unlockTablesIsNeverRefusedUnderALease(TestDatabase db, boolean takenOver) throws Exception {
     try (Fixture f = new Fixture(db, 2)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("lock").orElseThrow();
+      Lease lease = f.holding("lock");
       try (Connection c = f.fenced(f.options().build()).getConnection();
           Statement s = c.createStatement()) {
         s.execute("LOCK TABLES " + f.data + " WRITE"); // no lease bound yet

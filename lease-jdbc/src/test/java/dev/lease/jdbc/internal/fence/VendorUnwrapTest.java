@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
-import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedConnection;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
@@ -59,7 +58,7 @@ class VendorUnwrapTest {
   private static String unwrapAfterTakeover(TestDatabase db, FencingOptions.Builder options)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("vendor").orElseThrow();
+      Lease lease = f.holding("vendor");
       f.takeOver(lease); // the holder does not know yet
       Class<?> vendor = Class.forName(WrapperTest.vendorConnection(db));
       try (Connection c = f.fenced(options.listener(f.counter).build()).getConnection();
@@ -97,7 +96,7 @@ class VendorUnwrapTest {
   private static int copyAfterTakeover(TestDatabase db, FencingOptions.Builder options)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("copy").orElseThrow();
+      Lease lease = f.holding("copy");
       f.takeOver(lease);
       try (Connection c = f.fenced(options.listener(f.counter).build()).getConnection();
           LeaseContext.Scope scope = LeaseContext.bind(lease)) {
@@ -117,7 +116,7 @@ class VendorUnwrapTest {
   void theDriversOwnConnectionTypeIsNotHandedOutInAutocommitUnderALease(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("base").orElseThrow();
+      Lease lease = f.holding("base");
       try (Connection c = f.fenced(f.options().build()).getConnection();
           Statement s = c.createStatement()) {
         try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
@@ -140,7 +139,7 @@ class VendorUnwrapTest {
   void negativeControlWithoutTheUnwrapChecksTheRawConnectionIsHandedOut(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.manager("holder", LeaseTimings.DEFAULTS).tryClaim("base").orElseThrow();
+      Lease lease = f.holding("base");
       try (Connection c =
               f.fenced(WeakenedFence.weaken(f.options(), WeakenedFence.NO_UNWRAP_CHECKS).build())
                   .getConnection();

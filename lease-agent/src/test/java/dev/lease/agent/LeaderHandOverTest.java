@@ -13,7 +13,6 @@ import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.time.Duration;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -36,17 +35,13 @@ class LeaderHandOverTest {
           .gracePeriod(Duration.ofMillis(400))
           .build();
 
-  static Stream<TestDatabase> databases() {
-    return Stream.of(TestDatabase.POSTGRESQL, TestDatabase.SQLITE);
-  }
-
   @AfterEach
   void clearProcessWideLease() {
     LeaseInternals.bindProcessWide(null);
   }
 
   @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @MethodSource("dev.lease.agent.LeaderElectionTest#databases")
   void aShutdownWithTransferToHandsTheLeaseToTheSuccessor(TestDatabase db) throws Exception {
     Lease[] result = shutDown(db, true);
     assertFalse(result[0] != null, db + ": the third replica never got the lease");
@@ -55,7 +50,7 @@ class LeaderHandOverTest {
 
   /** Negative control: a shutdown that releases lets whichever replica polls first in. */
   @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @MethodSource("dev.lease.agent.LeaderElectionTest#databases")
   void negativeControlAShutdownThatReleasesLetsTheThirdReplicaIn(TestDatabase db) throws Exception {
     Lease[] result = shutDown(db, false);
     assertTrue(result[0] != null, db + ": the third replica got it: what transfer-to prevents");

@@ -5,10 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.internal.GroupInternals;
+import dev.lease.core.internal.GroupRules;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.core.internal.LifecycleRules;
 import dev.lease.core.internal.SqlRules;
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -17,10 +20,10 @@ import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 
 /**
- * Issue 23: {@link LeaseInternals#sqlRulesForTesting} and {@link LeaseInternals#rulesForTesting}
- * ship in the jar but break nothing in production: without a test marker on the class path they are
- * refused. Beside each, the control: with the marker (test support is on this test's class path) it
- * is honoured.
+ * Issues 21 and 23: {@link LeaseInternals#sqlRulesForTesting}, {@link
+ * LeaseInternals#rulesForTesting} and {@link GroupInternals#rulesForTesting} ship in the jar but
+ * break nothing in production: without a test marker on the class path they are refused. Beside
+ * each, the control: with the marker (test support is on this test's class path) it is honoured.
  */
 class TestFaultGateTest {
 
@@ -35,51 +38,57 @@ class TestFaultGateTest {
               });
 
   @Test
-  void withoutATestMarkerWeakenedSqlIsRefused() throws Exception {
-    URL[] production = {location(Lease.class), location(LoggerFactory.class)};
-    try (URLClassLoader app =
-        new URLClassLoader(production, ClassLoader.getPlatformClassLoader())) {
-      Class<?> manager = Class.forName(LeaseManager.class.getName(), true, app);
-      Class<?> builderType = Class.forName(LeaseManager.Builder.class.getName(), true, app);
-      Class<?> internals = Class.forName(LeaseInternals.class.getName(), true, app);
-      Class<?> rulesType = Class.forName(SqlRules.class.getName(), true, app);
-      // any implementation is refused, even the production rules: the gate is the JVM, not them
-      Object rules = rulesType.getField("PRODUCTION").get(null);
-      Object builder = manager.getMethod("builder", DataSource.class).invoke(null, NO_DATABASE);
-      InvocationTargetException e =
-          assertThrows(
-              InvocationTargetException.class,
-              () ->
-                  internals
-                      .getMethod("sqlRulesForTesting", builderType, rulesType)
-                      .invoke(null, builder, rules));
-      IllegalStateException refused = assertInstanceOf(IllegalStateException.class, e.getCause());
-      assertTrue(refused.getMessage().contains("SqlRules"), refused.getMessage());
-      assertTrue(refused.getMessage().contains("refused"), refused.getMessage());
-    }
+  void withoutATestMarkerWeakenedRulesAreRefused() throws Exception {
+    refusedWithoutAMarker(LeaseInternals.class, "rulesForTesting", LifecycleRules.class);
   }
 
   @Test
-  void withoutATestMarkerWeakenedRulesAreRefused() throws Exception {
+  void withoutATestMarkerWeakenedSqlIsRefused() throws Exception {
+    refusedWithoutAMarker(LeaseInternals.class, "sqlRulesForTesting", SqlRules.class);
+  }
+
+  /**
+   * Issue 21: {@link GroupInternals#rulesForTesting} weakens no production group, refused before it
+   * looks at the builder. Its control, the hook honoured in this test JVM, is every group test's
+   * negative control built with {@code WeakenedGroup.applyTo} (each one is caught).
+   */
+  @Test
+  void withoutATestMarkerWeakenedGroupRulesAreRefused() throws Exception {
+    refusedWithoutAMarker(GroupInternals.class, "rulesForTesting", GroupRules.class);
+  }
+
+  /**
+   * {@code internals.hook(builder, rules.PRODUCTION)} in a class loader with lease-core's and
+   * SLF4J's jars only (no test marker): refused, naming the rules. Any implementation is refused,
+   * even the production rules: the gate is the JVM, not them.
+   */
+  private static void refusedWithoutAMarker(Class<?> internalsType, String hook, Class<?> rules)
+      throws Exception {
     URL[] production = {location(Lease.class), location(LoggerFactory.class)};
     try (URLClassLoader app =
         new URLClassLoader(production, ClassLoader.getPlatformClassLoader())) {
-      Class<?> manager = Class.forName(LeaseManager.class.getName(), true, app);
-      Class<?> builderType = Class.forName(LeaseManager.Builder.class.getName(), true, app);
-      Class<?> internals = Class.forName(LeaseInternals.class.getName(), true, app);
-      Class<?> rulesType = Class.forName(LifecycleRules.class.getName(), true, app);
-      // any implementation is refused, even the production rules: the gate is the JVM, not them
-      Object rules = rulesType.getField("PRODUCTION").get(null);
-      Object builder = manager.getMethod("builder", DataSource.class).invoke(null, NO_DATABASE);
+      Class<?> internals = Class.forName(internalsType.getName(), true, app);
+      Class<?> rulesType = Class.forName(rules.getName(), true, app);
+      Method method = null;
+      for (Method m : internals.getMethods()) {
+        if (m.getName().equals(hook) && m.getParameterTypes()[1] == rulesType) {
+          method = m;
+        }
+      }
+      Class<?> builderType = method.getParameterTypes()[0];
+      Object builder =
+          builderType.getName().equals(LeaseManager.Builder.class.getName())
+              ? Class.forName(LeaseManager.class.getName(), true, app)
+                  .getMethod("builder", DataSource.class)
+                  .invoke(null, NO_DATABASE)
+              : null;
+      Object productionRules = rulesType.getField("PRODUCTION").get(null);
+      Method call = method;
       InvocationTargetException e =
           assertThrows(
-              InvocationTargetException.class,
-              () ->
-                  internals
-                      .getMethod("rulesForTesting", builderType, rulesType)
-                      .invoke(null, builder, rules));
+              InvocationTargetException.class, () -> call.invoke(null, builder, productionRules));
       IllegalStateException refused = assertInstanceOf(IllegalStateException.class, e.getCause());
-      assertTrue(refused.getMessage().contains("LifecycleRules"), refused.getMessage());
+      assertTrue(refused.getMessage().contains(rules.getSimpleName()), refused.getMessage());
       assertTrue(refused.getMessage().contains("refused"), refused.getMessage());
     }
   }

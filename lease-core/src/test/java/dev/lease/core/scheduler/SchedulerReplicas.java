@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.FailurePolicy;
+import dev.lease.core.Fixture;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
@@ -33,14 +34,7 @@ import javax.sql.DataSource;
 final class SchedulerReplicas implements AutoCloseable {
 
   /** Short lease timings with generous margins: the machine is small and shared. */
-  static final LeaseTimings TIMINGS =
-      LeaseTimings.builder()
-          .leaseDuration(Duration.ofSeconds(3))
-          .renewInterval(Duration.ofMillis(200))
-          .attemptTimeout(Duration.ofMillis(1500))
-          .localDeadline(Duration.ofMillis(2500))
-          .gracePeriod(Duration.ofSeconds(2))
-          .build();
+  static final LeaseTimings TIMINGS = Fixture.timings(3000, 200, 2500, 1500, 2000);
 
   static final Duration POLL = Duration.ofMillis(100);
 

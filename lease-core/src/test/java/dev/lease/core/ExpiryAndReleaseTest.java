@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -15,8 +16,6 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.opentest4j.AssertionFailedError;
 
 /**
@@ -29,12 +28,7 @@ class ExpiryAndReleaseTest {
   private static final long LEASE_MS = 1_500;
   private static final LeaseTimings TIMINGS = Fixture.timings(LEASE_MS, 100, 1_000, 500, 200);
 
-  static java.util.stream.Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void leaseExpiresByTheDatabaseClockAndNotBefore(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager a = f.manager("a", TIMINGS);
@@ -77,8 +71,7 @@ class ExpiryAndReleaseTest {
    * Negative control: a claim that forgets the expiry predicate ({@code expires_at_ms <= :now}) is
    * caught by the same check.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void claimIgnoringTheExpiryIsCaughtByTheSameCheck(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager a = f.manager("a", TIMINGS);
@@ -136,8 +129,7 @@ class ExpiryAndReleaseTest {
     return claimed;
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void releaseLetsAnotherClaimAtOnce(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseTimings longLease = Fixture.timings(60_000, 2_000, 10_000, 5_000, 1_000);
@@ -161,8 +153,7 @@ class ExpiryAndReleaseTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void renewExtendsTheExpiryByTheDatabaseClock(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       LeaseManager a = f.manager("a", Fixture.timings(10_000, 1_000, 5_000, 2_000, 200));
@@ -191,8 +182,7 @@ class ExpiryAndReleaseTest {
    * A holder whose own clock stands still (a paused process) never reaches its local deadline; the
    * database still expires its lease, lets another claim, and then tells the old holder it lost.
    */
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void holderThatOversleptItsLeaseIsToldByTheDatabase(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       AtomicLong frozen = new AtomicLong(System.nanoTime());
@@ -227,8 +217,7 @@ class ExpiryAndReleaseTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void localDeadlineEndsTheHoldWithoutAskingTheDatabase(TestDatabase db) {
     try (Fixture f = new Fixture(db)) {
       AtomicLong clock = new AtomicLong(System.nanoTime());

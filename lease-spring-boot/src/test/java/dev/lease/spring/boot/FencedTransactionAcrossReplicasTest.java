@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.lease.core.LeaseException;
 import dev.lease.core.LeaseLostException;
 import dev.lease.jdbc.LeaseLostSQLException;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -138,19 +139,13 @@ class FencedTransactionAcrossReplicasTest {
     }
   }
 
-  static java.util.stream.Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void pausedReplicasTransactionIsRefusedAfterTakeover(TestDatabase db) throws Exception {
     List<String> rows = pausedHolderScenario(db, true);
     assertEquals(List.of("B"), rows, "only the new holder's row is committed");
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void negativeControlWithoutFencingBothCommit(TestDatabase db) throws Exception {
     List<String> rows = pausedHolderScenario(db, false);
     assertEquals(List.of("A", "B"), rows, "without fencing the paused replica commits too");
@@ -224,8 +219,7 @@ class FencedTransactionAcrossReplicasTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void methodWhoseLeaseIsLostIsInterruptedAndRefused(TestDatabase db) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String ledger = replicas.table("sb_ledger");

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Instant;
@@ -12,8 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
@@ -101,12 +100,7 @@ class LeaseScheduledAcrossReplicasTest {
     }
   }
 
-  static java.util.stream.Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void eachInstantRunsOnceAcrossTwoReplicas(TestDatabase db) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String rounds = replicas.table("sb_rounds");
@@ -144,8 +138,7 @@ class LeaseScheduledAcrossReplicasTest {
     }
   }
 
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void negativeControlSpringSchedulingOnBothReplicasRunsInstantsTwice(TestDatabase db)
       throws Exception {
     try (Replicas replicas = new Replicas(db)) {

@@ -11,6 +11,7 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseReleasedException;
 import dev.lease.jdbc.FencedDataSource;
+import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.util.List;
 import java.util.Map;
@@ -21,8 +22,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
@@ -121,12 +120,7 @@ class LeasedAcrossReplicasTest {
     }
   }
 
-  static java.util.stream.Stream<TestDatabase> databases() {
-    return TestDatabase.all();
-  }
-
-  @ParameterizedTest(name = "{0}")
-  @MethodSource("databases")
+  @OnEveryDatabase
   void leasedMethodRunsOnceAcrossTwoReplicas(TestDatabase db) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String events = replicas.table("sb_events");

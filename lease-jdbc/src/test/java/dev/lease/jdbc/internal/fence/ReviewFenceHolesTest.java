@@ -13,6 +13,7 @@ import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -33,35 +34,9 @@ class ReviewFenceHolesTest {
   @OnMySqlFamily
   void anImplicitCommitInsideAMultiStatementTextIsNotAStaleCommit(TestDatabase db)
       throws Exception {
-    try (Fixture f = new Fixture(db, 3, true)) {
-      Lease lease = f.holding("m" + IDS.incrementAndGet());
-      String seq = TestDatabase.uniqueTable("ts");
-      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-          Connection c = f.fenced(f.options().build()).getConnection()) {
-        c.setAutoCommit(false);
-        f.insert(c, 1, lease.term()); // verified, under STRICT's share lock
-        boolean refused = false;
-        try (Statement s = c.createStatement()) {
-          // the sequence's implicit commit frees the lock; the INSERT opens a new transaction
-          s.execute(
-              "CREATE TEMPORARY SEQUENCE "
-                  + seq
-                  + "; INSERT INTO "
-                  + f.data
-                  + " (id, term) VALUES (2, 0)");
-        } catch (LeaseLostSQLException e) {
-          // the lexer knows the sequence commits: mixed with a write, refused before it was sent
-          assertEquals(LeaseLostSQLException.TRANSACTION_CONTROL_MIXED, e.getSQLState());
-          refused = true;
-        }
-        if (!refused) {
-          f.takeOver(lease); // goes through at once: nothing holds the lease row any more
-          assertThrows(LeaseLostSQLException.class, c::commit, "the stale write must be refused");
-        }
-        c.rollback();
-      }
-      assertEquals(0, f.count("id = 2"), "a stale write committed after the successor's claim");
-    }
+    implicitCommitThenAWrite(
+        new Fixture(db, 3, true),
+        (s, seq, insert) -> s.execute("CREATE TEMPORARY SEQUENCE " + seq + "; " + insert));
   }
 
   /**
@@ -72,8 +47,30 @@ class ReviewFenceHolesTest {
    */
   @OnMySqlFamily
   void anImplicitCommitInsideABatchIsNotAStaleCommit(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db, 3)) {
-      Lease lease = f.holding("b" + IDS.incrementAndGet());
+    implicitCommitThenAWrite(
+        new Fixture(db, 3),
+        (s, seq, insert) -> {
+          s.addBatch("CREATE TEMPORARY SEQUENCE " + seq); // commits: the lock is gone
+          s.addBatch(insert); // a new transaction
+          s.executeBatch();
+        });
+  }
+
+  /** Sends a sequence's implicit commit and an INSERT in one call ({@code send}). */
+  @FunctionalInterface
+  interface ImplicitCommit {
+    void send(Statement s, String sequence, String insert) throws SQLException;
+  }
+
+  /**
+   * A verified transaction that then sends an implicit commit and a write in one call: refused
+   * before it was sent (the lexer knows the sequence commits), or its commit is refused after a
+   * successor's claim; either way no stale row.
+   */
+  private static void implicitCommitThenAWrite(Fixture fixture, ImplicitCommit send)
+      throws Exception {
+    try (Fixture f = fixture) {
+      Lease lease = f.holding("m" + IDS.incrementAndGet());
       String seq = TestDatabase.uniqueTable("ts");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c = f.fenced(f.options().build()).getConnection()) {
@@ -81,9 +78,7 @@ class ReviewFenceHolesTest {
         f.insert(c, 1, lease.term()); // verified, under STRICT's share lock
         boolean refused = false;
         try (Statement s = c.createStatement()) {
-          s.addBatch("CREATE TEMPORARY SEQUENCE " + seq); // commits: the lock is gone
-          s.addBatch("INSERT INTO " + f.data + " (id, term) VALUES (2, 0)"); // a new transaction
-          s.executeBatch();
+          send.send(s, seq, "INSERT INTO " + f.data + " (id, term) VALUES (2, 0)");
         } catch (LeaseLostSQLException e) {
           // the lexer knows the sequence commits: mixed with a write, refused before it was sent
           assertEquals(LeaseLostSQLException.TRANSACTION_CONTROL_MIXED, e.getSQLState());

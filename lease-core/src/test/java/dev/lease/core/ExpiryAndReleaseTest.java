@@ -8,9 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
@@ -83,17 +80,12 @@ class ExpiryAndReleaseTest {
               () ->
                   claimOnlyAfterExpiry(
                       () -> {
-                        try (Connection c = f.admin.getConnection();
-                            PreparedStatement ps =
-                                c.prepareStatement(
-                                    "UPDATE "
-                                        + f.table
-                                        + " SET term = term + 1, holder = 'broken' WHERE name = ?")) {
-                          ps.setString(1, "expiry");
-                          return Optional.of(ps.executeUpdate());
-                        } catch (SQLException e) {
-                          throw new AssertionError(e);
-                        }
+                        return Optional.of(
+                            f.update(
+                                "UPDATE "
+                                    + f.table
+                                    + " SET term = term + 1, holder = 'broken' WHERE name = ?",
+                                "expiry"));
                       },
                       a::databaseTimeMillis,
                       expires));

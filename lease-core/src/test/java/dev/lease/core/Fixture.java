@@ -120,6 +120,26 @@ public final class Fixture implements AutoCloseable {
         .build();
   }
 
+  /**
+   * Runs {@code sql} with {@code params} on the admin pool and commits it: the test's own change to
+   * the lease table, as another process or a failover would make it. Returns the update count.
+   */
+  public int update(String sql, Object... params) {
+    try (Connection c = admin.getConnection();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        ps.setObject(i + 1, params[i]);
+      }
+      int n = ps.executeUpdate();
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+      return n;
+    } catch (SQLException e) {
+      throw new AssertionError(e);
+    }
+  }
+
   /** The lease row of {@code name} as the database has it now. */
   public Row row(String name) {
     try (Connection c = admin.getConnection();

@@ -5,10 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 
 /**
@@ -56,29 +52,19 @@ class TermsTest {
         () -> m.databaseTimeMillis() > term / 1000);
   }
 
-  private static void execute(Fixture f, String sql) throws SQLException {
-    try (Connection c = f.admin.getConnection();
-        Statement s = c.createStatement()) {
-      s.execute(sql);
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-    }
-  }
-
   @OnEveryDatabase
   void termsDoNotRepeatWhenTheRowIsDeleted(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       LeaseManager m = manager(f, "deleting", null);
       long before = handOver(m, "job", 20);
       pastTheMillisecondOf(m, before);
-      execute(f, "DELETE FROM " + f.table + " WHERE name = 'job'");
+      f.update("DELETE FROM " + f.table + " WHERE name = 'job'");
       long after = handOver(m, "job", 1);
       assertTrue(after > before, "term " + after + " after the delete, " + before + " before");
 
       LeaseManager broken = manager(f, "from-zero", WeakenedSql.termFromZero());
       long brokenBefore = handOver(broken, "zero", 3);
-      execute(f, "DELETE FROM " + f.table + " WHERE name = 'zero'");
+      f.update("DELETE FROM " + f.table + " WHERE name = 'zero'");
       long brokenAfter = handOver(broken, "zero", 1);
       assertEquals(1, brokenAfter, "negative control: a row created at term 0 starts again");
       assertTrue(brokenAfter <= brokenBefore, "so the test above would catch a repeated term");
@@ -92,13 +78,13 @@ class TermsTest {
       LeaseManager m = manager(f, "emptying", null);
       long first = handOver(m, "job", 5);
       pastTheMillisecondOf(m, first);
-      execute(f, "DELETE FROM " + f.table);
+      f.update("DELETE FROM " + f.table);
       long second = handOver(m, "job", 1);
       assertTrue(second > first, "after emptying the table: " + second + " > " + first);
       pastTheMillisecondOf(m, second);
-      execute(f, "DROP TABLE " + f.table);
+      f.update("DROP TABLE " + f.table);
       for (String ddl : LeaseManager.ddl(Fixture.database(db), f.table)) {
-        execute(f, ddl);
+        f.update(ddl);
       }
       long third = handOver(m, "job", 1);
       assertTrue(third > second, "after dropping the table: " + third + " > " + second);
@@ -136,21 +122,14 @@ class TermsTest {
     Lease lost = m.tryClaim(name).orElseThrow();
     pastTheMillisecondOf(m, lost.term());
     // the promoted server never saw the claim: the row as it was before it
-    try (Connection c = f.admin.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "UPDATE "
-                    + f.table
-                    + " SET holder = ?, instance = ?, term = ?, expires_at_ms = 0 WHERE name = ?")) {
-      ps.setString(1, before.holder());
-      ps.setString(2, before.instance());
-      ps.setLong(3, before.term());
-      ps.setString(4, name);
-      ps.executeUpdate();
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-    }
+    f.update(
+        "UPDATE "
+            + f.table
+            + " SET holder = ?, instance = ?, term = ?, expires_at_ms = 0 WHERE name = ?",
+        before.holder(),
+        before.instance(),
+        before.term(),
+        name);
     Lease next = m.tryClaim(name).orElseThrow();
     return new long[] {lost.term(), next.term()};
   }
@@ -158,17 +137,7 @@ class TermsTest {
   @OnEveryDatabase
   void existingRowsKeepTheirTerms(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
-      try (Connection c = f.admin.getConnection();
-          PreparedStatement ps =
-              c.prepareStatement(
-                  "INSERT INTO "
-                      + f.table
-                      + " (name, term, expires_at_ms) VALUES ('old', 41, 0)")) {
-        ps.executeUpdate();
-        if (!c.getAutoCommit()) {
-          c.commit();
-        }
-      }
+      f.update("INSERT INTO " + f.table + " (name, term, expires_at_ms) VALUES ('old', 41, 0)");
       LeaseManager m = manager(f, "keeper", null);
       assertTrue(m.tryClaim("old").orElseThrow().term() > 41, "a row of an earlier version");
     }

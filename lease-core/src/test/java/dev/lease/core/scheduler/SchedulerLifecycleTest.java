@@ -311,14 +311,7 @@ class SchedulerLifecycleTest {
                 .build());
     s.start();
     Fixture.await("three rounds", Duration.ofSeconds(10), () -> termByInstant.size() >= 3);
-    try (Connection c = f.admin.getConnection();
-        PreparedStatement ps = c.prepareStatement("DELETE FROM " + f.table + " WHERE name = ?")) {
-      ps.setString(1, job);
-      ps.executeUpdate();
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-    }
+    f.update("DELETE FROM " + f.table + " WHERE name = ?", job);
     // an instant after this was claimed after the delete: on the row the scheduler created again
     long deletedAt = m.databaseTimeMillis();
     Fixture.await(

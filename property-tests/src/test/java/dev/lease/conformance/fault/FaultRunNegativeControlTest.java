@@ -3,11 +3,10 @@ package dev.lease.conformance.fault;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.Mutation;
 import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.PropertyResult;
-import dev.lease.conformance.Size;
+import dev.lease.conformance.QuickRun;
 import dev.lease.conformance.Target;
 import dev.lease.conformance.fault.History.Branch;
 import dev.lease.testing.OnEveryDatabase;
@@ -40,13 +39,7 @@ class FaultRunNegativeControlTest {
   private static PropertyResult run(TestDatabase db, FaultRunProperty broken) {
     PropertyResult r = null;
     for (long seed = 11L; seed < 14L; seed++) {
-      r =
-          broken.check(
-              new Target(db.url(), null, null),
-              Size.QUICK,
-              seed,
-              ConformanceProperty.Progress.NONE);
-      System.out.println(db + " " + broken.id() + " (seed " + seed + "): " + r);
+      r = QuickRun.on(db, broken, seed, broken.id() + " (seed " + seed + ")");
       if (r.verdict() != PropertyResult.Verdict.INCONCLUSIVE) {
         break;
       }

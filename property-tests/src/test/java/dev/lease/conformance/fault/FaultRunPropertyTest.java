@@ -3,10 +3,8 @@ package dev.lease.conformance.fault;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.PropertyResult;
-import dev.lease.conformance.Size;
-import dev.lease.conformance.Target;
+import dev.lease.conformance.QuickRun;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 
@@ -20,14 +18,7 @@ class FaultRunPropertyTest {
 
   @OnEveryDatabase
   void strictFencingHoldsWhenFrozenHoldersAreTakenOverOrWaitedFor(TestDatabase db) {
-    PropertyResult r =
-        new FaultRunProperty()
-            .check(
-                new Target(db.url(), null, null),
-                Size.QUICK,
-                7L,
-                ConformanceProperty.Progress.NONE);
-    System.out.println(db + ": " + r);
+    PropertyResult r = QuickRun.on(db, new FaultRunProperty(), 7L, "fault-run");
     assertEquals(PropertyResult.Verdict.HOLDS, r.verdict(), r.failure() + " " + r.counts());
     String event =
         db.isSqlite()

@@ -3,11 +3,9 @@ package dev.lease.conformance.fault;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.NegativeControl;
 import dev.lease.conformance.PropertyResult;
-import dev.lease.conformance.Size;
-import dev.lease.conformance.Target;
+import dev.lease.conformance.QuickRun;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.TestDatabase;
@@ -46,14 +44,6 @@ class PausedHolderPropertyTest {
   }
 
   private static PropertyResult run(TestDatabase db, Fence fence) {
-    PropertyResult r =
-        new PausedHolderProperty(fence)
-            .check(
-                new Target(db.url(), null, null),
-                Size.QUICK,
-                1L,
-                ConformanceProperty.Progress.NONE);
-    System.out.println(db + " " + fence + ": " + r);
-    return r;
+    return QuickRun.on(db, new PausedHolderProperty(fence), 1L, fence);
   }
 }

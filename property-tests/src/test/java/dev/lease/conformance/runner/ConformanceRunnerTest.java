@@ -38,7 +38,7 @@ class ConformanceRunnerTest {
 
   record Run(int exit, String out, String err) {}
 
-  private static Run run(String... args) {
+  static Run run(String... args) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     ByteArrayOutputStream err = new ByteArrayOutputStream();
     int exit =

@@ -3,10 +3,8 @@ package dev.lease.conformance.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.PropertyResult;
-import dev.lease.conformance.Size;
-import dev.lease.conformance.Target;
+import dev.lease.conformance.QuickRun;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.OnPostgresql;
 import dev.lease.testing.TestDatabase;
@@ -83,10 +81,6 @@ class RawPathPropertyTest {
   }
 
   static PropertyResult run(RawPathProperty p, TestDatabase db) {
-    PropertyResult r =
-        p.check(
-            new Target(db.url(), null, null), Size.QUICK, 1L, ConformanceProperty.Progress.NONE);
-    System.out.println(db + " " + p.id() + ": " + r);
-    return r;
+    return QuickRun.on(db, p, 1L, p.id());
   }
 }

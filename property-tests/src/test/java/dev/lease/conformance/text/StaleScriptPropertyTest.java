@@ -3,10 +3,8 @@ package dev.lease.conformance.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.lease.conformance.ConformanceProperty;
 import dev.lease.conformance.PropertyResult;
-import dev.lease.conformance.Size;
-import dev.lease.conformance.Target;
+import dev.lease.conformance.QuickRun;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 
@@ -37,14 +35,6 @@ class StaleScriptPropertyTest {
   }
 
   static PropertyResult run(TestDatabase db, TextFence fence, long seed) {
-    PropertyResult r =
-        new StaleScriptProperty(fence)
-            .check(
-                new Target(db.url(), null, null),
-                Size.QUICK,
-                seed,
-                ConformanceProperty.Progress.NONE);
-    System.out.println(db + " " + fence + ": " + r);
-    return r;
+    return QuickRun.on(db, new StaleScriptProperty(fence), seed, fence);
   }
 }

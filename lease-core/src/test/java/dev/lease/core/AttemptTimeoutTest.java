@@ -30,9 +30,7 @@ class AttemptTimeoutTest {
       WeakenedLifecycle fault,
       LeaseListener listener) {
     LeaseManager.Builder b = f.builder(ds, instance).timings(TIMINGS).listener(listener);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     return f.track(b.build());
   }
 

@@ -59,9 +59,7 @@ class BatchReleaseTest {
       throws Exception {
     CountingDataSource counting = new CountingDataSource(f.pool(4));
     LeaseManager.Builder b = f.builder(counting, "closing").timings(TIMINGS);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     List<Lease> leases = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -116,9 +114,7 @@ class BatchReleaseTest {
   private static Map<String, Boolean> rowsHeldWhenCloseInterrupted(
       Fixture f, WeakenedLifecycle fault) throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(4), "working-" + fault).timings(TIMINGS);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     Map<String, Boolean> heldAtInterrupt = new ConcurrentHashMap<>();
     CountDownLatch started = new CountDownLatch(5);

@@ -30,9 +30,7 @@ class CallerThreadWorkTest {
 
   private static LeaseManager manager(Fixture f, String instance, WeakenedLifecycle fault) {
     LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     return f.track(b.build());
   }
 

@@ -44,9 +44,7 @@ class DeadlineReleaseTest {
         f.builder(f.pool(2), "paused-" + fault)
             .timings(TIMINGS)
             .clock(() -> System.nanoTime() + skew.get());
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     LeaseManager successor = f.manager("successor-" + fault, TIMINGS);
     String name = "deadline-" + fault;

@@ -71,9 +71,7 @@ class LossHandlingTest {
                     }
                   }
                 });
-    if (fault != null) {
-      fault.applyTo(builder);
-    }
+    Weakening.apply(fault, builder);
     LeaseManager m = f.track(builder.build());
     for (int i = 0; i < 3; i++) {
       m.tryClaim("a" + i + "-" + fault).orElseThrow().hold();

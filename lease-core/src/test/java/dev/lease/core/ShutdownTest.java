@@ -37,9 +37,7 @@ class ShutdownTest {
 
   private static LeaseManager manager(Fixture f, String instance, WeakenedLifecycle fault) {
     LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     return f.track(b.build());
   }
 
@@ -234,9 +232,7 @@ class ShutdownTest {
   private static Throwable claimRacingClose(Fixture f, WeakenedLifecycle fault) throws Exception {
     FailingDataSource gate = new FailingDataSource(f.pool(2));
     LeaseManager.Builder b = f.builder(gate, "racing-" + fault).timings(TIMINGS);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     gate.stall(0, 1); // the claim's first borrow blocks until close() returned
     CompletableFuture<Lease> claim =
@@ -285,9 +281,7 @@ class ShutdownTest {
                   }
                 })
             .failurePolicy((lease, worker) -> policy.countDown());
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     Lease lease = m.tryClaim("stuck-" + fault).orElseThrow();
     CountDownLatch started = new CountDownLatch(1);
@@ -344,9 +338,7 @@ class ShutdownTest {
         f.builder(f.pool(2), "shutdown-" + fault)
             .timings(TIMINGS)
             .failurePolicy((lease, worker) -> calls.add(lease.name()));
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     CountDownLatch started = new CountDownLatch(1);
     AtomicBoolean release = new AtomicBoolean();
@@ -390,9 +382,7 @@ class ShutdownTest {
                   calls.add(worker.getName());
                   expected.countDown();
                 });
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     Lease lease = m.tryClaim("twice-" + fault).orElseThrow();
     CountDownLatch started = new CountDownLatch(2);

@@ -68,9 +68,7 @@ class StepCostTest {
     HikariDataSource one = f.pool(1);
     CountingDataSource counting = new CountingDataSource(one);
     LeaseManager.Builder b = f.builder(counting, "cost").timings(TIMINGS);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     Map<String, long[]> costs = new LinkedHashMap<>();
     Lease first = (Lease) measure(f, one, counting, costs, "first claim", () -> m.tryClaim("cost"));

@@ -20,9 +20,7 @@ class TermsTest {
 
   private static LeaseManager manager(Fixture f, String instance, WeakenedSql fault) {
     LeaseManager.Builder b = f.builder(f.pool(2), instance).timings(TIMINGS);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     return f.track(b.build());
   }
 

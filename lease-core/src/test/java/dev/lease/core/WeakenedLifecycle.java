@@ -18,7 +18,7 @@ import java.util.stream.Collectors;
  * must catch; {@link #and} combines them. Applied with {@link #applyTo} ({@link
  * LeaseInternals#rulesForTesting}, honoured only in a test JVM).
  */
-public final class WeakenedLifecycle implements LifecycleRules {
+public final class WeakenedLifecycle implements LifecycleRules, Weakening {
 
   private enum Bug {
     RELEASE_BEFORE_STOPPING_WORK,

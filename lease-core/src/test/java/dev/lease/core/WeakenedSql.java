@@ -12,7 +12,7 @@ import java.sql.Statement;
  * catch. Applied with {@link #applyTo} ({@link LeaseInternals#sqlRulesForTesting}, honoured only in
  * a test JVM).
  */
-public final class WeakenedSql implements SqlRules {
+public final class WeakenedSql implements SqlRules, Weakening {
 
   private enum Bug {
     TERM_FROM_ZERO,

@@ -15,6 +15,7 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.WeakenedLifecycle;
 import dev.lease.core.WeakenedSql;
+import dev.lease.core.Weakening;
 import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
@@ -67,9 +68,7 @@ class SessionRestoreTest {
       throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(2), "killed-" + fault).timings(TIMINGS);
     WeakenedLifecycle.stepInSession().applyTo(b);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     String name = "killed-" + fault;
     Lease lease = m.tryClaim(name).orElseThrow();
@@ -163,9 +162,7 @@ class SessionRestoreTest {
     HikariDataSource one = f.pool(1);
     LeaseManager.Builder b = f.builder(one, "vars-" + fault).timings(TIMINGS);
     WeakenedLifecycle.stepInSession().applyTo(b);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     m.tryClaim("vars-" + fault).orElseThrow().release();
     try (Connection c = one.getConnection();

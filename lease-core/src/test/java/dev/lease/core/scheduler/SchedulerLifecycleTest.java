@@ -9,6 +9,7 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.WeakenedLifecycle;
 import dev.lease.core.WeakenedSql;
+import dev.lease.core.Weakening;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.ConnectionSource;
 import dev.lease.testing.OnEveryDatabase;
@@ -95,9 +96,7 @@ class SchedulerLifecycleTest {
         f.builder(f.pool(3), "closing-" + fault)
             .timings(TIMINGS)
             .failurePolicy((lease, worker) -> policies.incrementAndGet());
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     String job = "stuck-" + fault;
     CountDownLatch started = new CountDownLatch(1);
@@ -294,9 +293,7 @@ class SchedulerLifecycleTest {
   /** The highest term of a round before the row is deleted, and the first one after. */
   private static long[] termsAroundADelete(Fixture f, WeakenedSql fault) throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(3), "recreate-" + fault).timings(TIMINGS);
-    if (fault != null) {
-      fault.applyTo(b);
-    }
+    Weakening.apply(fault, b);
     LeaseManager m = f.track(b.build());
     String job = "recreated-" + fault;
     Map<Long, Long> termByInstant = new ConcurrentHashMap<>();

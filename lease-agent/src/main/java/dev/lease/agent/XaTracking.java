@@ -4,9 +4,6 @@ import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
 import dev.lease.jdbc.FencedConnection;
 import java.lang.ref.WeakReference;
-import java.lang.reflect.InvocationHandler;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -61,7 +58,7 @@ public final class XaTracking {
   private static final Logger log = LoggerFactory.getLogger(XaTracking.class);
 
   /** Per XAResource: is a branch active, and the fenced handles to reset. */
-  private static final class Link {
+  static final class Link {
     volatile boolean active;
 
     /**
@@ -295,16 +292,16 @@ public final class XaTracking {
                 ? c.getClass().getClassLoader()
                 : XaTracking.class.getClassLoader(),
             interfaces,
-            new Handle(c, link, resource));
+            new XaHandle(c, link, resource));
   }
 
   /** Registers the fenced connection made of a {@link #handle}, to reset it with its branch. */
   static void fenced(Connection handle, Connection fenced) {
     if (!Proxy.isProxyClass(handle.getClass())
-        || !(Proxy.getInvocationHandler(handle) instanceof Handle)) {
+        || !(Proxy.getInvocationHandler(handle) instanceof XaHandle)) {
       return;
     }
-    Link link = ((Handle) Proxy.getInvocationHandler(handle)).link;
+    Link link = ((XaHandle) Proxy.getInvocationHandler(handle)).link;
     synchronized (link) {
       link.fenced.removeIf(r -> r.get() == null);
       link.fenced.add(new WeakReference<>(fenced));
@@ -530,7 +527,7 @@ public final class XaTracking {
   }
 
   /** Marks {@code link}: its handle ran a statement under {@code lease} outside a seen branch. */
-  private static void mark(Link link, Lease lease) {
+  static void mark(Link link, Lease lease) {
     if (link.mark == lease) {
       return;
     }
@@ -544,7 +541,7 @@ public final class XaTracking {
    * PREPARED states with XAER_RMFAIL), so no statement the handle ran can be in a branch still to
    * prepare. Called after a local commit or rollback and before close, never inside a statement.
    */
-  private static void clearIfOutsideXa(Link link, Connection target) {
+  static void clearIfOutsideXa(Link link, Connection target) {
     if (link.mark == null) {
       return;
     }
@@ -607,7 +604,7 @@ public final class XaTracking {
     return false;
   }
 
-  private static boolean mySqlFamily(Lease lease) {
+  static boolean mySqlFamily(Lease lease) {
     String product = String.valueOf(lease.manager().databaseProduct());
     return product.contains("MySQL") || product.contains("MariaDB");
   }
@@ -652,102 +649,5 @@ public final class XaTracking {
       all.add(Connection.class);
     }
     return all.toArray(new Class<?>[0]);
-  }
-
-  /** The handle's view for the fence. */
-  private static final class Handle implements InvocationHandler {
-    private final Connection target;
-    private final Link link;
-    private final Object resource;
-
-    Handle(Connection target, Link link, Object resource) {
-      this.target = target;
-      this.link = link;
-      this.resource = resource;
-    }
-
-    @Override
-    public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
-      String name = method.getName();
-      if (method.getDeclaringClass() == Object.class) {
-        switch (name) {
-          case "equals":
-            return proxy == args[0];
-          case "hashCode":
-            return System.identityHashCode(proxy);
-          default:
-            return "XaHandle[" + target + "]";
-        }
-      }
-      Lease lease = LeaseContext.current().orElse(null);
-      if (!link.active) {
-        boolean ends = isEnd(name, args);
-        if (lease != null
-            && !ends
-            && !link.seesItsBranches
-            && mayRunSql(name)
-            && mySqlFamily(lease)) {
-          // no branch seen on this handle's resource: if one runs on a resource the agent cannot
-          // link, beforePrepare must still know a lease was in play
-          mark(link, lease);
-        }
-        if (ends && name.equals("close")) {
-          clearIfOutsideXa(link, target);
-        }
-        Object result = call(method, args);
-        if (ends && !name.equals("close")) {
-          clearIfOutsideXa(link, target);
-        }
-        return result;
-      } else {
-        if (lease != null) {
-          // a lease the branch's statements run under (the fence's verify comes through here)
-          link.ranUnder(lease);
-        }
-        if (name.equals("getAutoCommit") && (args == null || args.length == 0)) {
-          return false;
-        }
-        if (name.equals("commit") || name.equals("rollback")) {
-          throw new SQLException(
-              name
-                  + " is not allowed on the connection of an active XA transaction ("
-                  + resource
-                  + "); the transaction manager ends it",
-              "55000");
-        }
-      }
-      return call(method, args);
-    }
-
-    /**
-     * A local transaction's end ({@code commit()}, {@code rollback()}, {@code setAutoCommit(true)})
-     * or the handle's ({@code close()}): where a mark may be cleared.
-     */
-    private static boolean isEnd(String name, Object[] args) {
-      if (args == null || args.length == 0) {
-        return name.equals("commit") || name.equals("rollback") || name.equals("close");
-      }
-      return name.equals("setAutoCommit") && Boolean.TRUE.equals(args[0]);
-    }
-
-    /**
-     * Whether a call may make the session run the application's SQL (a statement made, the driver's
-     * object unwrapped, a vendor method): everything but reading the handle's state and setting its
-     * autocommit, so the fence's own bookkeeping after a local end does not mark it again.
-     */
-    private static boolean mayRunSql(String name) {
-      return !(name.startsWith("get")
-          || name.startsWith("is")
-          || name.equals("setAutoCommit")
-          || name.equals("clearWarnings"));
-    }
-
-    private Object call(Method method, Object[] args) throws Throwable {
-      try {
-        return method.invoke(target, args);
-      } catch (InvocationTargetException e) {
-        throw e.getCause();
-      }
-    }
   }
 }

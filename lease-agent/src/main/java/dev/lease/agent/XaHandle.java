@@ -1,0 +1,111 @@
+package dev.lease.agent;
+
+import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.sql.Connection;
+import java.sql.SQLException;
+
+/**
+ * The fenced XA handle's view for the fence ({@link XaTracking}): while its resource's branch is
+ * active it reports {@code getAutoCommit() == false} and refuses {@code commit}/{@code rollback},
+ * records the leases the branch's statements run under, and marks or clears the handle of a
+ * resource whose branches the agent cannot see.
+ */
+final class XaHandle implements InvocationHandler {
+  private final Connection target;
+  final XaTracking.Link link;
+  private final Object resource;
+
+  XaHandle(Connection target, XaTracking.Link link, Object resource) {
+    this.target = target;
+    this.link = link;
+    this.resource = resource;
+  }
+
+  @Override
+  public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
+    String name = method.getName();
+    if (method.getDeclaringClass() == Object.class) {
+      switch (name) {
+        case "equals":
+          return proxy == args[0];
+        case "hashCode":
+          return System.identityHashCode(proxy);
+        default:
+          return "XaHandle[" + target + "]";
+      }
+    }
+    Lease lease = LeaseContext.current().orElse(null);
+    if (!link.active) {
+      boolean ends = isEnd(name, args);
+      if (lease != null
+          && !ends
+          && !link.seesItsBranches
+          && mayRunSql(name)
+          && XaTracking.mySqlFamily(lease)) {
+        // no branch seen on this handle's resource: if one runs on a resource the agent cannot
+        // link, beforePrepare must still know a lease was in play
+        XaTracking.mark(link, lease);
+      }
+      if (ends && name.equals("close")) {
+        XaTracking.clearIfOutsideXa(link, target);
+      }
+      Object result = call(method, args);
+      if (ends && !name.equals("close")) {
+        XaTracking.clearIfOutsideXa(link, target);
+      }
+      return result;
+    } else {
+      if (lease != null) {
+        // a lease the branch's statements run under (the fence's verify comes through here)
+        link.ranUnder(lease);
+      }
+      if (name.equals("getAutoCommit") && (args == null || args.length == 0)) {
+        return false;
+      }
+      if (name.equals("commit") || name.equals("rollback")) {
+        throw new SQLException(
+            name
+                + " is not allowed on the connection of an active XA transaction ("
+                + resource
+                + "); the transaction manager ends it",
+            "55000");
+      }
+    }
+    return call(method, args);
+  }
+
+  /**
+   * A local transaction's end ({@code commit()}, {@code rollback()}, {@code setAutoCommit(true)})
+   * or the handle's ({@code close()}): where a mark may be cleared.
+   */
+  private static boolean isEnd(String name, Object[] args) {
+    if (args == null || args.length == 0) {
+      return name.equals("commit") || name.equals("rollback") || name.equals("close");
+    }
+    return name.equals("setAutoCommit") && Boolean.TRUE.equals(args[0]);
+  }
+
+  /**
+   * Whether a call may make the session run the application's SQL (a statement made, the driver's
+   * object unwrapped, a vendor method): everything but reading the handle's state and setting its
+   * autocommit, so the fence's own bookkeeping after a local end does not mark it again.
+   */
+  private static boolean mayRunSql(String name) {
+    return !(name.startsWith("get")
+        || name.startsWith("is")
+        || name.equals("setAutoCommit")
+        || name.equals("clearWarnings"));
+  }
+
+  private Object call(Method method, Object[] args) throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
+  }
+}

@@ -82,6 +82,8 @@ abstract class FenceSteps {
     state.doubt(why);
   }
 
+  // ---- the checks of a commit
+
   /**
    * Everything a commit needs, whatever writes it (commit(), setAutoCommit(true), COMMIT or END as
    * SQL, MySQL's implicit commits, SET autocommit = 1, SQLite's RELEASE): not poisoned, the lock
@@ -124,6 +126,8 @@ abstract class FenceSteps {
       throw losses.poisonedException(null);
     }
   }
+
+  // ---- running statements
 
   /** A statement in the verified transaction: cancelled if its lease is lost while it runs. */
   <T> T run(StatementHandle st, SqlCall<T> call) throws SQLException {

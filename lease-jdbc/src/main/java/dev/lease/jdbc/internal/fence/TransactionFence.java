@@ -56,7 +56,10 @@ import org.slf4j.LoggerFactory;
  * statement's round trip), {@link AutoCommitStatements}, {@link SessionView} (where the transaction
  * is), {@link StatementReader} (reading the text), {@link SqlControl} (transaction control written
  * as SQL), {@link Bypass} (savepoints and unwrap), {@link AbandonedTransactions} and {@link Losses}
- * (loss, refusal, poison and the fence's exceptions). They log under this class's name.
+ * (loss, refusal, poison and the fence's exceptions). They log under this class's name. What the
+ * parts of the rules share with this class (the state and collaborators, the checks every commit
+ * gets, the running of a statement) is its superclass {@link FenceSteps}: the parts get that, not
+ * the fence.
  *
  * <p>Connections are used by one thread at a time; only the loss listener touches the state from
  * another thread, through its volatile fields and under its monitor.
@@ -551,10 +554,4 @@ final class TransactionFence extends FenceSteps {
       checkNotPoisoned();
     }
   }
-
-  // ---- the checks of a commit
-  // ---------------------------------------------------------------------
-
-  // ---- running statements
-  // -------------------------------------------------------------------------
 }

@@ -110,6 +110,22 @@ public enum TestDatabase {
     return new UrlDataSource(url());
   }
 
+  /**
+   * A pool of four connections in a child process, on the database its arguments name: the label
+   * ({@code sqlite} or a server's) and the JDBC URL, or for SQLite the database file.
+   */
+  public static HikariDataSource childPool(String label, String urlOrFile, String poolName) {
+    HikariConfig config = new HikariConfig();
+    config.setMaximumPoolSize(4);
+    config.setPoolName(poolName);
+    if ("sqlite".equals(label)) {
+      config.setDataSource(sqliteDataSource(urlOrFile));
+    } else {
+      config.setJdbcUrl(urlOrFile);
+    }
+    return new HikariDataSource(config);
+  }
+
   /** A SQLite DataSource on {@code file}: WAL journal, 10 s busy timeout. */
   public static SQLiteDataSource sqliteDataSource(String file) {
     SQLiteConfig config = new SQLiteConfig();

@@ -1,6 +1,5 @@
 package dev.lease.core.group;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
@@ -28,15 +27,7 @@ public final class GroupMemberMain {
 
   public static void main(String[] args) throws Exception {
     String label = args[0];
-    HikariConfig config = new HikariConfig();
-    config.setMaximumPoolSize(4);
-    config.setPoolName("member-" + args[5]);
-    if ("sqlite".equals(label)) {
-      config.setDataSource(TestDatabase.sqliteDataSource(args[1]));
-    } else {
-      config.setJdbcUrl(args[1]);
-    }
-    HikariDataSource ds = new HikariDataSource(config);
+    HikariDataSource ds = TestDatabase.childPool(label, args[1], "member-" + args[5]);
     String table = args[2];
     String acquisitions = args[3];
     int keys = Integer.parseInt(args[4]);

@@ -1,6 +1,5 @@
 package dev.lease.core.scheduler;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.LeaseListener;
@@ -31,15 +30,7 @@ public final class SchedulerReplicaMain {
   public static void main(String[] args) throws Exception {
     String label = args[0];
     // pooled, as a real service would be: a new connection per statement costs more than a period
-    HikariConfig config = new HikariConfig();
-    config.setMaximumPoolSize(4);
-    config.setPoolName("replica-" + args[6]);
-    if ("sqlite".equals(label)) {
-      config.setDataSource(TestDatabase.sqliteDataSource(args[1]));
-    } else {
-      config.setJdbcUrl(args[1]);
-    }
-    HikariDataSource ds = new HikariDataSource(config);
+    HikariDataSource ds = TestDatabase.childPool(label, args[1], "replica-" + args[6]);
     String table = args[2];
     String runs = args[3];
     long periodMs = Long.parseLong(args[4]);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import dev.lease.testing.UrlDataSource;
 import java.sql.Connection;
@@ -358,32 +359,49 @@ class XaAndVendorIT {
    * MySQL/MariaDB under STRICT: XA PREPARE releases the branch's shared locks (MariaDB 10.6+), the
    * verify's lock on the lease row included, so the agent refuses {@code XAResource.prepare} of a
    * branch that ran under a lease: rolled back, XA_RBROLLBACK, no row, nothing left prepared.
-   */
-  @Test
-  void aBranchUnderStrictIsRefusedAtPrepare_mysql() throws Exception {
-    refusedAtPrepare(TestDatabase.MYSQL);
-  }
-
-  /**
    * MariaDB Connector/J returns a new XAResource from every getXAResource(): the branch is still
    * linked with its handles (through the resource's XA connection) and refused.
    */
-  @Test
-  void aBranchUnderStrictIsRefusedAtPrepare_mariadb() throws Exception {
-    refusedAtPrepare(TestDatabase.MARIADB);
+  @OnMySqlFamily
+  void aBranchUnderStrictIsRefusedAtPrepare(TestDatabase db) throws Exception {
+    refusedAtPrepare(db, "two-phase", "one phase");
   }
 
-  private static void refusedAtPrepare(TestDatabase db) throws Exception {
+  /**
+   * A resource the agent cannot link with the handle its branch's statements ran on ({@code
+   * legacy.SqlXaResource}: top-level, a new one per {@code getXAResource()}, as MariaDB Connector/J
+   * 2.x's {@code MariaXaResource}): the agent has no record of the branch, so under STRICT, with
+   * the leader lease on MySQL/MariaDB, its prepare fails closed: rolled back, XA_RBROLLBACK with
+   * what to do, no row, nothing left prepared.
+   */
+  @OnMySqlFamily
+  void aBranchOnAResourceTheAgentCannotLinkIsRefusedAtPrepare(TestDatabase db) throws Exception {
+    refusedAtPrepare(
+        db,
+        "unlinked-two-phase",
+        "cannot link this XAResource",
+        "legacy.SqlXaResource",
+        "one phase",
+        "fencing=verify");
+  }
+
+  /**
+   * One two-phase branch (PHASE of legacy.XaAndVendor): refused, with every one of {@code says}.
+   */
+  private static void refusedAtPrepare(TestDatabase db, String phase, String... says)
+      throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(db);
-        AppProcess app = xaMysql(d, "two-phase", null)) {
+        AppProcess app = xaMysql(d, phase, null)) {
       List<String> refused = lines(app, "XA-REFUSED 1");
       assertEquals(1, refused.size(), app.describe());
       assertTrue(
           refused
-                  .get(0)
-                  .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK)
-              && refused.get(0).contains("one phase"),
+              .get(0)
+              .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK),
           app.describe());
+      for (String said : says) {
+        assertTrue(refused.get(0).contains(said), said + " in " + app.describe());
+      }
       assertTrue(lines(app, "XA-PREPARED").isEmpty(), app.describe());
       assertTrue(d.committed("L").isEmpty(), app.describe());
       assertEquals(List.of(), preparedBranches(db, "L-1-"), app.describe());
@@ -393,8 +411,18 @@ class XaAndVendorIT {
   /** A one-phase commit commits with the verify's lock held: it passes under STRICT. */
   @Test
   void aOnePhaseCommitUnderStrictCommits_mysql() throws Exception {
-    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL);
-        AppProcess app = xaMysql(d, "one-phase", null)) {
+    onePhaseCommits(TestDatabase.MYSQL, "one-phase");
+  }
+
+  /** A one-phase commit on the resource the agent cannot link holds the lock: it commits. */
+  @Test
+  void aOnePhaseCommitOnAResourceTheAgentCannotLinkCommits_mariadb() throws Exception {
+    onePhaseCommits(TestDatabase.MARIADB, "unlinked-one-phase");
+  }
+
+  private static void onePhaseCommits(TestDatabase db, String phase) throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(db);
+        AppProcess app = xaMysql(d, phase, null)) {
       assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
       assertEquals(Set.of(1), d.committed("L"), app.describe());
     }
@@ -407,63 +435,7 @@ class XaAndVendorIT {
    */
   @Test
   void withoutThePrepareCheckABranchCommitsAfterATakeover_mysql() throws Exception {
-    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL);
-        AppProcess app = xaMysql(d, "two-phase", "xa-strict-prepare")) {
-      app.awaitLine(l -> l.equals("XA-PREPARED"), "the prepared branch");
-      d.releaseAndHoldElsewhere(LEASE); // the successor's claim, committed
-      app.send("go");
-      app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");
-      assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
-      assertEquals(Set.of(1), d.committed("L"), "committed after the takeover" + app.describe());
-    }
-  }
-
-  /**
-   * A resource the agent cannot link with the handle its branch's statements ran on ({@code
-   * legacy.SqlXaResource}: top-level, a new one per {@code getXAResource()}, as MariaDB Connector/J
-   * 2.x's {@code MariaXaResource}): the agent has no record of the branch, so under STRICT, with
-   * the leader lease on MySQL/MariaDB, its prepare fails closed: rolled back, XA_RBROLLBACK with
-   * what to do, no row, nothing left prepared.
-   */
-  @Test
-  void aBranchOnAResourceTheAgentCannotLinkIsRefusedAtPrepare_mariadb() throws Exception {
-    unlinkedRefusedAtPrepare(TestDatabase.MARIADB);
-  }
-
-  /** The same through MySQL Connector/J. */
-  @Test
-  void aBranchOnAResourceTheAgentCannotLinkIsRefusedAtPrepare_mysql() throws Exception {
-    unlinkedRefusedAtPrepare(TestDatabase.MYSQL);
-  }
-
-  private static void unlinkedRefusedAtPrepare(TestDatabase db) throws Exception {
-    try (LegacyDatabase d = new LegacyDatabase(db);
-        AppProcess app = xaMysql(d, "unlinked-two-phase", null)) {
-      List<String> refused = lines(app, "XA-REFUSED 1");
-      assertEquals(1, refused.size(), app.describe());
-      assertTrue(
-          refused
-                  .get(0)
-                  .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK)
-              && refused.get(0).contains("cannot link this XAResource")
-              && refused.get(0).contains("legacy.SqlXaResource")
-              && refused.get(0).contains("one phase")
-              && refused.get(0).contains("fencing=verify"),
-          app.describe());
-      assertTrue(lines(app, "XA-PREPARED").isEmpty(), app.describe());
-      assertTrue(d.committed("L").isEmpty(), app.describe());
-      assertEquals(List.of(), preparedBranches(db, "L-1-"), app.describe());
-    }
-  }
-
-  /** A one-phase commit on the resource the agent cannot link holds the lock: it commits. */
-  @Test
-  void aOnePhaseCommitOnAResourceTheAgentCannotLinkCommits_mariadb() throws Exception {
-    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MARIADB);
-        AppProcess app = xaMysql(d, "unlinked-one-phase", null)) {
-      assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
-      assertEquals(Set.of(1), d.committed("L"), app.describe());
-    }
+    commitsAfterATakeoverWithout(TestDatabase.MYSQL, "two-phase", "xa-strict-prepare");
   }
 
   /**
@@ -473,8 +445,14 @@ class XaAndVendorIT {
    */
   @Test
   void withoutTheUnlinkedCheckABranchCommitsAfterATakeover_mariadb() throws Exception {
-    try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MARIADB);
-        AppProcess app = xaMysql(d, "unlinked-two-phase", "xa-unlinked")) {
+    commitsAfterATakeoverWithout(TestDatabase.MARIADB, "unlinked-two-phase", "xa-unlinked");
+  }
+
+  /** A prepared branch, the successor's claim, then the branch's commit: it commits. */
+  private static void commitsAfterATakeoverWithout(TestDatabase db, String phase, String mechanism)
+      throws Exception {
+    try (LegacyDatabase d = new LegacyDatabase(db);
+        AppProcess app = xaMysql(d, phase, mechanism)) {
       app.awaitLine(l -> l.equals("XA-PREPARED"), "the prepared branch");
       d.releaseAndHoldElsewhere(LEASE); // the successor's claim, committed
       app.send("go");

@@ -89,17 +89,29 @@ public enum TestDatabase {
    * returned DataSource (or use {@link #sqliteDataSource(String)}).
    */
   public HikariDataSource pooled(int maxPoolSize) {
-    HikariConfig cfg = new HikariConfig();
-    cfg.setMaximumPoolSize(maxPoolSize);
+    HikariConfig cfg =
+        poolConfig(
+            maxPoolSize,
+            label + "-" + TABLES.incrementAndGet(),
+            this == SQLITE,
+            this == SQLITE ? newSqliteFile() : url());
     cfg.setMinimumIdle(0);
     cfg.setConnectionTimeout(10_000);
-    cfg.setPoolName(label + "-" + TABLES.incrementAndGet());
-    if (this == SQLITE) {
-      cfg.setDataSource(sqliteDataSource(newSqliteFile()));
-    } else {
-      cfg.setJdbcUrl(url());
-    }
     return new HikariDataSource(cfg);
+  }
+
+  /** A pool's configuration on a SQLite file ({@code sqlite}) or a server's JDBC URL. */
+  private static HikariConfig poolConfig(
+      int maxPoolSize, String poolName, boolean sqlite, String urlOrFile) {
+    HikariConfig cfg = new HikariConfig();
+    cfg.setMaximumPoolSize(maxPoolSize);
+    cfg.setPoolName(poolName);
+    if (sqlite) {
+      cfg.setDataSource(sqliteDataSource(urlOrFile));
+    } else {
+      cfg.setJdbcUrl(urlOrFile);
+    }
+    return cfg;
   }
 
   /** An unpooled DataSource on this database (for SQLite, on a new file). */
@@ -115,15 +127,7 @@ public enum TestDatabase {
    * ({@code sqlite} or a server's) and the JDBC URL, or for SQLite the database file.
    */
   public static HikariDataSource childPool(String label, String urlOrFile, String poolName) {
-    HikariConfig config = new HikariConfig();
-    config.setMaximumPoolSize(4);
-    config.setPoolName(poolName);
-    if ("sqlite".equals(label)) {
-      config.setDataSource(sqliteDataSource(urlOrFile));
-    } else {
-      config.setJdbcUrl(urlOrFile);
-    }
-    return new HikariDataSource(config);
+    return new HikariDataSource(poolConfig(4, poolName, "sqlite".equals(label), urlOrFile));
   }
 
   /** A SQLite DataSource on {@code file}: WAL journal, 10 s busy timeout. */

@@ -287,24 +287,29 @@ final class Fixture implements AutoCloseable {
       }
       return;
     }
-    String probe =
-        db == TestDatabase.POSTGRESQL
-            ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
-            : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (System.nanoTime() - deadline < 0) {
-      try (Connection c = pool.getConnection();
-          PreparedStatement ps = c.prepareStatement(probe)) {
-        ps.setString(1, query);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          if (rs.getInt(1) > 0) {
-            return;
-          }
-        }
+      if (isRunning(query)) {
+        return;
       }
       LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
     }
     throw new AssertionError("the query never started: " + query);
+  }
+
+  /** Whether {@code query} is running on the server now (PostgreSQL, MySQL/MariaDB). */
+  boolean isRunning(String query) throws SQLException {
+    String probe =
+        db == TestDatabase.POSTGRESQL
+            ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
+            : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
+    try (Connection c = pool.getConnection();
+        PreparedStatement ps = c.prepareStatement(probe)) {
+      ps.setString(1, query);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1) > 0;
+      }
+    }
   }
 }

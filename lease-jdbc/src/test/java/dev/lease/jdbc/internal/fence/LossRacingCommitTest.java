@@ -183,7 +183,7 @@ class LossRacingCommitTest {
         // a cancel that reached the statement ends it (PostgreSQL acts on a cancel request a moment
         // after it was sent); one that did not leaves it waiting: give it a bounded moment, then
         // let the statement have its row
-        awaitGone(f, db, next, TimeUnit.SECONDS.toNanos(2));
+        awaitGone(f, next, TimeUnit.SECONDS.toNanos(2));
         locker.rollback();
         locker.close();
       }
@@ -198,26 +198,10 @@ class LossRacingCommitTest {
   }
 
   /** Waits until {@code query} no longer runs on the server, at most {@code nanos}. */
-  private static void awaitGone(Fixture f, TestDatabase db, String query, long nanos)
-      throws Exception {
+  private static void awaitGone(Fixture f, String query, long nanos) throws Exception {
     long deadline = System.nanoTime() + nanos;
-    while (System.nanoTime() - deadline < 0 && running(f, db, query)) {
+    while (System.nanoTime() - deadline < 0 && f.isRunning(query)) {
       LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(10));
-    }
-  }
-
-  private static boolean running(Fixture f, TestDatabase db, String query) throws SQLException {
-    String probe =
-        db == TestDatabase.POSTGRESQL
-            ? "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = ?"
-            : "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?";
-    try (Connection c = f.pool.getConnection();
-        java.sql.PreparedStatement ps = c.prepareStatement(probe)) {
-      ps.setString(1, query);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getInt(1) > 0;
-      }
     }
   }
 }

@@ -40,24 +40,8 @@ final class XaHandle implements InvocationHandler {
     }
     Lease lease = LeaseContext.current().orElse(null);
     if (!link.active) {
-      boolean ends = isEnd(name, args);
-      if (lease != null
-          && !ends
-          && !link.seesItsBranches
-          && mayRunSql(name)
-          && XaTracking.mySqlFamily(lease)) {
-        // no branch seen on this handle's resource: if one runs on a resource the agent cannot
-        // link, beforePrepare must still know a lease was in play
-        XaTracking.mark(link, lease);
-      }
-      if (ends && name.equals("close")) {
-        XaTracking.clearIfOutsideXa(link, target);
-      }
-      Object result = call(method, args);
-      if (ends && !name.equals("close")) {
-        XaTracking.clearIfOutsideXa(link, target);
-      }
-      return result;
+      // a resource that shows the agent its branches has none here: nothing to mark or clear
+      return link.seesItsBranches ? call(method, args) : unseen(method, args, name, lease);
     } else {
       if (lease != null) {
         // a lease the branch's statements run under (the fence's verify comes through here)
@@ -76,6 +60,28 @@ final class XaHandle implements InvocationHandler {
       }
     }
     return call(method, args);
+  }
+
+  /**
+   * A call on the handle of a resource whose branches the agent may not see, while it saw none
+   * active: the handle is marked by a call that may run SQL under a MySQL/MariaDB lease, and its
+   * mark cleared at a local end or close once the session is in no branch.
+   */
+  private Object unseen(Method method, Object[] args, String name, Lease lease) throws Throwable {
+    boolean ends = isEnd(name, args);
+    if (lease != null && !ends && mayRunSql(name) && XaTracking.mySqlFamily(lease)) {
+      // if a branch runs on a resource the agent cannot link, beforePrepare must still know a
+      // lease was in play
+      XaTracking.mark(link, lease);
+    }
+    if (ends && name.equals("close")) {
+      XaTracking.clearIfOutsideXa(link, target);
+    }
+    Object result = call(method, args);
+    if (ends && !name.equals("close")) {
+      XaTracking.clearIfOutsideXa(link, target);
+    }
+    return result;
   }
 
   /**

@@ -64,16 +64,20 @@ final class XaHandle implements InvocationHandler {
 
   /**
    * A call on the handle of a resource whose branches the agent may not see, while it saw none
-   * active: the handle is marked by a call that may run SQL under a MySQL/MariaDB lease, and its
-   * mark cleared at a local end or close once the session is in no branch.
+   * active. Every call under a MySQL/MariaDB lease marks the handle, whatever it is: the fence's
+   * statements may run on driver statements made before the lease was bound (the verify carried in
+   * a statement's own text), so the calls it makes around them (reading the session's state
+   * included) are what the agent sees. A local end or close then clears the mark once the session
+   * is in no branch; the fence's own calls after a transaction's end mark it again until the next
+   * end or the handle's close.
    */
   private Object unseen(Method method, Object[] args, String name, Lease lease) throws Throwable {
-    boolean ends = isEnd(name, args);
-    if (lease != null && !ends && mayRunSql(name) && XaTracking.mySqlFamily(lease)) {
+    if (lease != null && XaTracking.mySqlFamily(lease)) {
       // if a branch runs on a resource the agent cannot link, beforePrepare must still know a
       // lease was in play
       XaTracking.mark(link, lease);
     }
+    boolean ends = isEnd(name, args);
     if (ends && name.equals("close")) {
       XaTracking.clearIfOutsideXa(link, target);
     }
@@ -93,18 +97,6 @@ final class XaHandle implements InvocationHandler {
       return name.equals("commit") || name.equals("rollback") || name.equals("close");
     }
     return name.equals("setAutoCommit") && Boolean.TRUE.equals(args[0]);
-  }
-
-  /**
-   * Whether a call may make the session run the application's SQL (a statement made, the driver's
-   * object unwrapped, a vendor method): everything but reading the handle's state and setting its
-   * autocommit, so the fence's own bookkeeping after a local end does not mark it again.
-   */
-  private static boolean mayRunSql(String name) {
-    return !(name.startsWith("get")
-        || name.startsWith("is")
-        || name.equals("setAutoCommit")
-        || name.equals("clearWarnings"));
   }
 
   private Object call(Method method, Object[] args) throws Throwable {

@@ -223,8 +223,8 @@ class XaTrackingTest {
    * session is shown to be in no branch: the first version never cleared it, and every later
    * unlinked prepare of the process was refused). A handle closed inside a branch started as SQL
    * (the driver's logical close: the branch goes on) keeps its mark, and the branch's prepare is
-   * refused. Control: clearing on a successful close without asking the session lets that branch
-   * prepare.
+   * refused, also when the only call on the handle under the lease read its state. Control:
+   * clearing on a successful close without asking the session lets that branch prepare.
    */
   @Test
   void aMarkIsClearedOnlyWhenTheSessionIsInNoBranch_mariadb() throws Exception {
@@ -261,8 +261,25 @@ class XaTrackingTest {
       local.close();
 
       // a branch started as SQL on the session, the handle closed inside it: the mark stays
-      assertEquals(null, branchClosedInside(session, lease, "kept"));
+      branchClosedInside(session, "kept", statementUnder(lease));
       assertRefused(unlinkedPrepare("branch-kept"));
+      XaTracking.forgetForTesting();
+
+      // a statement made before the lease was bound runs under it on the driver's own statement
+      // (as a verify carried in its text does): the handle sees only the fence reading its state,
+      // and that marks it (a first version marked only calls that make statements: it passed)
+      branchClosedInside(
+          session,
+          "early",
+          handle -> {
+            try (Statement early = handle.createStatement()) {
+              try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
+                handle.isReadOnly();
+                early.executeQuery("SELECT 1").close();
+              }
+            }
+          });
+      assertRefused(unlinkedPrepare("branch-early"));
       XaTracking.forgetForTesting();
 
       // control: a clearing that trusts the close lets the branch prepare
@@ -274,7 +291,7 @@ class XaTrackingTest {
             }
           });
       try {
-        assertEquals(null, branchClosedInside(session, lease, "control"));
+        branchClosedInside(session, "control", statementUnder(lease));
         assertEquals(null, unlinkedPrepare("branch-control"), "the weakened clearing let it pass");
       } finally {
         XaTracking.rulesForTesting(null);
@@ -284,23 +301,34 @@ class XaTrackingTest {
     }
   }
 
+  /** What a test does with an unlinked handle inside a branch. */
+  @FunctionalInterface
+  interface InBranch {
+    void run(Connection handle) throws Exception;
+  }
+
+  /** A statement under {@code lease} through the handle: a fenced transaction's first statement. */
+  private static InBranch statementUnder(Lease lease) {
+    return handle -> {
+      try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
+        query(handle);
+      }
+    };
+  }
+
   /**
-   * {@code XA START} on {@code session}, a statement under {@code lease} through an unlinked
-   * handle, the handle's (logical) close, then the branch rolled back on the session; the refusal
-   * of the handle's close if any (null: none).
+   * {@code XA START} on {@code session}, {@code body} with an unlinked handle on it, the handle's
+   * (logical) close, then the branch rolled back on the session.
    */
-  private static String branchClosedInside(Connection session, Lease lease, String id)
+  private static void branchClosedInside(Connection session, String id, InBranch body)
       throws Exception {
     String gtrid = "'xa-marks-" + id + "-" + System.nanoTime() + "'";
     try (Statement s = session.createStatement()) {
       s.execute("XA START " + gtrid);
       try {
         Connection handle = XaTracking.handle(new UnlinkedXa(), logical(session));
-        try (LeaseContext.Scope bound = LeaseContext.bind(lease)) {
-          query(handle);
-        }
+        body.run(handle);
         handle.close();
-        return null;
       } finally {
         s.execute("XA END " + gtrid);
         s.execute("XA ROLLBACK " + gtrid);

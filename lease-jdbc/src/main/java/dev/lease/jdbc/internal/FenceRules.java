@@ -180,6 +180,15 @@ public interface FenceRules {
     return true;
   }
 
+  /**
+   * Whether the MySQL session bounds the strict verify read decide whether they are set again, not
+   * the fence's record of what it set on the session (which a trigger or a routine can change
+   * behind it).
+   */
+  default boolean trustsOnlyTheBoundsTheVerifyRead() {
+    return true;
+  }
+
   /** Whether an autocommit query's wrapped transaction stays open while its cursor is read. */
   default boolean keepsAutoCommitCursorsOpen() {
     return true;

@@ -109,4 +109,67 @@ class SessionBoundsTest {
       }
     }
   }
+
+  /**
+   * Issue 36: the bounds cannot be read once per session. A trigger (or a stored function, a
+   * procedure) changes them inside an ordinary statement the fence reads as a plain INSERT; the
+   * next transaction's verify reads what the session has and sets them again.
+   */
+  @OnMySqlFamily
+  void aTriggerThatChangesTheBoundsIsSeenByTheNextVerify(TestDatabase db) throws Exception {
+    long[] own = new long[2];
+    long[] next = boundsAfterATriggerChangedThem(db, own, new WeakenedFence[0]);
+    assertArrayEquals(new long[] {7, own[1] < 0 ? -1 : 9}, next, "set again by the next verify");
+  }
+
+  /**
+   * Negative control: a fence that trusts its record of the bounds leaves the trigger's in place.
+   */
+  @OnMySqlFamily
+  void negativeControlBoundsReadOncePerSessionMissTheTriggersChange(TestDatabase db)
+      throws Exception {
+    long[] next =
+        boundsAfterATriggerChangedThem(
+            db, new long[2], new WeakenedFence[] {WeakenedFence.BOUNDS_READ_ONCE});
+    assertEquals(1000, next[0], "the trigger's lock wait stayed for the lease's transaction");
+  }
+
+  /**
+   * Two transactions under one lease on one physical connection; in the first, an INSERT fires a
+   * trigger (for that row only) that sets the session's bounds to its own values. Returns the
+   * bounds inside the second ({@code own} receives the session's values before any lease).
+   */
+  private static long[] boundsAfterATriggerChangedThem(
+      TestDatabase db, long[] own, WeakenedFence[] weakened) throws Exception {
+    try (Fixture f = new Fixture(db, 1)) {
+      try (Connection c = f.pool.getConnection();
+          Statement s = c.createStatement()) {
+        System.arraycopy(bounds(db, c), 0, own, 0, 2);
+        s.execute(
+            "CREATE TRIGGER "
+                + f.data
+                + "_t BEFORE INSERT ON "
+                + f.data
+                + " FOR EACH ROW IF NEW.id = 1 THEN SET SESSION innodb_lock_wait_timeout = 1000"
+                + (own[1] >= 0 ? ", SESSION idle_transaction_timeout = 0" : "")
+                + "; END IF");
+      }
+      Lease lease = f.holding("bounds");
+      FencingOptions.Builder options = bounds().listener(f.counter);
+      DataSource ds =
+          f.fenced(
+              (weakened.length == 0 ? options : WeakenedFence.weaken(options, weakened)).build());
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        f.insert(c, 1, lease.term()); // the verify sets the bounds, then the trigger changes them
+        assertEquals(1000, bounds(db, c)[0], "the trigger ran in the session");
+        c.commit();
+        f.insert(c, 2, lease.term());
+        long[] next = bounds(db, c);
+        c.commit();
+        return next;
+      }
+    }
+  }
 }

@@ -38,6 +38,11 @@ enum WeakenedFence {
   NO_GENERATIONS,
   /** Leave MySQL session bounds in place for borrowers without a lease. */
   NO_SESSION_RESTORE,
+  /**
+   * Read MySQL session bounds once per session: the fence's record of what it set decides, not what
+   * the verify read (a trigger's change goes unseen).
+   */
+  BOUNDS_READ_ONCE,
   /** Commit the wrapped transaction of an autocommit query when it returns (cursors break). */
   NO_CURSOR_FIX,
   /** Ignore the driver's view of the session (SQL BEGIN, SET autocommit as SQL, ...). */
@@ -315,6 +320,11 @@ enum WeakenedFence {
     @Override
     public boolean restoresSessionBounds() {
       return on(NO_SESSION_RESTORE);
+    }
+
+    @Override
+    public boolean trustsOnlyTheBoundsTheVerifyRead() {
+      return on(BOUNDS_READ_ONCE);
     }
 
     @Override

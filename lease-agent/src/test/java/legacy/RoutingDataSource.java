@@ -9,7 +9,9 @@ import javax.sql.DataSource;
 
 /**
  * The legacy application's own delegating DataSource (as many have: routing, metrics, tenant
- * switching) over HikariCP: getConnection calls nest, the agent must wrap once, at the top.
+ * switching) over HikariCP: getConnection calls nest, the agent must wrap once, at the top. It
+ * stands alone, not on test-support's {@code ForwardingDataSource}: MisconfigurationIT loads it in
+ * a class loader that sees only the legacy application's classes.
  */
 public final class RoutingDataSource implements DataSource {
 

@@ -29,19 +29,19 @@ class AttemptTimeoutTest {
       String instance,
       WeakenedLifecycle fault,
       LeaseListener listener) {
-    LeaseManager.Builder b = f.builder(ds, instance).timings(TIMINGS).listener(listener);
-    Weakening.apply(fault, b);
-    return f.track(b.build());
+    return f.build(f.builder(ds, instance).timings(TIMINGS).listener(listener), fault);
   }
 
   @OnEveryDatabase
   void aBlockedConnectionBorrowDoesNotStopTheRenewals(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db)) {
-      assertTrue(keptAcrossAStalledBorrow(f, null), "renewed on and still held");
-      assertFalse(
-          keptAcrossAStalledBorrow(f, WeakenedLifecycle.unboundedAttempt()),
-          "negative control: an unbounded borrow stops the renewals and the lease is lost");
-    }
+    Fixture.assertControlled(
+        db,
+        AttemptTimeoutTest::keptAcrossAStalledBorrow,
+        true,
+        "renewed on and still held",
+        WeakenedLifecycle.unboundedAttempt(),
+        false,
+        "an unbounded borrow stops the renewals and the lease is lost");
   }
 
   /** One renewal's borrow blocks for good; true if later renewals kept the lease. */

@@ -59,8 +59,7 @@ class BatchReleaseTest {
       throws Exception {
     CountingDataSource counting = new CountingDataSource(f.pool(4));
     LeaseManager.Builder b = f.builder(counting, "closing").timings(TIMINGS);
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     List<Lease> leases = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       leases.add(m.tryClaim(String.format("rel-%04d", i)).orElseThrow().hold());
@@ -114,8 +113,7 @@ class BatchReleaseTest {
   private static Map<String, Boolean> rowsHeldWhenCloseInterrupted(
       Fixture f, WeakenedLifecycle fault) throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(4), "working-" + fault).timings(TIMINGS);
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     Map<String, Boolean> heldAtInterrupt = new ConcurrentHashMap<>();
     CountDownLatch started = new CountDownLatch(5);
     ExecutorService threads = Executors.newFixedThreadPool(5);

@@ -104,8 +104,7 @@ class BatchRenewalTest {
     CountingDataSource counting = new CountingDataSource(f.pool(4));
     Witness witness = new Witness(counting);
     LeaseManager.Builder b = f.builder(counting, "batch").timings(timings).listener(witness);
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     List<Lease> leases = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       leases.add(m.tryClaim("batch-" + i).orElseThrow().hold());

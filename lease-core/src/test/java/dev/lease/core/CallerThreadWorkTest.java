@@ -29,21 +29,19 @@ class CallerThreadWorkTest {
   private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 100, 5_000, 2_000, 300);
 
   private static LeaseManager manager(Fixture f, String instance, WeakenedLifecycle fault) {
-    LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
-    Weakening.apply(fault, b);
-    return f.track(b.build());
+    return f.build(f.builder(f.pool(3), instance).timings(TIMINGS), fault);
   }
 
   @OnEveryDatabase
   void aReleaseStopsTheBoundCallerThreadBeforeItGivesTheRowBack(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db)) {
-      assertTrue(
-          rowHeldWhenTheReleaseInterrupted(f, null),
-          "the thread was interrupted while the row was still its own");
-      assertFalse(
-          rowHeldWhenTheReleaseInterrupted(f, WeakenedLifecycle.releaseBeforeStoppingWork()),
-          "negative control: releasing first hands the row over while the thread still works");
-    }
+    Fixture.assertControlled(
+        db,
+        CallerThreadWorkTest::rowHeldWhenTheReleaseInterrupted,
+        true,
+        "the thread was interrupted while the row was still its own",
+        WeakenedLifecycle.releaseBeforeStoppingWork(),
+        false,
+        "releasing first hands the row over while the thread still works");
   }
 
   private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, WeakenedLifecycle fault)

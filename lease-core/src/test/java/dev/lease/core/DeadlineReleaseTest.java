@@ -29,12 +29,14 @@ class DeadlineReleaseTest {
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @OnEveryDatabase
   void aLeaseLostAtItsLocalDeadlineIsReleased(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db)) {
-      assertTrue(successorClaimsAtOnce(f, null), "the successor claimed at once");
-      assertFalse(
-          successorClaimsAtOnce(f, WeakenedLifecycle.noReleaseAtDeadline()),
-          "negative control: without the release the successor waits out the lease");
-    }
+    Fixture.assertControlled(
+        db,
+        DeadlineReleaseTest::successorClaimsAtOnce,
+        true,
+        "the successor claimed at once",
+        WeakenedLifecycle.noReleaseAtDeadline(),
+        false,
+        "without the release the successor waits out the lease");
   }
 
   private static boolean successorClaimsAtOnce(Fixture f, WeakenedLifecycle fault)
@@ -44,8 +46,7 @@ class DeadlineReleaseTest {
         f.builder(f.pool(2), "paused-" + fault)
             .timings(TIMINGS)
             .clock(() -> System.nanoTime() + skew.get());
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     LeaseManager successor = f.manager("successor-" + fault, TIMINGS);
     String name = "deadline-" + fault;
     Lease lease = m.tryClaim(name).orElseThrow().hold();

@@ -104,6 +104,38 @@ public final class Fixture implements AutoCloseable {
     return manager(pool(4), instance, timings);
   }
 
+  /** What a check observed, run as shipped ({@code fault} null) or weakened by {@code fault}. */
+  @FunctionalInterface
+  public interface Check<W extends Weakening, T> {
+    T run(Fixture f, W fault) throws Exception;
+  }
+
+  /**
+   * A test and its negative control on one fresh fixture of {@code db}: {@code check} as shipped
+   * observes {@code shipped} ({@code what} says what that means); weakened by {@code fault} it
+   * observes {@code weakened} ({@code control} says why).
+   */
+  public static <W extends Weakening, T> void assertControlled(
+      TestDatabase db,
+      Check<W, T> check,
+      T shipped,
+      String what,
+      W fault,
+      T weakened,
+      String control)
+      throws Exception {
+    try (Fixture f = new Fixture(db)) {
+      org.junit.jupiter.api.Assertions.assertEquals(shipped, check.run(f, null), what);
+      org.junit.jupiter.api.Assertions.assertEquals(
+          weakened, check.run(f, fault), "negative control: " + control);
+    }
+  }
+
+  /** {@code b} weakened by {@code fault} (none when null), built and tracked. */
+  public LeaseManager build(LeaseManager.Builder b, Weakening fault) {
+    return track(Weakening.apply(fault, b).build());
+  }
+
   public <T extends AutoCloseable> T track(T closeable) {
     toClose.push(closeable);
     return closeable;

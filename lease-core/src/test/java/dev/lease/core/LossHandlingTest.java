@@ -71,8 +71,7 @@ class LossHandlingTest {
                     }
                   }
                 });
-    Weakening.apply(fault, builder);
-    LeaseManager m = f.track(builder.build());
+    LeaseManager m = f.build(builder, fault);
     for (int i = 0; i < 3; i++) {
       m.tryClaim("a" + i + "-" + fault).orElseThrow().hold();
     }

@@ -36,9 +36,7 @@ class ShutdownTest {
   private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 100, 5_000, 2_000, 300);
 
   private static LeaseManager manager(Fixture f, String instance, WeakenedLifecycle fault) {
-    LeaseManager.Builder b = f.builder(f.pool(3), instance).timings(TIMINGS);
-    Weakening.apply(fault, b);
-    return f.track(b.build());
+    return f.build(f.builder(f.pool(3), instance).timings(TIMINGS), fault);
   }
 
   /** True if the row of {@code lease} is still its claim, unexpired, by the database clock. */
@@ -111,14 +109,14 @@ class ShutdownTest {
 
   @OnEveryDatabase
   void releaseStopsTheWorkBeforeItGivesTheRowBack(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db)) {
-      assertTrue(
-          rowHeldWhenTheReleaseInterrupted(f, null),
-          "the work was interrupted while the row was still its own");
-      assertFalse(
-          rowHeldWhenTheReleaseInterrupted(f, WeakenedLifecycle.releaseBeforeStoppingWork()),
-          "negative control: releasing first hands the row over while the work still runs");
-    }
+    Fixture.assertControlled(
+        db,
+        ShutdownTest::rowHeldWhenTheReleaseInterrupted,
+        true,
+        "the work was interrupted while the row was still its own",
+        WeakenedLifecycle.releaseBeforeStoppingWork(),
+        false,
+        "releasing first hands the row over while the work still runs");
   }
 
   private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, WeakenedLifecycle fault)
@@ -145,12 +143,14 @@ class ShutdownTest {
    */
   @OnEveryDatabase
   void closeStopsRunIfFreeWorkBeforeItReleases(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db)) {
-      assertTrue(rowHeldWhenCloseInterrupted(f, null));
-      assertFalse(
-          rowHeldWhenCloseInterrupted(f, WeakenedLifecycle.releaseBeforeStoppingWork()),
-          "negative control: close released the row before it stopped the work");
-    }
+    Fixture.assertControlled(
+        db,
+        ShutdownTest::rowHeldWhenCloseInterrupted,
+        true,
+        "as shipped",
+        WeakenedLifecycle.releaseBeforeStoppingWork(),
+        false,
+        "close released the row before it stopped the work");
   }
 
   private static boolean rowHeldWhenCloseInterrupted(Fixture f, WeakenedLifecycle fault)
@@ -232,8 +232,7 @@ class ShutdownTest {
   private static Throwable claimRacingClose(Fixture f, WeakenedLifecycle fault) throws Exception {
     FailingDataSource gate = new FailingDataSource(f.pool(2));
     LeaseManager.Builder b = f.builder(gate, "racing-" + fault).timings(TIMINGS);
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     gate.stall(0, 1); // the claim's first borrow blocks until close() returned
     CompletableFuture<Lease> claim =
         async("claim", () -> m.tryClaim("race-" + fault).orElseThrow());
@@ -256,12 +255,14 @@ class ShutdownTest {
   @OnEveryDatabase
   void theFailurePolicyRunsAfterALossEvenWhenCloseStoppedTheKeeper(TestDatabase db)
       throws Exception {
-    try (Fixture f = new Fixture(db)) {
-      assertTrue(policyAfterLossAndClose(f, null), "the failure policy ran");
-      assertFalse(
-          policyAfterLossAndClose(f, WeakenedLifecycle.graceOnKeeperScheduler()),
-          "negative control: a grace timed on the keeper's scheduler dies with close()");
-    }
+    Fixture.assertControlled(
+        db,
+        ShutdownTest::policyAfterLossAndClose,
+        true,
+        "the failure policy ran",
+        WeakenedLifecycle.graceOnKeeperScheduler(),
+        false,
+        "a grace timed on the keeper's scheduler dies with close()");
   }
 
   private static boolean policyAfterLossAndClose(Fixture f, WeakenedLifecycle fault)
@@ -281,8 +282,7 @@ class ShutdownTest {
                   }
                 })
             .failurePolicy((lease, worker) -> policy.countDown());
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     Lease lease = m.tryClaim("stuck-" + fault).orElseThrow();
     CountDownLatch started = new CountDownLatch(1);
     CompletableFuture<Object> done =
@@ -338,8 +338,7 @@ class ShutdownTest {
         f.builder(f.pool(2), "shutdown-" + fault)
             .timings(TIMINGS)
             .failurePolicy((lease, worker) -> calls.add(lease.name()));
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     CountDownLatch started = new CountDownLatch(1);
     AtomicBoolean release = new AtomicBoolean();
     String name = "shutdown-" + fault;
@@ -360,13 +359,14 @@ class ShutdownTest {
   /** Two works under one lease, neither stops after the loss: the failure policy runs once. */
   @OnEveryDatabase
   void theFailurePolicyRunsAtMostOncePerLease(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db)) {
-      assertEquals(1, policyCallsForTwoStuckWorks(f, null));
-      assertEquals(
-          2,
-          policyCallsForTwoStuckWorks(f, WeakenedLifecycle.policyNotOnce()),
-          "negative control: without the once-per-lease guard the policy runs per work");
-    }
+    Fixture.assertControlled(
+        db,
+        ShutdownTest::policyCallsForTwoStuckWorks,
+        1,
+        "as shipped",
+        WeakenedLifecycle.policyNotOnce(),
+        2,
+        "without the once-per-lease guard the policy runs per work");
   }
 
   private static int policyCallsForTwoStuckWorks(Fixture f, WeakenedLifecycle fault)
@@ -382,8 +382,7 @@ class ShutdownTest {
                   calls.add(worker.getName());
                   expected.countDown();
                 });
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     Lease lease = m.tryClaim("twice-" + fault).orElseThrow();
     CountDownLatch started = new CountDownLatch(2);
     AtomicBoolean release = new AtomicBoolean();

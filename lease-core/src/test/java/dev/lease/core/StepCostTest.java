@@ -68,8 +68,7 @@ class StepCostTest {
     HikariDataSource one = f.pool(1);
     CountingDataSource counting = new CountingDataSource(one);
     LeaseManager.Builder b = f.builder(counting, "cost").timings(TIMINGS);
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     Map<String, long[]> costs = new LinkedHashMap<>();
     Lease first = (Lease) measure(f, one, counting, costs, "first claim", () -> m.tryClaim("cost"));
     first.release();

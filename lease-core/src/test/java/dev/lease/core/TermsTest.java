@@ -19,9 +19,7 @@ class TermsTest {
   private static final LeaseTimings TIMINGS = Fixture.timings(10_000, 1_000, 5_000, 1_000, 300);
 
   private static LeaseManager manager(Fixture f, String instance, WeakenedSql fault) {
-    LeaseManager.Builder b = f.builder(f.pool(2), instance).timings(TIMINGS);
-    Weakening.apply(fault, b);
-    return f.track(b.build());
+    return f.build(f.builder(f.pool(2), instance).timings(TIMINGS), fault);
   }
 
   /** Claims and releases {@code name} {@code times} times; returns the last term. */

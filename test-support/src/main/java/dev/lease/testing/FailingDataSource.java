@@ -1,15 +1,12 @@
 package dev.lease.testing;
 
-import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.SQLTransientConnectionException;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.logging.Logger;
 import javax.sql.DataSource;
 
 /**
@@ -18,8 +15,7 @@ import javax.sql.DataSource;
  * database itself. It can also {@link #stall stall} calls, as an exhausted pool or a server that
  * accepts no connection would: they block until {@link #unstall()} (or an interrupt).
  */
-public final class FailingDataSource implements DataSource {
-  private final DataSource delegate;
+public final class FailingDataSource extends ForwardingDataSource {
   private final AtomicBoolean failing = new AtomicBoolean();
   private final AtomicInteger refused = new AtomicInteger();
   private final AtomicInteger stalledCalls = new AtomicInteger();
@@ -29,7 +25,7 @@ public final class FailingDataSource implements DataSource {
   private CountDownLatch unstalled = new CountDownLatch(0);
 
   public FailingDataSource(DataSource delegate) {
-    this.delegate = delegate;
+    super(delegate);
   }
 
   public void failing(boolean on) {
@@ -92,58 +88,22 @@ public final class FailingDataSource implements DataSource {
 
   @Override
   public Connection getConnection() throws SQLException {
-    maybeStall();
-    if (failing.get()) {
-      refused.incrementAndGet();
-      throw new SQLTransientConnectionException(
-          "connection refused (injected by the test)", "08001");
-    }
-    return delegate.getConnection();
+    refuseWhileFailing();
+    return target.getConnection();
   }
 
   @Override
   public Connection getConnection(String username, String password) throws SQLException {
+    refuseWhileFailing();
+    return target.getConnection(username, password);
+  }
+
+  private void refuseWhileFailing() throws SQLException {
     maybeStall();
     if (failing.get()) {
       refused.incrementAndGet();
       throw new SQLTransientConnectionException(
           "connection refused (injected by the test)", "08001");
     }
-    return delegate.getConnection(username, password);
-  }
-
-  @Override
-  public PrintWriter getLogWriter() throws SQLException {
-    return delegate.getLogWriter();
-  }
-
-  @Override
-  public void setLogWriter(PrintWriter out) throws SQLException {
-    delegate.setLogWriter(out);
-  }
-
-  @Override
-  public void setLoginTimeout(int seconds) throws SQLException {
-    delegate.setLoginTimeout(seconds);
-  }
-
-  @Override
-  public int getLoginTimeout() throws SQLException {
-    return delegate.getLoginTimeout();
-  }
-
-  @Override
-  public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-    return delegate.getParentLogger();
-  }
-
-  @Override
-  public <T> T unwrap(Class<T> iface) throws SQLException {
-    return iface.isInstance(this) ? iface.cast(this) : delegate.unwrap(iface);
-  }
-
-  @Override
-  public boolean isWrapperFor(Class<?> iface) throws SQLException {
-    return iface.isInstance(this) || delegate.isWrapperFor(iface);
   }
 }

@@ -15,7 +15,6 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.WeakenedLifecycle;
 import dev.lease.core.WeakenedSql;
-import dev.lease.core.Weakening;
 import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
@@ -68,8 +67,7 @@ class SessionRestoreTest {
       throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(2), "killed-" + fault).timings(TIMINGS);
     WeakenedLifecycle.stepInSession().applyTo(b);
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     String name = "killed-" + fault;
     Lease lease = m.tryClaim(name).orElseThrow();
     try (HikariDataSource locker = f.pool(1);
@@ -162,8 +160,7 @@ class SessionRestoreTest {
     HikariDataSource one = f.pool(1);
     LeaseManager.Builder b = f.builder(one, "vars-" + fault).timings(TIMINGS);
     WeakenedLifecycle.stepInSession().applyTo(b);
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     m.tryClaim("vars-" + fault).orElseThrow().release();
     try (Connection c = one.getConnection();
         PreparedStatement ps = c.prepareStatement("SELECT @lease_saved_tz, @lease_saved_lw");

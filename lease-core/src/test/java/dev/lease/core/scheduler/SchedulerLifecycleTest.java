@@ -9,7 +9,6 @@ import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
 import dev.lease.core.WeakenedLifecycle;
 import dev.lease.core.WeakenedSql;
-import dev.lease.core.Weakening;
 import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.ConnectionSource;
 import dev.lease.testing.OnEveryDatabase;
@@ -80,13 +79,14 @@ class SchedulerLifecycleTest {
   @Execution(ExecutionMode.CONCURRENT) // waits on protocol timings: database runs side by side
   @OnEveryDatabase
   void closingStopsARoundThatWillNotStopWithoutTheFailurePolicy(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db)) {
-      assertEquals(0, policyCallsClosingAStuckRound(f, null));
-      assertEquals(
-          1,
-          policyCallsClosingAStuckRound(f, WeakenedLifecycle.policyOnRelease()),
-          "negative control: the old close ran the policy (by default: halt the JVM)");
-    }
+    Fixture.assertControlled(
+        db,
+        SchedulerLifecycleTest::policyCallsClosingAStuckRound,
+        0,
+        "as shipped",
+        WeakenedLifecycle.policyOnRelease(),
+        1,
+        "the old close ran the policy (by default: halt the JVM)");
   }
 
   private static int policyCallsClosingAStuckRound(Fixture f, WeakenedLifecycle fault)
@@ -96,8 +96,7 @@ class SchedulerLifecycleTest {
         f.builder(f.pool(3), "closing-" + fault)
             .timings(TIMINGS)
             .failurePolicy((lease, worker) -> policies.incrementAndGet());
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     String job = "stuck-" + fault;
     CountDownLatch started = new CountDownLatch(1);
     AtomicBoolean release = new AtomicBoolean();
@@ -293,8 +292,7 @@ class SchedulerLifecycleTest {
   /** The highest term of a round before the row is deleted, and the first one after. */
   private static long[] termsAroundADelete(Fixture f, WeakenedSql fault) throws Exception {
     LeaseManager.Builder b = f.builder(f.pool(3), "recreate-" + fault).timings(TIMINGS);
-    Weakening.apply(fault, b);
-    LeaseManager m = f.track(b.build());
+    LeaseManager m = f.build(b, fault);
     String job = "recreated-" + fault;
     Map<Long, Long> termByInstant = new ConcurrentHashMap<>();
     LeaseScheduler s =

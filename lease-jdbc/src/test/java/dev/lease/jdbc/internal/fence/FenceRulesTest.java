@@ -127,6 +127,29 @@ class FenceRulesTest {
     return FencedConnections.wrap(stub.connection(), options.build());
   }
 
+  /** What follows a transaction's first statement under a lease. */
+  private interface Script {
+    void run(Lease lease, Connection c, Statement s) throws SQLException;
+  }
+
+  /**
+   * What {@code stub} was sent when, under a newly claimed lease, a transaction begun with {@code
+   * setAutoCommit(false)} ran {@code UPDATE t SET v = 1} and then {@code script}, and the
+   * connection was closed.
+   */
+  private List<String> afterFirstUpdate(
+      StubDriver stub, FencingOptions.Builder options, Script script) throws SQLException {
+    Lease lease = claim();
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+        Connection c = fenced(stub, options);
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
+      s.executeUpdate("UPDATE t SET v = 1");
+      script.run(lease, c, s);
+    }
+    return stub.sent;
+  }
+
   @Test
   @DisplayName("no lease bound: every call passes through, nothing else is sent (sqlite lease)")
   void noLeaseBoundPassesThrough() throws SQLException {
@@ -163,17 +186,17 @@ class FenceRulesTest {
   @Test
   @DisplayName("under a lease: the first statement of a transaction verifies first, once (sqlite)")
   void firstStatementVerifiesOncePerTransaction() throws SQLException {
-    StubDriver stub = new StubDriver();
-    try (LeaseContext.Scope scope = LeaseContext.bind(claim());
-        Connection c = fenced(stub, options());
-        Statement s = c.createStatement()) {
-      c.setAutoCommit(false); // no verify yet (checklist 7)
-      s.executeUpdate("UPDATE t SET v = 1");
-      s.executeUpdate("UPDATE t SET v = 2");
-      c.commit();
-      s.executeUpdate("UPDATE t SET v = 3"); // a new transaction: verifies again
-      c.commit();
-    }
+    // setAutoCommit(false) sends no verify yet (checklist 7)
+    List<String> sent =
+        afterFirstUpdate(
+            new StubDriver(),
+            options(),
+            (lease, c, s) -> {
+              s.executeUpdate("UPDATE t SET v = 2");
+              c.commit();
+              s.executeUpdate("UPDATE t SET v = 3"); // a new transaction: verifies again
+              c.commit();
+            });
     assertEquals(
         List.of(
             "setAutoCommit(false)",
@@ -186,7 +209,7 @@ class FenceRulesTest {
             VERIFY,
             "UPDATE t SET v = 3",
             "commit()"),
-        stub.sent);
+        sent);
   }
 
   @Test
@@ -240,17 +263,14 @@ class FenceRulesTest {
   }
 
   private List<String> afterDriverError(FencingOptions.Builder options) throws SQLException {
-    StubDriver stub = new StubDriver().failNext("UPDATE t SET v = 2", "database is locked");
-    try (LeaseContext.Scope scope = LeaseContext.bind(claim());
-        Connection c = fenced(stub, options);
-        Statement s = c.createStatement()) {
-      c.setAutoCommit(false);
-      s.executeUpdate("UPDATE t SET v = 1");
-      assertThrows(SQLException.class, () -> s.executeUpdate("UPDATE t SET v = 2"));
-      s.executeUpdate("UPDATE t SET v = 3");
-      c.commit();
-    }
-    return stub.sent;
+    return afterFirstUpdate(
+        new StubDriver().failNext("UPDATE t SET v = 2", "database is locked"),
+        options,
+        (lease, c, s) -> {
+          assertThrows(SQLException.class, () -> s.executeUpdate("UPDATE t SET v = 2"));
+          s.executeUpdate("UPDATE t SET v = 3");
+          c.commit();
+        });
   }
 
   @Test
@@ -286,19 +306,16 @@ class FenceRulesTest {
   }
 
   private List<String> afterSavepointRollback(FencingOptions.Builder options) throws SQLException {
-    StubDriver stub = new StubDriver();
-    try (LeaseContext.Scope scope = LeaseContext.bind(claim());
-        Connection c = fenced(stub, options);
-        Statement s = c.createStatement()) {
-      c.setAutoCommit(false);
-      s.executeUpdate("UPDATE t SET v = 1");
-      Savepoint sp = c.setSavepoint();
-      s.executeUpdate("UPDATE t SET v = 2");
-      c.rollback(sp);
-      s.executeUpdate("UPDATE t SET v = 3");
-      c.commit();
-    }
-    return stub.sent;
+    return afterFirstUpdate(
+        new StubDriver(),
+        options,
+        (lease, c, s) -> {
+          Savepoint sp = c.setSavepoint();
+          s.executeUpdate("UPDATE t SET v = 2");
+          c.rollback(sp);
+          s.executeUpdate("UPDATE t SET v = 3");
+          c.commit();
+        });
   }
 
   @Test
@@ -321,27 +338,25 @@ class FenceRulesTest {
 
   private List<String> commitAfterLoss(FencingOptions.Builder options, boolean delivered)
       throws SQLException {
-    StubDriver stub = new StubDriver();
-    Lease lease = claim();
-    try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-        Connection c = fenced(stub, options);
-        Statement s = c.createStatement()) {
-      c.setAutoCommit(false);
-      s.executeUpdate("UPDATE t SET v = 1");
-      LeaseInternals.lostInDatabase(lease); // as when a renewal finds another holder
-      if (delivered) {
-        deliverLosses();
-      }
-      try {
-        c.commit();
-      } catch (LeaseLostSQLException e) {
-        assertEquals(LeaseLostSQLException.POISONED, e.getSQLState());
-        c.rollback();
-      }
+    try {
+      return afterFirstUpdate(
+          new StubDriver(),
+          options,
+          (lease, c, s) -> {
+            LeaseInternals.lostInDatabase(lease); // as when a renewal finds another holder
+            if (delivered) {
+              deliverLosses();
+            }
+            try {
+              c.commit();
+            } catch (LeaseLostSQLException e) {
+              assertEquals(LeaseLostSQLException.POISONED, e.getSQLState());
+              c.rollback();
+            }
+          });
     } finally {
       deliverLosses();
     }
-    return stub.sent;
   }
 
   @Test
@@ -408,14 +423,7 @@ class FenceRulesTest {
   }
 
   private List<String> closedInTransaction(FencingOptions.Builder options) throws SQLException {
-    StubDriver stub = new StubDriver();
-    try (LeaseContext.Scope scope = LeaseContext.bind(claim());
-        Connection c = fenced(stub, options);
-        Statement s = c.createStatement()) {
-      c.setAutoCommit(false);
-      s.executeUpdate("UPDATE t SET v = 1");
-    }
-    return stub.sent;
+    return afterFirstUpdate(new StubDriver(), options, (lease, c, s) -> {});
   }
 
   private interface Call {

@@ -144,6 +144,28 @@ final class Fixture implements AutoCloseable {
     return c;
   }
 
+  /**
+   * MySQL/MariaDB, on {@code other}'s session in autocommit: a successor's claim of {@code lease}'s
+   * row that waits at most 3 s for a transaction holding it. Whether it got through.
+   */
+  boolean takeOverWaiting(Connection other, Lease lease) throws SQLException {
+    try (Statement s = other.createStatement()) {
+      s.execute("SET SESSION innodb_lock_wait_timeout = 3");
+      other.setAutoCommit(true);
+      try {
+        s.executeUpdate(
+            "UPDATE "
+                + leaseTable
+                + " SET holder = 'successor', term = term + 1 WHERE name = '"
+                + lease.name()
+                + "'");
+        return true;
+      } catch (SQLException lockWait) {
+        return false;
+      }
+    }
+  }
+
   /** Makes the database give {@code lease}'s name to someone else, as a successor's claim would. */
   void takeOver(Lease lease) throws SQLException {
     try (Connection c = pool.getConnection();
@@ -255,6 +277,17 @@ final class Fixture implements AutoCloseable {
             + " WHERE x < 4000000000) SELECT count(signal(x)) FROM c";
       default:
         return "SELECT SLEEP(30)";
+    }
+  }
+
+  /** Runs {@link #longQuery} on {@code c} to its end: the error that ended it, or null. */
+  static SQLException runLongQuery(Connection c, TestDatabase db) {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(longQuery(db))) {
+      rs.next();
+      return null;
+    } catch (SQLException e) {
+      return e;
     }
   }
 

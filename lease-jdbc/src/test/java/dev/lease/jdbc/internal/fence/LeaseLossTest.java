@@ -12,9 +12,7 @@ import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -33,7 +31,6 @@ class LeaseLossTest {
       CountDownLatch running = new CountDownLatch(1);
       AtomicReference<SQLException> statementError = new AtomicReference<>();
       AtomicReference<SQLException> commitError = new AtomicReference<>();
-      String longQuery = Fixture.longQuery(db);
       Thread worker =
           new Thread(
               () -> {
@@ -42,12 +39,7 @@ class LeaseLossTest {
                   try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
                     c.setAutoCommit(false);
                     f.insert(c, 1, lease.term());
-                    try (Statement s = c.createStatement();
-                        ResultSet rs = s.executeQuery(longQuery)) {
-                      rs.next();
-                    } catch (SQLException e) {
-                      statementError.set(e);
-                    }
+                    statementError.set(Fixture.runLongQuery(c, db));
                     try {
                       c.commit();
                     } catch (SQLException e) {
@@ -61,7 +53,7 @@ class LeaseLossTest {
               },
               "worker-under-lease");
       worker.start();
-      f.awaitRunning(running, longQuery);
+      f.awaitRunning(running, Fixture.longQuery(db));
 
       f.skew.addAndGet(TimeUnit.SECONDS.toNanos(11)); // past the local deadline of 10 s
       assertFalse(lease.isHeld()); // notices the deadline: the lease is lost, its listeners run

@@ -13,7 +13,6 @@ import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.OnMySqlFamily;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -185,19 +184,7 @@ class MySqlInDoubtTest {
         }
         try (Connection other = db.unpooled().getConnection();
             Statement s = other.createStatement()) {
-          s.execute("SET SESSION innodb_lock_wait_timeout = 3");
-          try {
-            other.setAutoCommit(true);
-            s.executeUpdate(
-                "UPDATE "
-                    + f.leaseTable
-                    + " SET holder = 'successor', term = term + 1 WHERE name = '"
-                    + lease.name()
-                    + "'");
-            tookOver = true;
-          } catch (SQLException lockWait) {
-            tookOver = false;
-          }
+          tookOver = f.takeOverWaiting(other, lease);
           s.execute("XA COMMIT " + xid);
         }
       }

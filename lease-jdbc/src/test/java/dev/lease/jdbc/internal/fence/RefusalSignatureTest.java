@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
 import dev.lease.core.LeaseContext;
+import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.OnEveryServer;
 import dev.lease.testing.OnPostgresql;
@@ -21,14 +22,37 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * The server's refusal is told from an application's error by this process's nonce in the marker
  * and by the refusal's own SQLState; a read-only PostgreSQL transaction's commit carries the plain
- * verify. Beside the fixed fence: the negative controls of {@code ReviewFenceHolesTest}'s
- * userDataInAnErrorMessageDoesNotLoseAHeldLease and aNotifyInAReadOnlyTransactionIsNotDelivered-
- * AfterTheTakeover ({@link WeakenedFence#REFUSAL_BY_MARKER_TEXT}, {@link
- * WeakenedFence#NO_READ_ONLY_PROOF}).
+ * verify. Each test beside its negative control ({@link WeakenedFence#REFUSAL_BY_MARKER_TEXT}, and
+ * for {@code ReviewFenceHolesTest}'s aNotifyInAReadOnlyTransactionIsNotDeliveredAfterTheTakeover
+ * {@link WeakenedFence#NO_READ_ONLY_PROOF}).
  */
 class RefusalSignatureTest {
 
   private static final AtomicInteger IDS = new AtomicInteger();
+
+  /**
+   * Healthy path: the fence takes any error whose message contains the refusal marker for the
+   * server's refusal of the verify ({@code Dialect.isRefusal} looks only at the message text) and
+   * marks the lease lost. Errors echo user data: a duplicate key whose value is the marker text (a
+   * user name, a form field) makes a healthy holder lose its lease.
+   */
+  @OnEveryServer
+  void userDataInAnErrorMessageDoesNotLoseAHeldLease(TestDatabase db) throws Exception {
+    try (Fixture f = new Fixture(db, 3)) {
+      UserDataError r = duplicateKeyOfTheMarkerText(f, f.options());
+      assertAll(
+          () ->
+              assertTrue(
+                  r.lease.isHeld(),
+                  "a healthy lease was marked lost ("
+                      + r.lease.lossReason()
+                      + ") by user data in an error message"),
+          () ->
+              assertFalse(
+                  r.error instanceof LeaseLostSQLException,
+                  "a duplicate key reported as a lost lease: " + r.error));
+    }
+  }
 
   /**
    * Negative control: the check before the review (the marker anywhere in the message) takes a
@@ -38,31 +62,41 @@ class RefusalSignatureTest {
   @OnEveryServer
   void controlTheMarkerTextAloneLosesAHeldLeaseToUserData(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      String users = TestDatabase.uniqueTable("ru");
-      createUsers(f, users);
-      try {
-        Lease lease = f.holding("c" + IDS.incrementAndGet());
-        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-            Connection c =
-                f.fenced(
-                        WeakenedFence.weaken(f.options(), WeakenedFence.REFUSAL_BY_MARKER_TEXT)
-                            .build())
-                    .getConnection()) {
-          c.setAutoCommit(false);
-          f.insert(c, 1, lease.term());
-          try (PreparedStatement ps =
-              c.prepareStatement("INSERT INTO " + users + " (k) VALUES (?)")) {
-            ps.setString(1, "LF001 lease not held");
-            SQLException e = assertThrows(SQLException.class, ps::executeUpdate);
-            c.rollback();
-            assertAll(
-                () -> assertFalse(lease.isHeld(), "the weakened check kept the lease"),
-                () -> assertTrue(e instanceof LeaseLostSQLException, e.toString()));
-          }
+      UserDataError r =
+          duplicateKeyOfTheMarkerText(
+              f, WeakenedFence.weaken(f.options(), WeakenedFence.REFUSAL_BY_MARKER_TEXT));
+      assertAll(
+          () -> assertFalse(r.lease.isHeld(), "the weakened check kept the lease"),
+          () -> assertTrue(r.error instanceof LeaseLostSQLException, r.error.toString()));
+    }
+  }
+
+  private record UserDataError(Lease lease, SQLException error) {}
+
+  /**
+   * Under a held lease, an INSERT whose duplicate key is the refusal's marker text (a user's input,
+   * already taken); the transaction is rolled back. The lease and the error.
+   */
+  private static UserDataError duplicateKeyOfTheMarkerText(
+      Fixture f, FencingOptions.Builder options) throws Exception {
+    String users = TestDatabase.uniqueTable("ru");
+    createUsers(f, users);
+    try {
+      Lease lease = f.holding("c" + IDS.incrementAndGet());
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = f.fenced(options.build()).getConnection()) {
+        c.setAutoCommit(false);
+        f.insert(c, 1, lease.term());
+        try (PreparedStatement ps =
+            c.prepareStatement("INSERT INTO " + users + " (k) VALUES (?)")) {
+          ps.setString(1, "LF001 lease not held");
+          SQLException e = assertThrows(SQLException.class, ps::executeUpdate);
+          c.rollback();
+          return new UserDataError(lease, e);
         }
-      } finally {
-        TestDatabase.dropQuietly(f.pool, users);
       }
+    } finally {
+      TestDatabase.dropQuietly(f.pool, users);
     }
   }
 

@@ -176,54 +176,6 @@ class ReviewFenceHolesTest {
   }
 
   /**
-   * Healthy path: the fence takes any error whose message contains the refusal marker for the
-   * server's refusal of the verify ({@code Dialect.isRefusal} looks only at the message text) and
-   * marks the lease lost. Errors echo user data: a duplicate key whose value is the marker text (a
-   * user name, a form field) makes a healthy holder lose its lease.
-   */
-  @OnEveryServer
-  void userDataInAnErrorMessageDoesNotLoseAHeldLease(TestDatabase db) throws Exception {
-    try (Fixture f = new Fixture(db, 3)) {
-      String users = TestDatabase.uniqueTable("ru");
-      try (Connection c = f.pool.getConnection();
-          Statement s = c.createStatement()) {
-        s.execute("CREATE TABLE " + users + " (k VARCHAR(60) PRIMARY KEY)");
-        s.execute("INSERT INTO " + users + " (k) VALUES ('LF001 lease not held')");
-        if (!c.getAutoCommit()) {
-          c.commit();
-        }
-      }
-      try {
-        Lease lease = f.holding("d" + IDS.incrementAndGet());
-        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-            Connection c = f.fenced(f.options().build()).getConnection()) {
-          c.setAutoCommit(false);
-          f.insert(c, 1, lease.term());
-          try (java.sql.PreparedStatement ps =
-              c.prepareStatement("INSERT INTO " + users + " (k) VALUES (?)")) {
-            ps.setString(1, "LF001 lease not held"); // a user's input, already taken
-            java.sql.SQLException e = assertThrows(java.sql.SQLException.class, ps::executeUpdate);
-            c.rollback();
-            org.junit.jupiter.api.Assertions.assertAll(
-                () ->
-                    org.junit.jupiter.api.Assertions.assertTrue(
-                        lease.isHeld(),
-                        "a healthy lease was marked lost ("
-                            + lease.lossReason()
-                            + ") by user data in an error message"),
-                () ->
-                    org.junit.jupiter.api.Assertions.assertFalse(
-                        e instanceof LeaseLostSQLException,
-                        "a duplicate key reported as a lost lease: " + e));
-          }
-        }
-      } finally {
-        TestDatabase.dropQuietly(f.pool, users);
-      }
-    }
-  }
-
-  /**
    * MariaDB (10.6+) releases a transaction's shared locks at XA PREPARE, STRICT's share lock on the
    * lease row included (measured here on 10.11 with the mariadb client, in REPEATABLE READ and READ
    * COMMITTED). A branch verified under term t and prepared therefore no longer holds the claim of
@@ -256,19 +208,7 @@ class ReviewFenceHolesTest {
         // the successor's claim, bounded: under STRICT it must wait for the prepared branch
         try (Connection other = db.unpooled().getConnection();
             Statement s = other.createStatement()) {
-          s.execute("SET SESSION innodb_lock_wait_timeout = 3");
-          try {
-            other.setAutoCommit(true);
-            s.executeUpdate(
-                "UPDATE "
-                    + f.leaseTable
-                    + " SET holder = 'successor', term = term + 1 WHERE name = '"
-                    + lease.name()
-                    + "'");
-            tookOver = true;
-          } catch (java.sql.SQLException lockWait) {
-            tookOver = false;
-          }
+          tookOver = f.takeOverWaiting(other, lease);
           // the transaction manager commits the prepared branch from its own connection
           s.execute("XA COMMIT " + xid);
         }

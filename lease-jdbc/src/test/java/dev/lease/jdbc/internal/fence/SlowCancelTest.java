@@ -14,13 +14,13 @@ import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.jdbc.OptionsAccess;
+import dev.lease.testing.ForwardingDataSource;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.concurrent.CountDownLatch;
@@ -71,7 +71,6 @@ class SlowCancelTest {
       CountDownLatch rolledBack = new CountDownLatch(1);
       AtomicReference<SQLException> statementError = new AtomicReference<>();
       AtomicReference<Throwable> failure = new AtomicReference<>();
-      String longQuery = Fixture.longQuery(db);
       Thread worker =
           new Thread(
               () -> {
@@ -80,12 +79,7 @@ class SlowCancelTest {
                   try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
                     c.setAutoCommit(false);
                     f.insert(c, 1, lease.term());
-                    try (Statement s = c.createStatement();
-                        ResultSet rs = s.executeQuery(longQuery)) {
-                      rs.next();
-                    } catch (SQLException e) {
-                      statementError.set(e);
-                    }
+                    statementError.set(Fixture.runLongQuery(c, db));
                     c.rollback(); // must not wait for the cancel still in flight
                     rolledBack.countDown();
                   }
@@ -96,7 +90,7 @@ class SlowCancelTest {
               },
               "worker-under-lease");
       worker.start();
-      f.awaitRunning(running, longQuery);
+      f.awaitRunning(running, Fixture.longQuery(db));
       f.skew.addAndGet(TimeUnit.SECONDS.toNanos(11)); // past the local deadline: lost
       assertFalse(lease.isHeld());
       assertTrue(cancelStarted.await(10, TimeUnit.SECONDS), "the loss cancels the statement");

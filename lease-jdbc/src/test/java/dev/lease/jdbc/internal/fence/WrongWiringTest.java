@@ -11,6 +11,7 @@ import dev.lease.jdbc.FencedConnection;
 import dev.lease.jdbc.FencedConnections;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
+import dev.lease.testing.ForwardingDataSource;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.sql.Connection;

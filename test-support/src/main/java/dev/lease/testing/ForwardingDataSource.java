@@ -1,16 +1,22 @@
-package dev.lease.jdbc.internal.fence;
+package dev.lease.testing;
 
 import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
 
-/** An application's own DataSource that delegates, as routing or tracing wrappers do. */
-class ForwardingDataSource implements DataSource {
-  final DataSource target;
+/**
+ * An application's own DataSource that delegates every call, as routing, metrics, tenant-switching
+ * and tracing wrappers do; subclasses override what they change. {@code unwrap} and {@code
+ * isWrapperFor} follow {@link java.sql.Wrapper}: this object first, then the target.
+ */
+public class ForwardingDataSource implements DataSource {
 
-  ForwardingDataSource(DataSource target) {
+  protected final DataSource target;
+
+  public ForwardingDataSource(DataSource target) {
     this.target = target;
   }
 
@@ -45,17 +51,17 @@ class ForwardingDataSource implements DataSource {
   }
 
   @Override
-  public Logger getParentLogger() {
-    return Logger.getGlobal();
+  public Logger getParentLogger() throws SQLFeatureNotSupportedException {
+    return target.getParentLogger();
   }
 
   @Override
   public <T> T unwrap(Class<T> iface) throws SQLException {
-    return iface.isInstance(target) ? iface.cast(target) : target.unwrap(iface);
+    return iface.isInstance(this) ? iface.cast(this) : target.unwrap(iface);
   }
 
   @Override
   public boolean isWrapperFor(Class<?> iface) throws SQLException {
-    return iface.isInstance(target) || target.isWrapperFor(iface);
+    return iface.isInstance(this) || target.isWrapperFor(iface);
   }
 }

@@ -125,23 +125,19 @@ final class XaAndVendor {
         c.close();
       }
       res.end(xid, XAResource.TMSUCCESS);
-      try {
-        if (onePhase) {
-          res.commit(xid, true);
-        } else {
-          int vote = res.prepare(xid);
-          System.out.println("XA-PREPARED");
-          new java.io.BufferedReader(
-                  new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
-              .readLine();
-          if (vote == XAResource.XA_OK) {
-            res.commit(xid, false);
-          }
-        }
-        System.out.println("XA-COMMITTED 1");
-      } catch (XAException e) {
-        System.out.println("XA-REFUSED 1 " + e.errorCode + " " + e.getMessage());
-      }
+      reportEnd(
+          () -> {
+            if (onePhase) {
+              res.commit(xid, true);
+            } else {
+              int vote = res.prepare(xid);
+              System.out.println("XA-PREPARED");
+              awaitGo();
+              if (vote == XAResource.XA_OK) {
+                res.commit(xid, false);
+              }
+            }
+          });
     } finally {
       xac.close();
     }
@@ -171,17 +167,14 @@ final class XaAndVendor {
         ps.executeUpdate();
       }
       System.out.println("XA-OPEN 1");
-      new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
-          .readLine();
+      awaitGo();
       res.end(xid, XAResource.TMSUCCESS);
-      try {
-        if (res.prepare(xid) == XAResource.XA_OK) {
-          res.commit(xid, false);
-        }
-        System.out.println("XA-COMMITTED 1");
-      } catch (XAException e) {
-        System.out.println("XA-REFUSED 1 " + e.errorCode + " " + e.getMessage());
-      }
+      reportEnd(
+          () -> {
+            if (res.prepare(xid) == XAResource.XA_OK) {
+              res.commit(xid, false);
+            }
+          });
     } finally {
       xac.close();
     }
@@ -257,8 +250,7 @@ final class XaAndVendor {
     try (Connection c = DriverManager.getConnection(url)) {
       PGConnection pg = (PGConnection) c;
       System.out.println("VENDOR-READY");
-      new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
-          .readLine();
+      awaitGo();
       try {
         long rows =
             pg.getCopyAPI()
@@ -305,5 +297,27 @@ final class XaAndVendor {
       c.rollback();
     }
     System.out.println("VENDOR-DONE");
+  }
+
+  /** Waits for the test's line on stdin (its "go"). */
+  private static void awaitGo() throws java.io.IOException {
+    new java.io.BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8))
+        .readLine();
+  }
+
+  /** How a branch ends: a transaction manager's prepare and commit. */
+  @FunctionalInterface
+  private interface BranchEnd {
+    void run() throws XAException, java.io.IOException;
+  }
+
+  /** Runs {@code end}; prints XA-COMMITTED 1, or XA-REFUSED 1 errorCode message. */
+  private static void reportEnd(BranchEnd end) throws java.io.IOException {
+    try {
+      end.run();
+      System.out.println("XA-COMMITTED 1");
+    } catch (XAException e) {
+      System.out.println("XA-REFUSED 1 " + e.errorCode + " " + e.getMessage());
+    }
   }
 }

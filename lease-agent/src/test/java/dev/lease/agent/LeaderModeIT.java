@@ -13,7 +13,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Stream;
@@ -218,20 +217,7 @@ class LeaderModeIT {
       d.holdLeaseElsewhere(LEASE);
       // default timings: a poll every 2 s, each statement bounded by 5 s (the lock wait below)
       String args = d.agentArgs("mode=leader,lease=" + LEASE + ",lease-duration=15s,instance=B");
-      try (AppProcess b =
-              AppProcess.start(
-                  "B",
-                  AppProcess.JAVA_17,
-                  args,
-                  Map.of(),
-                  jvmOptions,
-                  false,
-                  legacy.LegacyApp.class.getName(),
-                  "writer",
-                  d.url,
-                  d.events,
-                  "B",
-                  "hikari");
+      try (AppProcess b = d.writer("B", args, jvmOptions, "hikari");
           Connection locker = d.dataSource().getConnection()) {
         b.awaitStderr(0, "this process waits as a replica", "B waiting as a replica");
         b.send("slow-shutdown");

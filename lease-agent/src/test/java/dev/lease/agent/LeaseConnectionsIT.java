@@ -10,7 +10,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
@@ -93,9 +92,8 @@ class LeaseConnectionsIT {
 
   private static AppProcess writer(
       LegacyDatabase d, String instance, String duration, List<String> options) {
-    return AppProcess.start(
+    return d.writer(
         instance,
-        AppProcess.JAVA_17,
         d.agentArgs(
             "mode=leader,lease="
                 + LEASE
@@ -104,14 +102,7 @@ class LeaseConnectionsIT {
                 + ",instance="
                 + instance
                 + ",log-level=debug"),
-        Map.of(),
         options,
-        false,
-        legacy.LegacyApp.class.getName(),
-        "writer",
-        d.url,
-        d.events,
-        instance,
         "hikari");
   }
 

@@ -7,6 +7,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
@@ -174,5 +176,25 @@ final class LegacyDatabase implements AutoCloseable {
   @Override
   public void close() {
     TestDatabase.dropQuietly(ds, events, leases);
+  }
+
+  /**
+   * The legacy application on Java 17 writing to this database through {@code pool} as {@code
+   * instance}, with the agent's {@code agentArgs} and more JVM options.
+   */
+  AppProcess writer(String instance, String agentArgs, List<String> jvmOptions, String pool) {
+    return AppProcess.start(
+        instance,
+        AppProcess.JAVA_17,
+        agentArgs,
+        Map.of(),
+        jvmOptions,
+        false,
+        legacy.LegacyApp.class.getName(),
+        "writer",
+        url,
+        events,
+        instance,
+        pool);
   }
 }

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.testing.TestDatabase;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -68,19 +67,7 @@ class PoolLeaderModeIT {
 
   private static AppProcess writer(
       LegacyDatabase d, String instance, String pool, List<String> jvmOptions) {
-    return AppProcess.start(
-        instance,
-        AppProcess.JAVA_17,
-        args(d, instance),
-        Map.of(),
-        jvmOptions,
-        false,
-        legacy.LegacyApp.class.getName(),
-        "writer",
-        d.url,
-        d.events,
-        instance,
-        pool);
+    return d.writer(instance, args(d, instance), jvmOptions, pool);
   }
 
   @ParameterizedTest(name = "{0} {1}")

@@ -58,11 +58,16 @@ class XaAndVendorIT {
   }
 
   private static AppProcess app(LegacyDatabase d, String instance, String disable, String... args) {
+    return app(args(d, instance), instance, disable, args);
+  }
+
+  /** The legacy application as {@code instance} with the agent's {@code agentArgs}. */
+  private static AppProcess app(String agentArgs, String instance, String disable, String... args) {
     List<String> jvm = disable == null ? List.of() : controlOptions(disable);
     return AppProcess.start(
         instance,
         AppProcess.JAVA_17,
-        args(d, instance),
+        agentArgs,
         Map.of(),
         jvm,
         false,
@@ -143,13 +148,7 @@ class XaAndVendorIT {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
       String appName = "xa-" + d.events;
       try (AppProcess app = xaAcrossALoss(d, appName, null)) {
-        List<String> refused = lines(app, "XA-REFUSED 1");
-        assertEquals(1, refused.size(), app.describe());
-        assertTrue(
-            refused
-                .get(0)
-                .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK),
-            app.describe());
+        assertOneLine(app, "XA-REFUSED 1", ROLLED_BACK);
         assertTrue(d.committed("L").isEmpty(), app.describe());
         assertNull(leftBehind(appName), app.describe());
       }
@@ -161,38 +160,49 @@ class XaAndVendorIT {
   void withoutThePoisonCheckTheBranchCommitsAfterTheTakeover_postgresql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
       try (AppProcess app = xaAcrossALoss(d, "xa-" + d.events, "xa-poison")) {
-        assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
-        assertEquals(Set.of(1), d.committed("L"), app.describe());
+        assertBranchCommitted(app, d);
       }
     }
   }
 
   private static AppProcess xaAcrossALoss(LegacyDatabase d, String appName, String disable)
       throws Exception {
-    List<String> jvm = disable == null ? List.of() : controlOptions(disable);
     AppProcess app =
-        AppProcess.start(
-            "L",
-            AppProcess.JAVA_17,
+        app(
             d.agentArgs(
                 "mode=leader,lease="
                     + LEASE
                     + ",lease-duration=2s,fencing=verify,on-loss=refuse,instance=L"),
-            Map.of(),
-            jvm,
-            false,
-            LegacyApp.class.getName(),
+            "L",
+            disable,
             "xa-loss",
             d.url,
             d.events,
             "L",
             appName);
+    return losesTheLeaseBetween(
+        app, d, "XA-OPEN 1", "the open branch", "XA-DONE", "the end of the branch");
+  }
+
+  /**
+   * {@code app} loses its lease between the line {@code ready} and the line {@code done}: the lease
+   * goes to another instance, the app says it no longer leads, and is told to go on. Closed if that
+   * fails.
+   */
+  private static AppProcess losesTheLeaseBetween(
+      AppProcess app,
+      LegacyDatabase d,
+      String ready,
+      String readyWhat,
+      String done,
+      String doneWhat)
+      throws Exception {
     try {
-      app.awaitLine(l -> l.equals("XA-OPEN 1"), "the open branch");
+      app.awaitLine(l -> l.equals(ready), readyWhat);
       d.releaseAndHoldElsewhere(LEASE);
       app.awaitStderr(0, "this process no longer leads", "the loss of the lease");
       app.send("go");
-      app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");
+      app.awaitLine(l -> l.equals(done), doneWhat);
       return app;
     } catch (Throwable t) {
       app.close();
@@ -238,10 +248,8 @@ class XaAndVendorIT {
   void vendorCopyInAutocommitUnderALostLeaseIsRefused_postgresql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL)) {
       try (AppProcess app = copyAfterLoss(d, null)) {
-        List<String> failed = lines(app, "VENDOR-FAILED copy");
-        assertEquals(1, failed.size(), app.describe());
-        assertTrue(failed.get(0).contains("LeaseLostSQLException"), app.describe());
-        assertTrue(failed.get(0).contains("no longer held by this process"), app.describe());
+        assertOneLine(app, "VENDOR-FAILED copy", "LeaseLostSQLException");
+        assertOneLine(app, "VENDOR-FAILED copy", "no longer held by this process");
         assertTrue(d.committed("L").isEmpty(), app.describe());
       }
     }
@@ -271,32 +279,18 @@ class XaAndVendorIT {
   }
 
   private static AppProcess copyAfterLoss(LegacyDatabase d, String disable) throws Exception {
-    List<String> jvm = disable == null ? List.of() : controlOptions(disable);
     AppProcess app =
-        AppProcess.start(
-            "L",
-            AppProcess.JAVA_17,
+        app(
             d.agentArgs(
                 "mode=leader,lease=" + LEASE + ",lease-duration=2s,on-loss=refuse,instance=L"),
-            Map.of(),
-            jvm,
-            false,
-            LegacyApp.class.getName(),
+            "L",
+            disable,
             "vendor-copy",
             d.url,
             d.events,
             "L");
-    try {
-      app.awaitLine(l -> l.equals("VENDOR-READY"), "the connection");
-      d.releaseAndHoldElsewhere(LEASE);
-      app.awaitStderr(0, "this process no longer leads", "the loss of the lease");
-      app.send("go");
-      app.awaitLine(l -> l.equals("VENDOR-DONE"), "the end of the COPY");
-      return app;
-    } catch (Throwable t) {
-      app.close();
-      throw t;
-    }
+    return losesTheLeaseBetween(
+        app, d, "VENDOR-READY", "the connection", "VENDOR-DONE", "the end of the COPY");
   }
 
   /**
@@ -311,17 +305,13 @@ class XaAndVendorIT {
             List.of("mysql-cast", "mysql-call"),
             lines(app, "VENDOR-OK").stream().map(l -> l.split(" ")[1]).toList(),
             app.describe());
-        List<String> raw = lines(app, "VENDOR-FAILED mysql-raw-statement");
-        assertEquals(1, raw.size(), app.describe());
-        assertTrue(
-            raw.get(0).contains("whose statements would run past the fence"), app.describe());
+        assertOneLine(
+            app, "VENDOR-FAILED mysql-raw-statement", "whose statements would run past the fence");
       }
       d.releaseAndHoldElsewhere(LEASE);
       try (AppProcess app = vendor(d, "R", null)) {
         assertEquals(1, lines(app, "VENDOR-OK mysql-cast").size(), app.describe());
-        List<String> failed = lines(app, "VENDOR-FAILED mysql-call");
-        assertEquals(1, failed.size(), app.describe());
-        assertTrue(failed.get(0).contains("LeaseLostSQLException"), app.describe());
+        assertOneLine(app, "VENDOR-FAILED mysql-call", "LeaseLostSQLException");
       }
     }
   }
@@ -331,9 +321,7 @@ class XaAndVendorIT {
   void withoutTheRawCheckTheDriversOwnStatementIsHandedOut_mysql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.MYSQL);
         AppProcess app = vendor(d, "L", "vendor-raw-check")) {
-      List<String> raw = lines(app, "VENDOR-OK mysql-raw-statement");
-      assertEquals(1, raw.size(), app.describe());
-      assertTrue(raw.get(0).contains("com.mysql.cj.jdbc."), app.describe());
+      assertOneLine(app, "VENDOR-OK mysql-raw-statement", "com.mysql.cj.jdbc.");
     }
   }
 
@@ -342,11 +330,31 @@ class XaAndVendorIT {
   void withoutVendorFacesTheCastFails_postgresql() throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(TestDatabase.POSTGRESQL);
         AppProcess app = vendor(d, "L", "vendor-faces")) {
-      List<String> failed = lines(app, "VENDOR-FAILED cast");
-      assertEquals(1, failed.size(), app.describe());
-      assertTrue(failed.get(0).contains("ClassCastException"), app.describe());
+      assertOneLine(app, "VENDOR-FAILED cast", "ClassCastException");
     }
   }
+
+  /** The branch committed: its line, and its row (1 of instance L). */
+  private static void assertBranchCommitted(AppProcess app, LegacyDatabase d)
+      throws java.sql.SQLException {
+    assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
+    assertEquals(Set.of(1), d.committed("L"), "row 1 committed " + app.describe());
+  }
+
+  /**
+   * {@code app} printed exactly one line that starts with {@code prefix}, and it holds {@code
+   * says}.
+   */
+  private static String assertOneLine(AppProcess app, String prefix, String says) {
+    List<String> found = lines(app, prefix);
+    assertEquals(1, found.size(), app.describe());
+    assertTrue(found.get(0).contains(says), app.describe());
+    return found.get(0);
+  }
+
+  /** What a branch's refusal at prepare says first: rolled back (XA_RBROLLBACK). */
+  private static final String ROLLED_BACK =
+      "XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK + " ";
 
   private static AppProcess vendor(LegacyDatabase d, String instance, String disable)
       throws InterruptedException {
@@ -392,15 +400,9 @@ class XaAndVendorIT {
       throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(db);
         AppProcess app = xaMysql(d, phase, null)) {
-      List<String> refused = lines(app, "XA-REFUSED 1");
-      assertEquals(1, refused.size(), app.describe());
-      assertTrue(
-          refused
-              .get(0)
-              .startsWith("XA-REFUSED 1 " + javax.transaction.xa.XAException.XA_RBROLLBACK),
-          app.describe());
+      String refused = assertOneLine(app, "XA-REFUSED 1", ROLLED_BACK);
       for (String said : says) {
-        assertTrue(refused.get(0).contains(said), said + " in " + app.describe());
+        assertTrue(refused.contains(said), said + " in " + app.describe());
       }
       assertTrue(lines(app, "XA-PREPARED").isEmpty(), app.describe());
       assertTrue(d.committed("L").isEmpty(), app.describe());
@@ -423,8 +425,7 @@ class XaAndVendorIT {
   private static void onePhaseCommits(TestDatabase db, String phase) throws Exception {
     try (LegacyDatabase d = new LegacyDatabase(db);
         AppProcess app = xaMysql(d, phase, null)) {
-      assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
-      assertEquals(Set.of(1), d.committed("L"), app.describe());
+      assertBranchCommitted(app, d);
     }
   }
 
@@ -457,28 +458,13 @@ class XaAndVendorIT {
       d.releaseAndHoldElsewhere(LEASE); // the successor's claim, committed
       app.send("go");
       app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");
-      assertEquals(1, lines(app, "XA-COMMITTED 1").size(), app.describe());
-      assertEquals(Set.of(1), d.committed("L"), "committed after the takeover" + app.describe());
+      assertBranchCommitted(app, d);
     }
   }
 
   private static AppProcess xaMysql(LegacyDatabase d, String phase, String disable)
       throws Exception {
-    List<String> jvm = disable == null ? List.of() : controlOptions(disable);
-    AppProcess app =
-        AppProcess.start(
-            "L",
-            AppProcess.JAVA_17,
-            args(d, "L"),
-            Map.of(),
-            jvm,
-            false,
-            LegacyApp.class.getName(),
-            "xa-mysql",
-            d.url,
-            d.events,
-            "L",
-            phase);
+    AppProcess app = app(d, "L", disable, "xa-mysql", d.url, d.events, "L", phase);
     if (disable == null) {
       try {
         app.awaitLine(l -> l.equals("XA-DONE"), "the end of the branch");

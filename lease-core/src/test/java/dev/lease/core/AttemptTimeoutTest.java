@@ -51,16 +51,7 @@ class AttemptTimeoutTest {
     AtomicInteger renewals = new AtomicInteger();
     LeaseManager m =
         manager(
-            f,
-            pool,
-            "stalled-" + fault,
-            fault,
-            new LeaseListener() {
-              @Override
-              public void renewed(Lease lease) {
-                renewals.incrementAndGet();
-              }
-            });
+            f, pool, "stalled-" + fault, fault, Fixture.onRenewed(l -> renewals.incrementAndGet()));
     Lease lease = m.tryClaim("stalled-" + fault).orElseThrow().hold();
     try {
       pool.stall(0, 1);

@@ -10,11 +10,9 @@ import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A caller's own thread bound to a lease ({@link LeaseInternals#bindCurrentThread}, what the Spring
@@ -36,39 +34,12 @@ class CallerThreadWorkTest {
   void aReleaseStopsTheBoundCallerThreadBeforeItGivesTheRowBack(TestDatabase db) throws Exception {
     Fixture.assertControlled(
         db,
-        CallerThreadWorkTest::rowHeldWhenTheReleaseInterrupted,
+        (f, fault) -> ShutdownTest.rowHeldWhenTheReleaseInterrupted(f, fault, true),
         true,
         "the thread was interrupted while the row was still its own",
         WeakenedLifecycle.releaseBeforeStoppingWork(),
         false,
         "releasing first hands the row over while the thread still works");
-  }
-
-  private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, WeakenedLifecycle fault)
-      throws Exception {
-    LeaseManager m = manager(f, "releasing-" + fault, fault);
-    Lease lease = m.tryClaim("caller-" + fault).orElseThrow();
-    CountDownLatch started = new CountDownLatch(1);
-    AtomicReference<Boolean> rowHeld = new AtomicReference<>();
-    CompletableFuture<Boolean> stopped =
-        CompletableFuture.supplyAsync(
-            () -> {
-              CallerWork work = LeaseInternals.bindCurrentThread(lease);
-              try {
-                started.countDown();
-                new CountDownLatch(1).await(20, TimeUnit.SECONDS);
-              } catch (InterruptedException e) {
-                Fixture.Row row = f.row(lease.name());
-                rowHeld.set(row.holder().equals(lease.holder()) && row.expiresAtMs() != 0);
-              }
-              return work.end();
-            });
-    assertTrue(started.await(5, TimeUnit.SECONDS));
-    lease.release();
-    assertTrue(stopped.get(15, TimeUnit.SECONDS), "end() says the release stopped it");
-    assertTrue(lease.isReleased());
-    assertEquals(0, f.row(lease.name()).expiresAtMs(), "the row was given back");
-    return rowHeld.get();
   }
 
   @OnEveryDatabase

@@ -65,25 +65,30 @@ class ClaimRaceTest {
       LeaseTimings t = Fixture.timings(30_000, 2_000, 10_000, 5_000, 1_000);
       LeaseManager a = f.manager(f.pool(8), "instance-a", t);
       LeaseManager b = f.manager(f.pool(8), "instance-b", t);
-      Lease[] held = new Lease[THREADS];
-      List<Claim> claims =
-          race(
-              (thread, round) -> {
-                Optional<Lease> lease = (thread % 2 == 0 ? a : b).tryClaim(NAME);
-                lease.ifPresent(l -> held[thread] = l);
-                return lease.map(l -> new Claim(round, l.term(), l.holder()));
-              },
-              thread -> {
-                held[thread].release();
-                held[thread] = null;
-              },
-              ROUNDS);
+      List<Claim> claims = claimRace(a, b, ROUNDS);
       assertOneHolderPerTermGrowing(claims);
       assertEquals(
           claims.get(claims.size() - 1).term(),
           f.row(NAME).term(),
           "the row's term is the last claim's");
     }
+  }
+
+  /** Threads of {@code a} and {@code b} race to claim {@link #NAME}, the winner releasing it. */
+  private static List<Claim> claimRace(LeaseManager a, LeaseManager b, int rounds)
+      throws Exception {
+    Lease[] held = new Lease[THREADS];
+    return race(
+        (thread, round) -> {
+          Optional<Lease> lease = (thread % 2 == 0 ? a : b).tryClaim(NAME);
+          lease.ifPresent(l -> held[thread] = l);
+          return lease.map(l -> new Claim(round, l.term(), l.holder()));
+        },
+        thread -> {
+          held[thread].release();
+          held[thread] = null;
+        },
+        rounds);
   }
 
   /**
@@ -112,19 +117,7 @@ class ClaimRaceTest {
                               : "TRANSACTION_REPEATABLE_READ")),
               "instance-b",
               t);
-      Lease[] held = new Lease[THREADS];
-      List<Claim> claims =
-          race(
-              (thread, round) -> {
-                Optional<Lease> lease = (thread % 2 == 0 ? a : b).tryClaim(NAME);
-                lease.ifPresent(l -> held[thread] = l);
-                return lease.map(l -> new Claim(round, l.term(), l.holder()));
-              },
-              thread -> {
-                held[thread].release();
-                held[thread] = null;
-              },
-              10);
+      List<Claim> claims = claimRace(a, b, 10);
       assertOneHolderPerTermGrowing(claims);
     }
   }

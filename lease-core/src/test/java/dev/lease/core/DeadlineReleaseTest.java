@@ -93,20 +93,11 @@ class DeadlineReleaseTest {
           new Thread(
               () -> {
                 try {
+                  long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
                   m.runUnder(
                       lease,
-                      l -> {
-                        started.countDown();
-                        long end = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-                        while (done.getCount() > 0 && System.nanoTime() < end) {
-                          try {
-                            done.await(20, TimeUnit.MILLISECONDS);
-                          } catch (InterruptedException e) {
-                            // will not stop
-                          }
-                        }
-                        return null;
-                      });
+                      Fixture.stubbornWork(
+                          started, () -> done.getCount() == 0 || System.nanoTime() >= end));
                 } catch (Exception e) {
                   // expected: lost
                 }
@@ -135,13 +126,7 @@ class DeadlineReleaseTest {
               f.builder(failing, "unreachable")
                   .timings(TIMINGS)
                   .clock(() -> System.nanoTime() + skew.get())
-                  .listener(
-                      new LeaseListener() {
-                        @Override
-                        public void lost(Lease lease, LossReason reason) {
-                          lost.countDown();
-                        }
-                      })
+                  .listener(Fixture.onLost(l -> lost.countDown()))
                   .build());
       Lease lease = m.tryClaim("unreachable").orElseThrow().hold();
       failing.failing(true);

@@ -104,6 +104,106 @@ public final class Fixture implements AutoCloseable {
     return manager(pool(4), instance, timings);
   }
 
+  /**
+   * Work that will not stop: returns once {@code until} holds, and goes on through every interrupt
+   * ({@code onInterrupt} runs for each).
+   */
+  public static void ignoringInterrupts(BooleanSupplier until, OnInterrupt onInterrupt) {
+    java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+    while (!until.getAsBoolean()) {
+      try {
+        never.await(20, java.util.concurrent.TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        try {
+          onInterrupt.seen(); // and will not stop
+        } catch (Exception failed) {
+          throw new AssertionError(failed);
+        }
+      }
+    }
+  }
+
+  /** What work that will not stop does with an interrupt. */
+  @FunctionalInterface
+  public interface OnInterrupt {
+    void seen() throws Exception;
+  }
+
+  /**
+   * Work that will not stop: counts {@code started} down, then goes on through every interrupt
+   * until {@code until} holds; returns "ended".
+   */
+  public static LeaseWork<Object> stubbornWork(
+      java.util.concurrent.CountDownLatch started, BooleanSupplier until) {
+    return lease -> {
+      started.countDown();
+      ignoringInterrupts(until);
+      return "ended";
+    };
+  }
+
+  /** {@link #ignoringInterrupts(BooleanSupplier, OnInterrupt)} without counting the interrupts. */
+  public static void ignoringInterrupts(BooleanSupplier until) {
+    ignoringInterrupts(until, () -> {});
+  }
+
+  /** Reads a query's rows. */
+  @FunctionalInterface
+  public interface Rows<T> {
+    T read(ResultSet rs) throws SQLException;
+  }
+
+  /** What {@code read} makes of {@code sql}'s rows, queried through {@link #admin}. */
+  public <T> T query(String sql, Rows<T> read) {
+    try (Connection c = admin.getConnection();
+        var s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      T out = read.read(rs);
+      if (!c.getAutoCommit()) {
+        c.commit();
+      }
+      return out;
+    } catch (SQLException e) {
+      throw new AssertionError("could not read " + sql + " on " + db, e);
+    }
+  }
+
+  /**
+   * The live holder (instance) of each name whose row expires after {@code clock} (a number, or the
+   * dialect's expression for the database clock).
+   */
+  public java.util.Map<String, String> liveHolders(String clock) {
+    return query(
+        "SELECT name, instance FROM " + table + " WHERE expires_at_ms > " + clock,
+        rs -> {
+          java.util.Map<String, String> out = new java.util.HashMap<>();
+          while (rs.next()) {
+            out.put(rs.getString(1), rs.getString(2));
+          }
+          return out;
+        });
+  }
+
+  /** A listener that runs {@code action} when a lease is renewed, and does nothing else. */
+  public static LeaseListener onRenewed(Consumer<Lease> action) {
+    return new LeaseListener() {
+      @Override
+      public void renewed(Lease lease) {
+        action.accept(lease);
+      }
+    };
+  }
+
+  /** A listener that runs {@code action} when a lease is lost, and does nothing else. */
+  public static LeaseListener onLost(Consumer<Lease> action) {
+    return new LeaseListener() {
+      @Override
+      public void lost(Lease lease, LossReason reason) {
+        action.accept(lease);
+      }
+    };
+  }
+
   /** What a check observed, run as shipped ({@code fault} null) or weakened by {@code fault}. */
   @FunctionalInterface
   public interface Check<W extends Weakening, T> {

@@ -49,13 +49,7 @@ class ManagerLifecycleTest {
                   .timings(TIMINGS)
                   .scheduler(scheduler)
                   .attemptExecutor(attempts)
-                  .listener(
-                      new LeaseListener() {
-                        @Override
-                        public void renewed(Lease lease) {
-                          renewals.incrementAndGet();
-                        }
-                      })
+                  .listener(Fixture.onRenewed(l -> renewals.incrementAndGet()))
                   .build());
       m.tryClaim("given").orElseThrow().hold();
       Fixture.await(
@@ -79,13 +73,7 @@ class ManagerLifecycleTest {
               f.builder(f.pool(2), "plain-executor")
                   .timings(TIMINGS)
                   .attemptExecutor(Runnable::run)
-                  .listener(
-                      new LeaseListener() {
-                        @Override
-                        public void renewed(Lease lease) {
-                          renewals.incrementAndGet();
-                        }
-                      })
+                  .listener(Fixture.onRenewed(l -> renewals.incrementAndGet()))
                   .build());
       Lease lease = m.tryClaim("plain-executor").orElseThrow().hold();
       Fixture.await("renewals", Duration.ofSeconds(5), () -> renewals.get() >= 2);

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.lease.core.internal.CallerWork;
+import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
@@ -77,6 +79,17 @@ class ShutdownTest {
     };
   }
 
+  /** Runs {@code work} on this thread bound to {@code lease}: what {@code end()} said. */
+  private static Object endOfBoundWork(Lease lease, LeaseWork<Object> work) {
+    CallerWork bound = LeaseInternals.bindCurrentThread(lease);
+    try {
+      work.run(lease);
+    } catch (Exception interrupted) {
+      // the release interrupted it
+    }
+    return bound.end();
+  }
+
   private static Throwable failureOf(CompletableFuture<?> done) {
     ExecutionException e =
         assertThrows(ExecutionException.class, () -> done.get(15, TimeUnit.SECONDS));
@@ -111,7 +124,7 @@ class ShutdownTest {
   void releaseStopsTheWorkBeforeItGivesTheRowBack(TestDatabase db) throws Exception {
     Fixture.assertControlled(
         db,
-        ShutdownTest::rowHeldWhenTheReleaseInterrupted,
+        (f, fault) -> rowHeldWhenTheReleaseInterrupted(f, fault, false),
         true,
         "the work was interrupted while the row was still its own",
         WeakenedLifecycle.releaseBeforeStoppingWork(),
@@ -119,18 +132,30 @@ class ShutdownTest {
         "releasing first hands the row over while the work still runs");
   }
 
-  private static boolean rowHeldWhenTheReleaseInterrupted(Fixture f, WeakenedLifecycle fault)
-      throws Exception {
+  /**
+   * A lease's work, run by {@code runUnder} or ({@code boundCaller}) on a caller's own thread bound
+   * to the lease ({@link CallerThreadWorkTest}), is interrupted by a release: whether the row was
+   * still the lease's when it was.
+   */
+  static boolean rowHeldWhenTheReleaseInterrupted(
+      Fixture f, WeakenedLifecycle fault, boolean boundCaller) throws Exception {
     LeaseManager m = manager(f, "releasing-" + fault, fault);
-    Lease lease = m.tryClaim("release-" + fault).orElseThrow();
+    Lease lease = m.tryClaim((boundCaller ? "caller-" : "release-") + fault).orElseThrow();
     CountDownLatch started = new CountDownLatch(1);
     AtomicReference<Boolean> rowHeld = new AtomicReference<>();
+    LeaseWork<Object> work = recordingWork(f, started, rowHeld);
     CompletableFuture<Object> done =
-        async("run-under", () -> m.runUnder(lease, recordingWork(f, started, rowHeld)));
+        boundCaller
+            ? async("bound-caller", () -> endOfBoundWork(lease, work))
+            : async("run-under", () -> m.runUnder(lease, work));
     assertTrue(started.await(5, TimeUnit.SECONDS));
     lease.release();
-    LeaseReleasedException e = assertInstanceOf(LeaseReleasedException.class, failureOf(done));
-    assertTrue(e.workStopped(), "the work ended within the grace period");
+    if (boundCaller) {
+      assertEquals(true, done.get(15, TimeUnit.SECONDS), "end() says the release stopped it");
+    } else {
+      LeaseReleasedException e = assertInstanceOf(LeaseReleasedException.class, failureOf(done));
+      assertTrue(e.workStopped(), "the work ended within the grace period");
+    }
     assertTrue(lease.isReleased());
     assertEquals(0, f.row(lease.name()).expiresAtMs(), "then the row was given back");
     return rowHeld.get();
@@ -274,19 +299,13 @@ class ShutdownTest {
     LeaseManager.Builder b =
         f.builder(failing, "stuck-" + fault)
             .timings(Fixture.timings(1_000, 100, 500, 300, 300))
-            .listener(
-                new LeaseListener() {
-                  @Override
-                  public void lost(Lease lease, LossReason reason) {
-                    lost.countDown();
-                  }
-                })
+            .listener(Fixture.onLost(l -> lost.countDown()))
             .failurePolicy((lease, worker) -> policy.countDown());
     LeaseManager m = f.build(b, fault);
     Lease lease = m.tryClaim("stuck-" + fault).orElseThrow();
     CountDownLatch started = new CountDownLatch(1);
     CompletableFuture<Object> done =
-        async("run-under", () -> m.runUnder(lease, stubborn(started, release)));
+        async("run-under", () -> m.runUnder(lease, Fixture.stubbornWork(started, release::get)));
     assertTrue(started.await(5, TimeUnit.SECONDS));
     failing.failing(true);
     assertTrue(lost.await(5, TimeUnit.SECONDS), "the lease was lost");
@@ -296,21 +315,6 @@ class ShutdownTest {
     failing.failing(false);
     assertInstanceOf(LeaseLostException.class, failureOf(done));
     return ran;
-  }
-
-  /** Work that ignores interrupts until {@code release} is set. */
-  private static LeaseWork<Object> stubborn(CountDownLatch started, AtomicBoolean release) {
-    return lease -> {
-      started.countDown();
-      while (!release.get()) {
-        try {
-          Thread.sleep(20); // ignores the interrupt: the point of the test
-        } catch (InterruptedException e) {
-          // will not stop
-        }
-      }
-      return "ended";
-    };
   }
 
   // ---- 3. shutdown is not a loss; the policy runs at most once ----------------------------------
@@ -343,7 +347,7 @@ class ShutdownTest {
     AtomicBoolean release = new AtomicBoolean();
     String name = "shutdown-" + fault;
     CompletableFuture<Boolean> done =
-        async("run-if-free", () -> m.runIfFree(name, stubborn(started, release)));
+        async("run-if-free", () -> m.runIfFree(name, Fixture.stubbornWork(started, release::get)));
     assertTrue(started.await(5, TimeUnit.SECONDS));
     long before = System.nanoTime();
     m.close();
@@ -387,9 +391,9 @@ class ShutdownTest {
     CountDownLatch started = new CountDownLatch(2);
     AtomicBoolean release = new AtomicBoolean();
     CompletableFuture<Object> one =
-        async("one", () -> m.runUnder(lease, stubborn(started, release)));
+        async("one", () -> m.runUnder(lease, Fixture.stubbornWork(started, release::get)));
     CompletableFuture<Object> two =
-        async("two", () -> m.runUnder(lease, stubborn(started, release)));
+        async("two", () -> m.runUnder(lease, Fixture.stubbornWork(started, release::get)));
     assertTrue(started.await(5, TimeUnit.SECONDS));
     failing.failing(true);
     assertTrue(expected.await(5, TimeUnit.SECONDS), "the policy ran: " + calls);

@@ -105,6 +105,11 @@ class UnreachableDatabaseTest {
   }
 
   /** Records the loss and when it came. */
+  /** A manager of instance "holder" on {@code ds} whose losses {@code losses} records. */
+  private static LeaseManager holder(Fixture f, DataSource ds, Losses losses) {
+    return f.track(f.builder(ds, "holder").timings(TIMINGS).listener(losses).build());
+  }
+
   static final class Losses implements LeaseListener {
     final CountDownLatch lost = new CountDownLatch(1);
     final AtomicLong lostAtNanos = new AtomicLong();
@@ -173,8 +178,7 @@ class UnreachableDatabaseTest {
     try (Fixture f = new Fixture(db)) {
       FailingDataSource failing = new FailingDataSource(f.pool(2));
       Losses losses = new Losses();
-      LeaseManager m =
-          f.track(f.builder(failing, "holder").timings(TIMINGS).listener(losses).build());
+      LeaseManager m = holder(f, failing, losses);
       Lease lease = claim(m, "outage").orElseThrow().hold();
       assertTrue(renew(lease));
       long outage = System.nanoTime();
@@ -289,8 +293,7 @@ class UnreachableDatabaseTest {
     try (Fixture f = new Fixture(db)) {
       HangingDataSource hanging = new HangingDataSource(f.pool(2));
       Losses losses = new Losses();
-      LeaseManager m =
-          f.track(f.builder(hanging, "holder").timings(TIMINGS).listener(losses).build());
+      LeaseManager m = holder(f, hanging, losses);
       try {
         Lease lease = claim(m, "hang").orElseThrow().hold();
         assertTrue(renew(lease));
@@ -316,8 +319,7 @@ class UnreachableDatabaseTest {
   void renewalsBlockedByARowLockAreBoundedAndTheLeaseEndsInTime(TestDatabase db) throws Exception {
     try (Fixture f = new Fixture(db)) {
       Losses losses = new Losses();
-      LeaseManager m =
-          f.track(f.builder(f.pool(4), "holder").timings(TIMINGS).listener(losses).build());
+      LeaseManager m = holder(f, f.pool(4), losses);
       Lease lease = claim(m, "locked").orElseThrow().hold();
       assertTrue(renew(lease));
       try (Connection locker = f.admin.getConnection()) {

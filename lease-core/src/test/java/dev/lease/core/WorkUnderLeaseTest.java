@@ -44,15 +44,25 @@ class WorkUnderLeaseTest {
   /** Where the loss is not the subject: a stall of a few seconds must not end the lease. */
   private static final LeaseTimings RELAXED = Fixture.timings(10_000, 100, 5_000, 2_000, 3_000);
 
-  /** Runs runUnder on another thread, so the test can act while the work runs. */
+  /**
+   * Runs runUnder on another thread, so the test can act while the work runs; returns once the work
+   * has started.
+   */
   private static CompletableFuture<Object> runUnderAsync(
-      LeaseManager m, Lease lease, LeaseWork<Object> work) {
+      LeaseManager m, Lease lease, LeaseWork<Object> work) throws InterruptedException {
     CompletableFuture<Object> done = new CompletableFuture<>();
+    CountDownLatch started = new CountDownLatch(1);
     Thread t =
         new Thread(
             () -> {
               try {
-                done.complete(m.runUnder(lease, work));
+                done.complete(
+                    m.runUnder(
+                        lease,
+                        l -> {
+                          started.countDown();
+                          return work.run(l);
+                        }));
               } catch (Throwable e) {
                 done.completeExceptionally(e);
               }
@@ -60,6 +70,7 @@ class WorkUnderLeaseTest {
             "run-under");
     t.setDaemon(true);
     t.start();
+    assertTrue(started.await(5, TimeUnit.SECONDS), "the work started");
     return done;
   }
 
@@ -78,23 +89,15 @@ class WorkUnderLeaseTest {
           f.track(
               f.builder(failing, "worker")
                   .timings(STOPS)
-                  .listener(
-                      new LeaseListener() {
-                        @Override
-                        public void lost(Lease lease, LossReason reason) {
-                          lostAt.set(System.nanoTime());
-                        }
-                      })
+                  .listener(Fixture.onLost(l -> lostAt.set(System.nanoTime())))
                   .build());
       Lease lease = m.tryClaim("work").orElseThrow();
-      CountDownLatch started = new CountDownLatch(1);
       AtomicLong interruptedAt = new AtomicLong();
       CompletableFuture<Object> done =
           runUnderAsync(
               m,
               lease,
               l -> {
-                started.countDown();
                 try {
                   new CountDownLatch(1).await(); // blocks until interrupted
                 } finally {
@@ -102,7 +105,6 @@ class WorkUnderLeaseTest {
                 }
                 return "finished";
               });
-      assertTrue(started.await(5, TimeUnit.SECONDS));
       long outage = System.nanoTime();
       failing.failing(true);
       Throwable failure = failureOf(done);
@@ -127,21 +129,18 @@ class WorkUnderLeaseTest {
       LeaseManager m = f.manager("worker", RELAXED);
       LeaseManager thief = f.manager("thief", RELAXED);
       Lease lease = m.tryClaim("work").orElseThrow();
-      CountDownLatch started = new CountDownLatch(1);
       AtomicInteger loops = new AtomicInteger();
       CompletableFuture<Object> done =
           runUnderAsync(
               m,
               lease,
               l -> {
-                started.countDown();
                 while (!Thread.currentThread().isInterrupted()) {
                   loops.incrementAndGet();
                   Thread.onSpinWait();
                 }
                 return "stopped";
               });
-      assertTrue(started.await(5, TimeUnit.SECONDS));
       expireNow(f, "work");
       Lease stolen = thief.tryClaim("work").orElseThrow();
       Throwable failure = failureOf(done);
@@ -178,14 +177,12 @@ class WorkUnderLeaseTest {
                       })
                   .build());
       Lease lease = m.tryClaim("slow-listener").orElseThrow();
-      CountDownLatch started = new CountDownLatch(1);
       CountDownLatch interrupted = new CountDownLatch(1);
       CompletableFuture<Object> done =
           runUnderAsync(
               m,
               lease,
               l -> {
-                started.countDown();
                 try {
                   new CountDownLatch(1).await();
                 } finally {
@@ -193,7 +190,6 @@ class WorkUnderLeaseTest {
                 }
                 return null;
               });
-      assertTrue(started.await(5, TimeUnit.SECONDS));
       failing.failing(true);
       try {
         assertTrue(
@@ -220,13 +216,7 @@ class WorkUnderLeaseTest {
           f.track(
               f.builder(failing, "stubborn")
                   .timings(TIMINGS)
-                  .listener(
-                      new LeaseListener() {
-                        @Override
-                        public void lost(Lease lease, LossReason reason) {
-                          lostAt.set(System.nanoTime());
-                        }
-                      })
+                  .listener(Fixture.onLost(l -> lostAt.set(System.nanoTime())))
                   .failurePolicy(
                       (lease, worker) -> {
                         policyAt.set(System.nanoTime());
@@ -237,7 +227,6 @@ class WorkUnderLeaseTest {
                       })
                   .build());
       Lease lease = m.tryClaim("stubborn").orElseThrow();
-      CountDownLatch started = new CountDownLatch(1);
       AtomicInteger ignored = new AtomicInteger();
       AtomicReference<Thread> workThread = new AtomicReference<>();
       CompletableFuture<Object> done =
@@ -246,18 +235,9 @@ class WorkUnderLeaseTest {
               lease,
               l -> {
                 workThread.set(Thread.currentThread());
-                started.countDown();
-                CountDownLatch never = new CountDownLatch(1);
-                while (!release.get()) {
-                  try {
-                    never.await();
-                  } catch (InterruptedException e) {
-                    ignored.incrementAndGet(); // will not stop
-                  }
-                }
+                Fixture.ignoringInterrupts(release::get, ignored::incrementAndGet);
                 return "ended";
               });
-      assertTrue(started.await(5, TimeUnit.SECONDS));
       failing.failing(true);
       assertTrue(policyRan.await(5, TimeUnit.SECONDS), "the failure policy ran");
       long afterLossMs = Duration.ofNanos(policyAt.get() - lostAt.get()).toMillis();
@@ -309,20 +289,7 @@ class WorkUnderLeaseTest {
         new Thread(
             () -> {
               try {
-                m.runUnder(
-                    lease,
-                    l -> {
-                      started.countDown();
-                      CountDownLatch never = new CountDownLatch(1);
-                      while (!release.get()) {
-                        try {
-                          never.await(50, TimeUnit.MILLISECONDS);
-                        } catch (InterruptedException e) {
-                          // will not stop
-                        }
-                      }
-                      return null;
-                    });
+                m.runUnder(lease, Fixture.stubbornWork(started, release::get));
               } catch (Throwable t) {
                 callerSaw.set(t);
               }

@@ -367,25 +367,7 @@ final class GroupWorld implements AutoCloseable {
 
   /** Which instance the database has as the live holder of each key (expired rows left out). */
   Map<String, String> liveHoldersInDatabase() {
-    Map<String, String> out = new HashMap<>();
-    long now = databaseNow();
-    try (Connection c = fixture.admin.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT name, instance FROM " + fixture.table + " WHERE expires_at_ms > ?")) {
-      ps.setLong(1, now);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          out.put(rs.getString(1), rs.getString(2));
-        }
-      }
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-    } catch (SQLException e) {
-      throw new AssertionError(e);
-    }
-    return out;
+    return fixture.liveHolders(Long.toString(databaseNow()));
   }
 
   /** The database clock, ms, read through one of the managers. */

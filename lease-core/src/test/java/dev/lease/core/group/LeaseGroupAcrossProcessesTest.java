@@ -161,26 +161,18 @@ class LeaseGroupAcrossProcessesTest {
 
   /** Live (key, term) pairs whose holder has not recorded its acquisition yet. */
   private static int unrecorded(Fixture f, String clock, String acquisitions) {
-    try (Connection c = f.admin.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
-                "SELECT COUNT(*) FROM "
-                    + f.table
-                    + " t WHERE t.expires_at_ms > "
-                    + clock
-                    + " AND NOT EXISTS (SELECT 1 FROM "
-                    + acquisitions
-                    + " a WHERE a.k = t.name AND a.term = t.term)")) {
-      rs.next();
-      int n = rs.getInt(1);
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-      return n;
-    } catch (SQLException e) {
-      throw new IllegalStateException(e);
-    }
+    return f.query(
+        "SELECT COUNT(*) FROM "
+            + f.table
+            + " t WHERE t.expires_at_ms > "
+            + clock
+            + " AND NOT EXISTS (SELECT 1 FROM "
+            + acquisitions
+            + " a WHERE a.k = t.name AND a.term = t.term)",
+        rs -> {
+          rs.next();
+          return rs.getInt(1);
+        });
   }
 
   private static int members(Fixture f) {
@@ -200,22 +192,7 @@ class LeaseGroupAcrossProcessesTest {
 
   /** The live holder of each key by the database clock ({@code clock}, the dialect's). */
   private static Map<String, String> liveHolders(Fixture f, String clock) {
-    Map<String, String> out = new HashMap<>();
-    try (Connection c = f.admin.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs =
-            s.executeQuery(
-                "SELECT name, instance FROM " + f.table + " WHERE expires_at_ms > " + clock)) {
-      while (rs.next()) {
-        out.put(rs.getString(1), rs.getString(2));
-      }
-      if (!c.getAutoCommit()) {
-        c.commit();
-      }
-    } catch (SQLException e) {
-      throw new AssertionError(e);
-    }
-    return out;
+    return f.liveHolders(clock);
   }
 
   private static String sqliteFile(Fixture f) throws SQLException {

@@ -102,27 +102,21 @@ class SchedulerLifecycleTest {
     AtomicBoolean release = new AtomicBoolean();
     AtomicReference<Boolean> rowHeldAtInterrupt = new AtomicReference<>();
     LeaseScheduler s =
-        f.track(
-            LeaseScheduler.builder(m)
-                .pollInterval(POLL)
-                .job(
-                    job,
-                    soon(m, 300),
-                    round -> {
-                      started.countDown();
-                      while (!release.get()) {
-                        try {
-                          Thread.sleep(20);
-                        } catch (InterruptedException e) {
-                          if (rowHeldAtInterrupt.get() == null) {
-                            rowHeldAtInterrupt.set(slots(f, job)[2] > 0);
-                          }
-                          // will not stop
-                        }
-                      }
-                    })
-                .build());
-    s.start();
+        runningScheduler(
+            f,
+            m,
+            job,
+            soon(m, 300),
+            round -> {
+              started.countDown();
+              Fixture.ignoringInterrupts(
+                  release::get,
+                  () -> {
+                    if (rowHeldAtInterrupt.get() == null) {
+                      rowHeldAtInterrupt.set(slots(f, job)[2] > 0);
+                    }
+                  });
+            });
     assertTrue(started.await(10, TimeUnit.SECONDS), "the round started");
     long before = System.nanoTime();
     s.close();
@@ -296,15 +290,12 @@ class SchedulerLifecycleTest {
     String job = "recreated-" + fault;
     Map<Long, Long> termByInstant = new ConcurrentHashMap<>();
     LeaseScheduler s =
-        f.track(
-            LeaseScheduler.builder(m)
-                .pollInterval(POLL)
-                .job(
-                    job,
-                    Schedule.fixedRate(Duration.ofMillis(300), Instant.EPOCH),
-                    r -> termByInstant.put(r.instant().toEpochMilli(), r.lease().term()))
-                .build());
-    s.start();
+        runningScheduler(
+            f,
+            m,
+            job,
+            Schedule.fixedRate(Duration.ofMillis(300), Instant.EPOCH),
+            r -> termByInstant.put(r.instant().toEpochMilli(), r.lease().term()));
     Fixture.await("three rounds", Duration.ofSeconds(10), () -> termByInstant.size() >= 3);
     f.update("DELETE FROM " + f.table + " WHERE name = ?", job);
     // an instant after this was claimed after the delete: on the row the scheduler created again
@@ -327,5 +318,14 @@ class SchedulerLifecycleTest {
             .min()
             .orElseThrow();
     return new long[] {before, after};
+  }
+
+  /** A started scheduler of {@code m} (polling every {@link #POLL}) with the one job given. */
+  private static LeaseScheduler runningScheduler(
+      Fixture f, LeaseManager m, String job, Schedule schedule, ScheduledJob.Work work) {
+    LeaseScheduler s =
+        f.track(LeaseScheduler.builder(m).pollInterval(POLL).job(job, schedule, work).build());
+    s.start();
+    return s;
   }
 }

@@ -219,18 +219,27 @@ class FencedTransactionAcrossReplicasTest {
     }
   }
 
+  /**
+   * Replica A of {@link PausableApp} with a short lease ({@code fencing} on or off), and its empty
+   * {@code ledger} table.
+   */
+  private static ConfigurableApplicationContext startWithLedger(
+      Replicas replicas, String ledger, boolean fencing) {
+    Map<String, Object> p = new HashMap<>();
+    p.put("lease.fencing.enabled", fencing);
+    p.put("lease.duration", "1500ms");
+    p.put("lease.renew-interval", "100ms");
+    p.put("app.ledger-table", ledger);
+    ConfigurableApplicationContext a = replicas.start(PausableApp.class, "A", p);
+    a.getBean(JdbcTemplate.class).execute("CREATE TABLE " + ledger + " (who VARCHAR(16) NOT NULL)");
+    return a;
+  }
+
   @OnEveryDatabase
   void methodWhoseLeaseIsLostIsInterruptedAndRefused(TestDatabase db) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String ledger = replicas.table("sb_ledger");
-      Map<String, Object> p = new HashMap<>();
-      p.put("lease.fencing.enabled", true);
-      p.put("lease.duration", "1500ms");
-      p.put("lease.renew-interval", "100ms");
-      p.put("app.ledger-table", ledger);
-      ConfigurableApplicationContext a = replicas.start(PausableApp.class, "A", p);
-      a.getBean(JdbcTemplate.class)
-          .execute("CREATE TABLE " + ledger + " (who VARCHAR(16) NOT NULL)");
+      ConfigurableApplicationContext a = startWithLedger(replicas, ledger, true);
       Ledger ledgerA = a.getBean(Ledger.class);
       PausedProcess pause = a.getBean(PausedProcess.class);
 
@@ -314,14 +323,7 @@ class FencedTransactionAcrossReplicasTest {
   void lostMethodWithoutFencingSaysItsTransactionsWereNotRefused(TestDatabase db) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String ledger = replicas.table("sb_ledger");
-      Map<String, Object> p = new HashMap<>();
-      p.put("lease.fencing.enabled", false);
-      p.put("lease.duration", "1500ms");
-      p.put("lease.renew-interval", "100ms");
-      p.put("app.ledger-table", ledger);
-      ConfigurableApplicationContext a = replicas.start(PausableApp.class, "A", p);
-      a.getBean(JdbcTemplate.class)
-          .execute("CREATE TABLE " + ledger + " (who VARCHAR(16) NOT NULL)");
+      ConfigurableApplicationContext a = startWithLedger(replicas, ledger, false);
       CountDownLatch started = new CountDownLatch(1);
       Ledger ledgerA = a.getBean(Ledger.class);
       CompletableFuture<String> call =

@@ -104,10 +104,9 @@ class LeaseScheduledAcrossReplicasTest {
   void eachInstantRunsOnceAcrossTwoReplicas(TestDatabase db) throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String rounds = replicas.table("sb_rounds");
-      Map<String, Object> p = properties(rounds, true);
-      ConfigurableApplicationContext a = replicas.start(App.class, "A", p);
-      createRoundsTable(a, rounds);
-      ConfigurableApplicationContext b = replicas.start(App.class, "B", p);
+      ConfigurableApplicationContext[] ab = twoReplicas(replicas, App.class, rounds, true);
+      ConfigurableApplicationContext a = ab[0];
+      ConfigurableApplicationContext b = ab[1];
       JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
       awaitRounds(jdbc, rounds, ROUNDS);
       MeterRegistry ma = a.getBean(MeterRegistry.class);
@@ -143,10 +142,10 @@ class LeaseScheduledAcrossReplicasTest {
       throws Exception {
     try (Replicas replicas = new Replicas(db)) {
       String rounds = replicas.table("sb_rounds");
-      Map<String, Object> p = properties(rounds, false);
-      ConfigurableApplicationContext a = replicas.start(WithoutStarter.class, "A", p);
-      createRoundsTable(a, rounds);
-      ConfigurableApplicationContext b = replicas.start(WithoutStarter.class, "B", p);
+      ConfigurableApplicationContext[] ab =
+          twoReplicas(replicas, WithoutStarter.class, rounds, false);
+      ConfigurableApplicationContext a = ab[0];
+      ConfigurableApplicationContext b = ab[1];
       JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
       // both replicas tick every RATE_MS: enough instants that most are run by both; counted from
       // B's first tick (A alone may have ticked ROUNDS times while B's context started)
@@ -156,6 +155,18 @@ class LeaseScheduledAcrossReplicasTest {
       Map<Long, List<String>> byInstant = byInstant(jdbc(replicas, db), rounds);
       assertFalse(duplicates(byInstant).isEmpty(), "the check reports instants run twice");
     }
+  }
+
+  /**
+   * Replicas A and B of {@code app} (with the starter's scheduling or Spring's own), whose rounds
+   * go to the new table {@code rounds}.
+   */
+  private static ConfigurableApplicationContext[] twoReplicas(
+      Replicas replicas, Class<?> app, String rounds, boolean starter) {
+    Map<String, Object> p = properties(rounds, starter);
+    ConfigurableApplicationContext a = replicas.start(app, "A", p);
+    createRoundsTable(a, rounds);
+    return new ConfigurableApplicationContext[] {a, replicas.start(app, "B", p)};
   }
 
   private static Map<String, Object> properties(String rounds, boolean starter) {

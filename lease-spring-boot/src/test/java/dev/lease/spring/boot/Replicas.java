@@ -61,20 +61,14 @@ final class Replicas implements AutoCloseable {
     Map<String, Object> p = common();
     p.put("lease.instance", instance);
     p.putAll(properties);
-    ConfigurableApplicationContext ctx = builder(app, p).run();
-    started.add(ctx);
-    return ctx;
+    return run(app, p);
   }
 
   /** Starts an application with exactly {@code properties} (and the test's web and banner off). */
   ConfigurableApplicationContext builderStart(Class<?> app, Map<String, Object> properties) {
     Map<String, Object> p = new HashMap<>(properties);
     p.put("spring.main.web-application-type", "none");
-    p.put("spring.main.banner-mode", "off");
-    p.put("spring.autoconfigure.exclude", NO_JPA);
-    ConfigurableApplicationContext ctx = builder(app, p).run();
-    started.add(ctx);
-    return ctx;
+    return webStart(app, p);
   }
 
   /**
@@ -85,7 +79,12 @@ final class Replicas implements AutoCloseable {
     Map<String, Object> p = new HashMap<>(properties);
     p.put("spring.main.banner-mode", "off");
     p.put("spring.autoconfigure.exclude", NO_JPA);
-    ConfigurableApplicationContext ctx = builder(app, p).run();
+    return run(app, p);
+  }
+
+  /** Runs {@code app} with {@code properties}; closed with this object. */
+  private ConfigurableApplicationContext run(Class<?> app, Map<String, Object> properties) {
+    ConfigurableApplicationContext ctx = builder(app, properties).run();
     started.add(ctx);
     return ctx;
   }

@@ -73,6 +73,18 @@ class FenceRulesTest {
    */
   static final String BEGIN_REFUSED = "BEGIN -> cannot start a transaction within a transaction";
 
+  /**
+   * What the stub is sent up to a transaction's first {@code UPDATE t SET v = 1}, then {@code
+   * then}.
+   */
+  private static List<String> firstUpdateThen(String... then) {
+    List<String> sent =
+        new java.util.ArrayList<>(
+            List.of("setAutoCommit(false)", BEGIN_REFUSED, VERIFY, "UPDATE t SET v = 1"));
+    sent.addAll(List.of(then));
+    return sent;
+  }
+
   private final Queue<Runnable> losses = new ConcurrentLinkedQueue<>();
   private LeaseManager manager;
   private int names;
@@ -198,11 +210,7 @@ class FenceRulesTest {
               c.commit();
             });
     assertEquals(
-        List.of(
-            "setAutoCommit(false)",
-            BEGIN_REFUSED,
-            VERIFY,
-            "UPDATE t SET v = 1",
+        firstUpdateThen(
             "UPDATE t SET v = 2",
             "commit()",
             BEGIN_REFUSED,
@@ -238,11 +246,7 @@ class FenceRulesTest {
   @DisplayName("a driver error: the next statement verifies again (sqlite)")
   void driverErrorReverifies() throws SQLException {
     assertEquals(
-        List.of(
-            "setAutoCommit(false)",
-            BEGIN_REFUSED,
-            VERIFY,
-            "UPDATE t SET v = 1",
+        firstUpdateThen(
             "UPDATE t SET v = 2 -> database is locked",
             BEGIN_REFUSED,
             VERIFY, // the error may have ended the transaction, and the verify's lock with it
@@ -251,14 +255,8 @@ class FenceRulesTest {
         afterDriverError(options()));
     // negative control: without the rule the third statement runs unverified
     assertEquals(
-        List.of(
-            "setAutoCommit(false)",
-            BEGIN_REFUSED,
-            VERIFY,
-            "UPDATE t SET v = 1",
-            "UPDATE t SET v = 2 -> database is locked",
-            "UPDATE t SET v = 3",
-            "commit()"),
+        firstUpdateThen(
+            "UPDATE t SET v = 2 -> database is locked", "UPDATE t SET v = 3", "commit()"),
         afterDriverError(WeakenedFence.weaken(options(), WeakenedFence.NO_REVERIFY)));
   }
 
@@ -277,11 +275,7 @@ class FenceRulesTest {
   @DisplayName("a savepoint rollback: the next statement verifies again (sqlite)")
   void savepointRollbackReverifies() throws SQLException {
     assertEquals(
-        List.of(
-            "setAutoCommit(false)",
-            BEGIN_REFUSED,
-            VERIFY,
-            "UPDATE t SET v = 1",
+        firstUpdateThen(
             "setSavepoint()",
             "UPDATE t SET v = 2",
             "rollback(savepoint)",
@@ -292,11 +286,7 @@ class FenceRulesTest {
         afterSavepointRollback(options()));
     // negative control: without the rule the third statement runs unverified
     assertEquals(
-        List.of(
-            "setAutoCommit(false)",
-            BEGIN_REFUSED,
-            VERIFY,
-            "UPDATE t SET v = 1",
+        firstUpdateThen(
             "setSavepoint()",
             "UPDATE t SET v = 2",
             "rollback(savepoint)",
@@ -322,16 +312,12 @@ class FenceRulesTest {
   @DisplayName("commit after the lease's loss was reported: refused, COMMIT never sent (sqlite)")
   void commitAfterLossIsRefused() throws SQLException {
     // the loss listener has run: the transaction is poisoned
-    assertEquals(
-        List.of("setAutoCommit(false)", BEGIN_REFUSED, VERIFY, "UPDATE t SET v = 1", "rollback()"),
-        commitAfterLoss(options(), true));
+    assertEquals(firstUpdateThen("rollback()"), commitAfterLoss(options(), true));
     // the loss is reported but its listener has not run yet: the lease's own state decides
-    assertEquals(
-        List.of("setAutoCommit(false)", BEGIN_REFUSED, VERIFY, "UPDATE t SET v = 1", "rollback()"),
-        commitAfterLoss(options(), false));
+    assertEquals(firstUpdateThen("rollback()"), commitAfterLoss(options(), false));
     // negative control: a commit that trusts the loss listener alone commits in that window
     assertEquals(
-        List.of("setAutoCommit(false)", BEGIN_REFUSED, VERIFY, "UPDATE t SET v = 1", "commit()"),
+        firstUpdateThen("commit()"),
         commitAfterLoss(
             WeakenedFence.weaken(options(), WeakenedFence.COMMIT_TRUSTS_LOSS_LISTENER), false));
   }
@@ -413,12 +399,10 @@ class FenceRulesTest {
   @Test
   @DisplayName("close with a verified transaction open rolls it back (sqlite)")
   void closeRollsBackVerifiedTransaction() throws SQLException {
-    assertEquals(
-        List.of("setAutoCommit(false)", BEGIN_REFUSED, VERIFY, "UPDATE t SET v = 1", "rollback()"),
-        closedInTransaction(options()));
+    assertEquals(firstUpdateThen("rollback()"), closedInTransaction(options()));
     // negative control: the pool gets the transaction back open (not every pool rolls back)
     assertEquals(
-        List.of("setAutoCommit(false)", BEGIN_REFUSED, VERIFY, "UPDATE t SET v = 1"),
+        firstUpdateThen(),
         closedInTransaction(WeakenedFence.weaken(options(), WeakenedFence.NO_ROLLBACK_AT_CLOSE)));
   }
 

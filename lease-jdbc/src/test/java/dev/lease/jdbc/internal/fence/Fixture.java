@@ -3,6 +3,7 @@ package dev.lease.jdbc.internal.fence;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.lease.core.FailurePolicy;
 import dev.lease.core.Lease;
+import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseListener;
 import dev.lease.core.LeaseManager;
 import dev.lease.core.LeaseTimings;
@@ -22,6 +23,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
 import org.sqlite.Function;
@@ -278,6 +280,50 @@ final class Fixture implements AutoCloseable {
       default:
         return "SELECT SLEEP(30)";
     }
+  }
+
+  /** What a worker does on its connection after its long query ended. */
+  interface AfterLongQuery {
+    void run(Connection c) throws SQLException;
+  }
+
+  /**
+   * A worker thread under a lease: what ended its long query ({@code queryError}, null if nothing)
+   * and what it threw ({@code failure}).
+   */
+  record Worker(
+      Thread thread,
+      AtomicReference<SQLException> queryError,
+      AtomicReference<Throwable> failure) {}
+
+  /**
+   * Starts a worker that, on a connection of {@code ds} under {@code lease}, begins a transaction,
+   * inserts row 1, runs {@link #longQuery} and then {@code then}; returns it once the query runs.
+   */
+  Worker longQueryUnderLease(DataSource ds, Lease lease, AfterLongQuery then) throws Exception {
+    CountDownLatch running = new CountDownLatch(1);
+    AtomicReference<SQLException> queryError = new AtomicReference<>();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    Thread worker =
+        new Thread(
+            () -> {
+              try (Connection c = ds.getConnection()) {
+                signalWhenRunning(c, db, running);
+                try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+                  c.setAutoCommit(false);
+                  insert(c, 1, lease.term());
+                  queryError.set(runLongQuery(c, db));
+                  then.run(c);
+                }
+                c.setAutoCommit(true);
+              } catch (Throwable e) {
+                failure.set(e);
+              }
+            },
+            "worker-under-lease");
+    worker.start();
+    awaitRunning(running, longQuery(db));
+    return new Worker(worker, queryError, failure);
   }
 
   /** Runs {@link #longQuery} on {@code c} to its end: the error that ended it, or null. */

@@ -5,15 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
 import dev.lease.core.Lease;
-import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.LeaseLostSQLException;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
-import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -28,39 +25,28 @@ class LeaseLossTest {
     try (Fixture f = new Fixture(db, 3)) {
       Lease lease = f.manager("loser", LeaseTimings.DEFAULTS).tryClaim("loser").orElseThrow();
       FencedDataSource ds = f.fenced(f.options().build());
-      CountDownLatch running = new CountDownLatch(1);
-      AtomicReference<SQLException> statementError = new AtomicReference<>();
       AtomicReference<SQLException> commitError = new AtomicReference<>();
-      Thread worker =
-          new Thread(
-              () -> {
-                try (Connection c = ds.getConnection()) {
-                  Fixture.signalWhenRunning(c, db, running);
-                  try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-                    c.setAutoCommit(false);
-                    f.insert(c, 1, lease.term());
-                    statementError.set(Fixture.runLongQuery(c, db));
-                    try {
-                      c.commit();
-                    } catch (SQLException e) {
-                      commitError.set(e);
-                    }
-                    c.rollback();
-                  }
+      Fixture.Worker worker =
+          f.longQueryUnderLease(
+              ds,
+              lease,
+              c -> {
+                try {
+                  c.commit();
                 } catch (SQLException e) {
-                  statementError.compareAndSet(null, e);
+                  commitError.set(e);
                 }
-              },
-              "worker-under-lease");
-      worker.start();
-      f.awaitRunning(running, Fixture.longQuery(db));
+                c.rollback();
+              });
 
       f.skew.addAndGet(TimeUnit.SECONDS.toNanos(11)); // past the local deadline of 10 s
       assertFalse(lease.isHeld()); // notices the deadline: the lease is lost, its listeners run
 
-      worker.join(15_000);
-      assertFalse(worker.isAlive(), "the statement was not cancelled");
-      LeaseLostSQLException e = assertInstanceOf(LeaseLostSQLException.class, statementError.get());
+      worker.thread().join(15_000);
+      assertFalse(worker.thread().isAlive(), "the statement was not cancelled");
+      assertEquals(null, worker.failure().get());
+      LeaseLostSQLException e =
+          assertInstanceOf(LeaseLostSQLException.class, worker.queryError().get());
       assertEquals(LeaseLostSQLException.POISONED, e.getSQLState());
       assertEquals(LeaseLostSQLException.POISONED, commitError.get().getSQLState());
       assertEquals(1, f.poisoned.get());

@@ -28,44 +28,29 @@ class RoutineTest {
   void aCallIsVerifiedBeforeAndAfterAndAStaleLeaseNeverReachesTheProcedure(TestDatabase db)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      String proc = TestDatabase.uniqueTable("p");
-      f.execute(
-          "CREATE PROCEDURE "
-              + proc
-              + "(IN base INT) BEGIN INSERT INTO "
-              + f.data
-              + " (id, term) VALUES (base, 0); COMMIT; INSERT INTO "
-              + f.data
-              + " (id, term) VALUES (base + 1, 0); END");
-      try {
-        Lease lease = f.holding("call");
-        FencedDataSource ds =
-            f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
-        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-            Connection c = ds.getConnection()) {
-          c.setAutoCommit(false);
-          f.insert(c, 1, lease.term());
-          try (CallableStatement cs = c.prepareCall("{call " + proc + "(?)}")) {
-            cs.setInt(1, 100);
-            cs.execute();
-          }
-          assertEquals(2, f.verified.get(), "a fresh verify right before the call");
-          c.commit();
-          assertEquals(3, f.verified.get(), "verified again before the commit after it");
-        }
-        assertEquals(3, f.count("id IN (1, 100, 101)"));
-        f.takeOver(lease);
-        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-            Connection c = ds.getConnection();
-            Statement s = c.createStatement()) {
-          SQLException e =
-              assertThrows(SQLException.class, () -> s.execute("CALL " + proc + "(200)"));
-          assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState());
-        }
-        assertEquals(0, f.count("id IN (200, 201)"), "the procedure never ran");
-      } finally {
-        f.execute("DROP PROCEDURE IF EXISTS " + proc);
+      String proc = committingProcedure(f, true);
+      Lease lease = f.holding("call");
+      FencedDataSource ds =
+          f.fenced(f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST).build());
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        f.insert(c, 1, lease.term());
+        call(c, proc, 100);
+        assertEquals(2, f.verified.get(), "a fresh verify right before the call");
+        c.commit();
+        assertEquals(3, f.verified.get(), "verified again before the commit after it");
       }
+      assertEquals(3, f.count("id IN (1, 100, 101)"));
+      f.takeOver(lease);
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection();
+          Statement s = c.createStatement()) {
+        SQLException e =
+            assertThrows(SQLException.class, () -> s.execute("CALL " + proc + "(200)"));
+        assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState());
+      }
+      assertEquals(0, f.count("id IN (200, 201)"), "the procedure never ran");
     }
   }
 
@@ -87,42 +72,28 @@ class RoutineTest {
   private static String afterACommittingRoutine(TestDatabase db, boolean ignoreDoubt)
       throws Exception {
     try (Fixture f = new Fixture(db, 3)) {
-      String proc = TestDatabase.uniqueTable("p");
-      f.execute(
-          "CREATE PROCEDURE "
-              + proc
-              + "(IN base INT) BEGIN INSERT INTO "
-              + f.data
-              + " (id, term) VALUES (base, 0); COMMIT; END");
-      try {
-        Lease lease = f.holding("doubt");
-        dev.lease.jdbc.FencingOptions.Builder b =
-            f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST);
-        FencedDataSource ds =
-            f.fenced(
-                (ignoreDoubt ? WeakenedFence.weaken(b, WeakenedFence.NO_REVERIFY) : b).build());
-        try (LeaseContext.Scope scope = LeaseContext.bind(lease);
-            Connection c = ds.getConnection()) {
-          c.setAutoCommit(false);
-          f.insert(c, 1, lease.term());
-          try (CallableStatement cs = c.prepareCall("{call " + proc + "(?)}")) {
-            cs.setInt(1, 100);
-            cs.execute(); // its COMMIT ends the verified transaction and frees the share lock
-          }
-          f.takeOver(lease); // does not wait: the lock is gone
-          try {
-            f.insert(c, 2, lease.term());
-            c.commit();
-          } catch (LeaseLostSQLException e) {
-            assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState(), e.toString());
-            c.rollback();
-            return f.count("id = 2") == 0 ? "refused" : "refused, yet written";
-          }
+      String proc = committingProcedure(f, false);
+      Lease lease = f.holding("doubt");
+      dev.lease.jdbc.FencingOptions.Builder b =
+          f.options().outsideTransaction(OutsideTransactionPolicy.VERIFY_FIRST);
+      FencedDataSource ds =
+          f.fenced((ignoreDoubt ? WeakenedFence.weaken(b, WeakenedFence.NO_REVERIFY) : b).build());
+      try (LeaseContext.Scope scope = LeaseContext.bind(lease);
+          Connection c = ds.getConnection()) {
+        c.setAutoCommit(false);
+        f.insert(c, 1, lease.term());
+        call(c, proc, 100); // its COMMIT ends the verified transaction and frees the share lock
+        f.takeOver(lease); // does not wait: the lock is gone
+        try {
+          f.insert(c, 2, lease.term());
+          c.commit();
+        } catch (LeaseLostSQLException e) {
+          assertEquals(LeaseLostSQLException.REFUSED, e.getSQLState(), e.toString());
+          c.rollback();
+          return f.count("id = 2") == 0 ? "refused" : "refused, yet written";
         }
-        return f.count("id = 2") == 1 ? "committed" : "lost";
-      } finally {
-        f.execute("DROP PROCEDURE IF EXISTS " + proc);
       }
+      return f.count("id = 2") == 1 ? "committed" : "lost";
     }
   }
 
@@ -134,15 +105,14 @@ class RoutineTest {
       return;
     }
     try (Fixture f = new Fixture(db, 3)) {
-      String proc = TestDatabase.uniqueTable("p");
-      f.execute(
-          "CREATE PROCEDURE "
-              + proc
-              + "() LANGUAGE plpgsql AS $$ BEGIN INSERT INTO "
-              + f.data
-              + " (id, term) VALUES (1, 0); COMMIT; INSERT INTO "
-              + f.data
-              + " (id, term) VALUES (2, 0); END $$");
+      String proc =
+          procedure(
+              f,
+              "() LANGUAGE plpgsql AS $$ BEGIN INSERT INTO "
+                  + f.data
+                  + " (id, term) VALUES (1, 0); COMMIT; INSERT INTO "
+                  + f.data
+                  + " (id, term) VALUES (2, 0); END $$");
       Lease lease = f.holding("call");
       try (LeaseContext.Scope scope = LeaseContext.bind(lease);
           Connection c =
@@ -154,6 +124,37 @@ class RoutineTest {
         assertEquals("2D000", e.getSQLState(), e.toString()); // invalid transaction termination
       }
       assertEquals(0, f.count("id IN (1, 2)"));
+    }
+  }
+
+  /** Creates the procedure {@code <name><definition>}, dropped when {@code f} closes: its name. */
+  private static String procedure(Fixture f, String definition) throws SQLException {
+    String proc = TestDatabase.uniqueTable("p");
+    f.execute("CREATE PROCEDURE " + proc + definition);
+    f.closeLater(() -> f.execute("DROP PROCEDURE IF EXISTS " + proc));
+    return proc;
+  }
+
+  /**
+   * MySQL/MariaDB: a procedure that inserts row {@code base}, commits, and ({@code andNext})
+   * inserts row {@code base + 1}.
+   */
+  private static String committingProcedure(Fixture f, boolean andNext) throws SQLException {
+    String insert = "INSERT INTO " + f.data + " (id, term) VALUES ";
+    return procedure(
+        f,
+        "(IN base INT) BEGIN "
+            + insert
+            + "(base, 0); COMMIT; "
+            + (andNext ? insert + "(base + 1, 0); " : "")
+            + "END");
+  }
+
+  /** {@code {call proc(base)}} through a {@link CallableStatement} of {@code c}. */
+  private static void call(Connection c, String proc, int base) throws SQLException {
+    try (CallableStatement cs = c.prepareCall("{call " + proc + "(?)}")) {
+      cs.setInt(1, base);
+      cs.execute();
     }
   }
 }

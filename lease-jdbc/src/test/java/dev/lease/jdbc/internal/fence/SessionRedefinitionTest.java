@@ -55,16 +55,7 @@ class SessionRedefinitionTest {
             s.execute(sql);
           }
         }
-        f.takeOver(lease); // the successor's claim commits; the holder does not know yet
-        try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-          c.setAutoCommit(false);
-          try {
-            f.insert(c, 1, lease.term());
-            c.commit();
-          } catch (SQLException refused) {
-            c.rollback();
-          }
-        }
+        staleWriteAfterTakeover(f, c, lease);
       }
       return f.count("id = 1");
     }
@@ -235,16 +226,7 @@ class SessionRedefinitionTest {
           try (Statement s = c.createStatement()) {
             s.execute("SET search_path = " + schema + ", public, pg_catalog");
           }
-          f.takeOver(lease);
-          try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-            c.setAutoCommit(false);
-            try {
-              f.insert(c, 1, lease.term());
-              c.commit();
-            } catch (SQLException refused) {
-              c.rollback();
-            }
-          }
+          staleWriteAfterTakeover(f, c, lease);
         }
         return f.count("id = 1");
       } finally {
@@ -269,6 +251,24 @@ class SessionRedefinitionTest {
             default -> "`test`.`" + f.leaseTable + "` PARTITION (p0)";
           };
       assertEquals(expected, reference, db.toString());
+    }
+  }
+
+  /**
+   * The successor's claim commits (the holder does not know yet); then the holder writes row 1 on
+   * {@code c} under {@code lease} and commits, or rolls back when refused.
+   */
+  private static void staleWriteAfterTakeover(Fixture f, Connection c, Lease lease)
+      throws SQLException {
+    f.takeOver(lease);
+    try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
+      c.setAutoCommit(false);
+      try {
+        f.insert(c, 1, lease.term());
+        c.commit();
+      } catch (SQLException refused) {
+        c.rollback();
+      }
     }
   }
 }

@@ -8,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.lease.core.Lease;
-import dev.lease.core.LeaseContext;
 import dev.lease.core.LeaseTimings;
 import dev.lease.jdbc.FencedDataSource;
 import dev.lease.jdbc.FencingOptions;
@@ -67,40 +66,25 @@ class SlowCancelTest {
       FencedDataSource ds =
           FencedDataSource.wrap(
               slowCancel(f.pool, cancelStarted, releaseCancel), f.options().build());
-      CountDownLatch running = new CountDownLatch(1);
       CountDownLatch rolledBack = new CountDownLatch(1);
-      AtomicReference<SQLException> statementError = new AtomicReference<>();
-      AtomicReference<Throwable> failure = new AtomicReference<>();
-      Thread worker =
-          new Thread(
-              () -> {
-                try (Connection c = ds.getConnection()) {
-                  Fixture.signalWhenRunning(c, db, running);
-                  try (LeaseContext.Scope scope = LeaseContext.bind(lease)) {
-                    c.setAutoCommit(false);
-                    f.insert(c, 1, lease.term());
-                    statementError.set(Fixture.runLongQuery(c, db));
-                    c.rollback(); // must not wait for the cancel still in flight
-                    rolledBack.countDown();
-                  }
-                  c.setAutoCommit(true);
-                } catch (Throwable e) {
-                  failure.set(e);
-                }
-              },
-              "worker-under-lease");
-      worker.start();
-      f.awaitRunning(running, Fixture.longQuery(db));
+      Fixture.Worker worker =
+          f.longQueryUnderLease(
+              ds,
+              lease,
+              c -> {
+                c.rollback(); // must not wait for the cancel still in flight
+                rolledBack.countDown();
+              });
       f.skew.addAndGet(TimeUnit.SECONDS.toNanos(11)); // past the local deadline: lost
       assertFalse(lease.isHeld());
       assertTrue(cancelStarted.await(10, TimeUnit.SECONDS), "the loss cancels the statement");
       boolean quick = rolledBack.await(10, TimeUnit.SECONDS);
       releaseCancel.countDown();
-      worker.join(15_000);
-      assertFalse(worker.isAlive());
+      worker.thread().join(15_000);
+      assertFalse(worker.thread().isAlive());
       assertTrue(quick, "the rollback waited for the driver's cancel");
-      assertEquals(null, failure.get());
-      assertInstanceOf(LeaseLostSQLException.class, statementError.get());
+      assertEquals(null, worker.failure().get());
+      assertInstanceOf(LeaseLostSQLException.class, worker.queryError().get());
       assertEquals(0, f.count(null));
     }
   }

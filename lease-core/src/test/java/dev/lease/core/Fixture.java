@@ -153,12 +153,20 @@ public final class Fixture implements AutoCloseable {
     T read(ResultSet rs) throws SQLException;
   }
 
-  /** What {@code read} makes of {@code sql}'s rows, queried through {@link #admin}. */
-  public <T> T query(String sql, Rows<T> read) {
+  /**
+   * What {@code read} makes of the rows of {@code sql} with {@code params}, queried through {@link
+   * #admin}.
+   */
+  public <T> T query(String sql, Rows<T> read, Object... params) {
     try (Connection c = admin.getConnection();
-        var s = c.createStatement();
-        ResultSet rs = s.executeQuery(sql)) {
-      T out = read.read(rs);
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 0; i < params.length; i++) {
+        ps.setObject(i + 1, params[i]);
+      }
+      T out;
+      try (ResultSet rs = ps.executeQuery()) {
+        out = read.read(rs);
+      }
       if (!c.getAutoCommit()) {
         c.commit();
       }
@@ -274,28 +282,14 @@ public final class Fixture implements AutoCloseable {
 
   /** The lease row of {@code name} as the database has it now. */
   public Row row(String name) {
-    try (Connection c = admin.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT holder, instance, term, expires_at_ms,"
-                    + " revision FROM "
-                    + table
-                    + " WHERE name = ?")) {
-      ps.setString(1, name);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        Row row =
-            new Row(rs.getString(1), rs.getString(2), rs.getLong(3), rs.getLong(4), rs.getLong(5));
-        if (!c.getAutoCommit()) {
-          c.commit();
-        }
-        return row;
-      }
-    } catch (SQLException e) {
-      throw new AssertionError(e);
-    }
+    return query(
+        "SELECT holder, instance, term, expires_at_ms, revision FROM " + table + " WHERE name = ?",
+        rs ->
+            rs.next()
+                ? new Row(
+                    rs.getString(1), rs.getString(2), rs.getLong(3), rs.getLong(4), rs.getLong(5))
+                : null,
+        name);
   }
 
   public record Row(String holder, String instance, long term, long expiresAtMs, long revision) {}

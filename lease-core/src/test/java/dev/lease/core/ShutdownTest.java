@@ -11,10 +11,6 @@ import dev.lease.core.internal.LeaseInternals;
 import dev.lease.testing.FailingDataSource;
 import dev.lease.testing.OnEveryDatabase;
 import dev.lease.testing.TestDatabase;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -42,24 +38,11 @@ class ShutdownTest {
   }
 
   /** True if the row of {@code lease} is still its claim, unexpired, by the database clock. */
-  private static boolean rowStillHeldBy(Fixture f, Lease lease) throws SQLException {
-    try (Connection c = f.admin.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT holder, term, expires_at_ms FROM " + f.table + " WHERE name = ?")) {
-      ps.setString(1, lease.name());
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        long now = System.currentTimeMillis();
-        return rs.getString(1).equals(lease.holder())
-            && rs.getLong(2) == lease.term()
-            && rs.getLong(3) > now - 60_000; // released rows expire at 0
-      } finally {
-        if (!c.getAutoCommit()) {
-          c.commit();
-        }
-      }
-    }
+  private static boolean rowStillHeldBy(Fixture f, Lease lease) {
+    Fixture.Row row = f.row(lease.name());
+    return row.holder().equals(lease.holder())
+        && row.term() == lease.term()
+        && row.expiresAtMs() > System.currentTimeMillis() - 60_000; // released rows expire at 0
   }
 
   /**

@@ -68,7 +68,7 @@ final class Replicas implements AutoCloseable {
   ConfigurableApplicationContext builderStart(Class<?> app, Map<String, Object> properties) {
     Map<String, Object> p = new HashMap<>(properties);
     p.put("spring.main.web-application-type", "none");
-    return webStart(app, p);
+    return runQuietly(app, p);
   }
 
   /**
@@ -76,7 +76,11 @@ final class Replicas implements AutoCloseable {
    * port {@code server.port} says (0: a free one).
    */
   ConfigurableApplicationContext webStart(Class<?> app, Map<String, Object> properties) {
-    Map<String, Object> p = new HashMap<>(properties);
+    return runQuietly(app, new HashMap<>(properties));
+  }
+
+  /** Runs {@code app} with {@code p} (changed here: banner off, no JPA auto-configuration). */
+  private ConfigurableApplicationContext runQuietly(Class<?> app, Map<String, Object> p) {
     p.put("spring.main.banner-mode", "off");
     p.put("spring.autoconfigure.exclude", NO_JPA);
     return run(app, p);

@@ -153,34 +153,33 @@ final class Fixture implements AutoCloseable {
   boolean takeOverWaiting(Connection other, Lease lease) throws SQLException {
     try (Statement s = other.createStatement()) {
       s.execute("SET SESSION innodb_lock_wait_timeout = 3");
-      other.setAutoCommit(true);
-      try {
-        s.executeUpdate(
-            "UPDATE "
-                + leaseTable
-                + " SET holder = 'successor', term = term + 1 WHERE name = '"
-                + lease.name()
-                + "'");
-        return true;
-      } catch (SQLException lockWait) {
-        return false;
-      }
+    }
+    other.setAutoCommit(true);
+    try {
+      giveToSuccessor(other, lease);
+      return true;
+    } catch (SQLException lockWait) {
+      return false;
     }
   }
 
   /** Makes the database give {@code lease}'s name to someone else, as a successor's claim would. */
   void takeOver(Lease lease) throws SQLException {
-    try (Connection c = pool.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "UPDATE "
-                    + leaseTable
-                    + " SET holder = 'successor', term = term + 1 WHERE name = ?")) {
-      ps.setString(1, lease.name());
-      ps.executeUpdate();
+    try (Connection c = pool.getConnection()) {
+      giveToSuccessor(c, lease);
       if (!c.getAutoCommit()) {
         c.commit();
       }
+    }
+  }
+
+  /** On {@code c}: the successor's claim of {@code lease}'s row (holder "successor", next term). */
+  private void giveToSuccessor(Connection c, Lease lease) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "UPDATE " + leaseTable + " SET holder = 'successor', term = term + 1 WHERE name = ?")) {
+      ps.setString(1, lease.name());
+      ps.executeUpdate();
     }
   }
 

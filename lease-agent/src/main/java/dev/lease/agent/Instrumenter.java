@@ -21,17 +21,14 @@ import java.util.Set;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
-import net.bytebuddy.ByteBuddy;
-import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.description.method.MethodDescription;
 import net.bytebuddy.description.type.TypeDefinition;
 import net.bytebuddy.description.type.TypeDescription;
+import net.bytebuddy.dynamic.ClassFileLocator;
 import net.bytebuddy.dynamic.DynamicType;
-import net.bytebuddy.dynamic.scaffold.TypeValidation;
 import net.bytebuddy.matcher.ElementMatcher;
 import net.bytebuddy.pool.TypePool;
-import net.bytebuddy.utility.JavaModule;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -210,86 +207,70 @@ final class Instrumenter {
   private void installOn(Instrumentation inst) {
     ElementMatcher<ClassLoader> seesAgent = new SeesAgent();
     ElementMatcher<TypeDescription> jdbcTypes = new JdbcTypes();
-    // no validation of generated types: advice only adds code to existing methods
-    AgentBuilder builder =
-        new AgentBuilder.Default(new ByteBuddy().with(TypeValidation.DISABLED))
-            .disableClassFormatChanges()
-            // advice only: decorate the class file as it is, no method registry or rebasing
-            .with(AgentBuilder.TypeStrategy.Default.DECORATE)
-            // describe types from the class files (cached pool), never by loading them
-            .with(AgentBuilder.DescriptionStrategy.Default.POOL_ONLY)
-            .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
-            // of the classes loaded before the agent, only those a rule may weave: describing
-            // every loaded class from its class file cost a quarter of the agent's start (37)
-            .with(
-                new AgentBuilder.RedefinitionStrategy.DiscoveryStrategy.Explicit(
-                    JdbcPrefilter.loadedCandidates(
-                        inst, this::namedByRules, !config.poolInternals.isEmpty())))
-            .with(
-                new AgentBuilder.PoolStrategy.WithTypePoolCache.Simple(
-                    TypePool.Default.ReaderMode.FAST, new ConcurrentHashMap<>()))
-            .with(new Errors())
-            // only class files that mention JDBC (or that the rules name) reach ByteBuddy
-            .with(JdbcPrefilter.decorator(this::namedByRules))
-            // each ignore() replaces the previous one (skywalking#1912): one combined matcher
-            .ignore(
-                (type, loader, module, redefined, domain) ->
-                    loader == null
-                        || loader == ClassLoader.getPlatformClassLoader()
-                        || IGNORED.matches(type))
-            .type(jdbcTypes, seesAgent)
-            .transform(this::weave)
-            .type(jdbcTypes, not(seesAgent))
-            .transform(
-                new Unfenceable(
-                    (type, loader) ->
-                        "JDBC class "
-                            + type.getName()
-                            + " (class loader "
-                            + loader
-                            + ") cannot see the agent's classes, so its connections cannot be"
-                            + " fenced; put the application's JDBC classes in a class loader that"
-                            + " delegates to the system class loader (see docs/agent.md,"
-                            + " class-loader limits)"));
+    List<ClassWeaver.Rule> weaves = new ArrayList<>();
+    weaves.add(new ClassWeaver.Rule(jdbcTypes, seesAgent, this::weave));
+    weaves.add(
+        new ClassWeaver.Rule(
+            jdbcTypes,
+            not(seesAgent),
+            new Unfenceable(
+                (type, loader) ->
+                    "JDBC class "
+                        + type.getName()
+                        + " (class loader "
+                        + loader
+                        + ") cannot see the agent's classes, so its connections cannot be"
+                        + " fenced; put the application's JDBC classes in a class loader that"
+                        + " delegates to the system class loader (see docs/agent.md,"
+                        + " class-loader limits)")));
     if (!config.poolInternals.isEmpty()) {
       // only connections of configured scopes are ever checked (ConnectionFencing.statementOn):
       // without pool-internals nothing is woven for them
-      builder = builder.type(new ConnectionTypes(), seesAgent).transform(this::weaveConnection);
+      weaves.add(new ClassWeaver.Rule(new ConnectionTypes(), seesAgent, this::weaveConnection));
     }
     for (MethodSpec m : config.methods) {
-      builder =
-          builder
-              .type(named(m.className()), seesAgent)
-              .transform(new MethodCheck(m))
-              .transform(
-                  new AgentBuilder.Transformer.ForAdvice(
-                          Advice.withCustomMapping()
-                              .bind(MethodLeaseAdvice.LeaseName.class, m.leaseName())
-                              .bind(MethodLeaseAdvice.MethodKey.class, m.key()))
-                      .include(Instrumenter.class.getClassLoader())
-                      .advice(
-                          isMethod().and(named(m.methodName())).and(not(isAbstract())),
-                          MethodLeaseAdvice.class.getName()))
-              // the same class in a loader that cannot see the agent: its method would run
-              // without the lease, on every replica at once
-              .type(named(m.className()), not(seesAgent))
-              .transform(
-                  new Unfenceable(
-                      (type, loader) ->
-                          "class "
-                              + type.getName()
-                              + " of methods="
-                              + m.key()
-                              + " (class loader "
-                              + loader
-                              + ") cannot see the agent's classes, so "
-                              + m.methodName()
-                              + " would run without its lease "
-                              + m.leaseName()
-                              + "; load it in a class loader that delegates to the system class"
-                              + " loader (see docs/agent.md, class-loader limits)"));
+      Advice advice =
+          adviceOf(
+              Advice.withCustomMapping()
+                  .bind(MethodLeaseAdvice.LeaseName.class, m.leaseName())
+                  .bind(MethodLeaseAdvice.MethodKey.class, m.key()),
+              MethodLeaseAdvice.class);
+      ElementMatcher.Junction<MethodDescription> method =
+          isMethod().and(named(m.methodName())).and(not(isAbstract()));
+      weaves.add(
+          new ClassWeaver.Rule(
+              named(m.className()),
+              seesAgent,
+              (b, type, loader) -> checkMethod(b, m, type).visit(advice.on(method))));
+      // the same class in a loader that cannot see the agent: its method would run without the
+      // lease, on every replica at once
+      weaves.add(
+          new ClassWeaver.Rule(
+              named(m.className()),
+              not(seesAgent),
+              new Unfenceable(
+                  (type, loader) ->
+                      "class "
+                          + type.getName()
+                          + " of methods="
+                          + m.key()
+                          + " (class loader "
+                          + loader
+                          + ") cannot see the agent's classes, so "
+                          + m.methodName()
+                          + " would run without its lease "
+                          + m.leaseName()
+                          + "; load it in a class loader that delegates to the system class"
+                          + " loader (see docs/agent.md, class-loader limits)")));
     }
-    builder.installOn(inst);
+    new ClassWeaver(weaves, new JdbcPrefilter.Decision(this::namedByRules), new Errors())
+        .install(
+            inst,
+            // taken after the transformer is registered: a JDBC class loaded meanwhile by another
+            // thread is seen by one or the other
+            () ->
+                JdbcPrefilter.loadedCandidates(
+                    inst, this::namedByRules, !config.poolInternals.isEmpty()));
   }
 
   /** Whether a rule or the configuration names the class {@code name} (a binary name). */
@@ -336,21 +317,13 @@ final class Instrumenter {
           .and(named("createStatement").or(named("prepareStatement")).or(named("prepareCall")));
 
   private DynamicType.Builder<?> weaveConnection(
-      DynamicType.Builder<?> b,
-      TypeDescription type,
-      ClassLoader loader,
-      JavaModule module,
-      java.security.ProtectionDomain domain) {
-    return b.visit(new EveryDeclaredMethod(STATEMENT_FACTORIES, Advice.to(StatementAdvice.class)));
+      DynamicType.Builder<?> b, TypeDescription type, ClassLoader loader) {
+    return b.visit(new EveryDeclaredMethod(STATEMENT_FACTORIES, adviceOf(StatementAdvice.class)));
   }
 
   /** Applies every rule that holds for {@code type}. */
   private DynamicType.Builder<?> weave(
-      DynamicType.Builder<?> b,
-      TypeDescription type,
-      ClassLoader loader,
-      JavaModule module,
-      java.security.ProtectionDomain domain) {
+      DynamicType.Builder<?> b, TypeDescription type, ClassLoader loader) {
     String name = type.getName();
     weaving.add(name);
     rules.beforeWeaving(name);
@@ -373,7 +346,7 @@ final class Instrumenter {
           b.visit(
               new EveryDeclaredMethod(
                   isMethod().and(not(isAbstract())).and(named("start")).and(takesArguments(2)),
-                  Advice.to(XaAdvice.Start.class)));
+                  adviceOf(XaAdvice.Start.class)));
       ElementMatcher.Junction<MethodDescription> xidMethod =
           isMethod()
               .and(not(isAbstract()))
@@ -382,22 +355,22 @@ final class Instrumenter {
           b.visit(
               new EveryDeclaredMethod(
                   xidMethod.and(named("end")).and(takesArguments(2)),
-                  Advice.to(XaAdvice.End.class)));
+                  adviceOf(XaAdvice.End.class)));
       b =
           b.visit(
               new EveryDeclaredMethod(
                   xidMethod.and(named("prepare")).and(takesArguments(1)),
-                  Advice.to(XaAdvice.Prepare.class)));
+                  adviceOf(XaAdvice.Prepare.class)));
       b =
           b.visit(
               new EveryDeclaredMethod(
                   xidMethod.and(named("commit")).and(takesArguments(2)),
-                  Advice.to(XaAdvice.Commit.class)));
+                  adviceOf(XaAdvice.Commit.class)));
       b =
           b.visit(
               new EveryDeclaredMethod(
                   xidMethod.and(named("rollback").or(named("forget"))).and(takesArguments(1)),
-                  Advice.to(XaAdvice.Finish.class)));
+                  adviceOf(XaAdvice.Finish.class)));
     }
     if (rules.scopesPooledAndXaConnections()) {
       if (type.isAssignableTo(javax.sql.ConnectionPoolDataSource.class)) {
@@ -439,10 +412,29 @@ final class Instrumenter {
   }
 
   private static Advice makeAdvice(int kind) {
-    return Advice.withCustomMapping()
-        .bind(ConnectionAdvice.Kind.class, kind)
-        .bind(ConnectionAdvice.Key.class, ConnectionFencing.key())
-        .to(ConnectionAdvice.class);
+    return adviceOf(
+        Advice.withCustomMapping()
+            .bind(ConnectionAdvice.Kind.class, kind)
+            .bind(ConnectionAdvice.Key.class, ConnectionFencing.key()),
+        ConnectionAdvice.class);
+  }
+
+  /** Where the advice classes' class files are read from: the agent's own class loader. */
+  private static final ClassFileLocator ADVICE_CLASSES =
+      ClassFileLocator.ForClassLoader.of(Instrumenter.class.getClassLoader());
+
+  private static final TypePool ADVICE_POOL = TypePool.Default.of(ADVICE_CLASSES);
+
+  /**
+   * The advice of {@code advice}, described from its class file rather than by reflection (issue
+   * 37): reflection on the advice methods' annotations made a proxy class per annotation type.
+   */
+  static Advice adviceOf(Advice.WithCustomMapping mapping, Class<?> advice) {
+    return mapping.to(ADVICE_POOL.describe(advice.getName()).resolve(), ADVICE_CLASSES);
+  }
+
+  static Advice adviceOf(Class<?> advice) {
+    return adviceOf(Advice.withCustomMapping(), advice);
   }
 
   private static DynamicType.Builder<?> scope(
@@ -452,11 +444,12 @@ final class Instrumenter {
       String key,
       boolean configured) {
     Advice advice =
-        Advice.withCustomMapping()
-            .bind(PoolInternalAdvice.Scope.class, key)
-            .bind(PoolInternalAdvice.Configured.class, configured)
-            .bind(ConnectionAdvice.Key.class, ConnectionFencing.key())
-            .to(PoolInternalAdvice.class);
+        adviceOf(
+            Advice.withCustomMapping()
+                .bind(PoolInternalAdvice.Scope.class, key)
+                .bind(PoolInternalAdvice.Configured.class, configured)
+                .bind(ConnectionAdvice.Key.class, ConnectionFencing.key()),
+            PoolInternalAdvice.class);
     return b.visit(new EveryDeclaredMethod(methods, advice));
   }
 
@@ -560,7 +553,7 @@ final class Instrumenter {
    * A class the advice cannot reach (its loader does not see the agent): reported through {@link
    * #unfenced} with the message {@code why} gives, and left as it is.
    */
-  private final class Unfenceable implements AgentBuilder.Transformer {
+  private final class Unfenceable implements ClassWeaver.Step {
     private final BiFunction<TypeDescription, ClassLoader, String> why;
 
     Unfenceable(BiFunction<TypeDescription, ClassLoader, String> why) {
@@ -568,12 +561,8 @@ final class Instrumenter {
     }
 
     @Override
-    public DynamicType.Builder<?> transform(
-        DynamicType.Builder<?> b,
-        TypeDescription type,
-        ClassLoader loader,
-        JavaModule module,
-        java.security.ProtectionDomain domain) {
+    public DynamicType.Builder<?> apply(
+        DynamicType.Builder<?> b, TypeDescription type, ClassLoader loader) {
       unfenced(why.apply(type, loader));
       return b;
     }
@@ -593,78 +582,61 @@ final class Instrumenter {
    * A configured method that the class does not declare is a configuration error found late (the
    * class loads after start): the job would run unfenced, so the process stops.
    */
-  private static final class MethodCheck implements AgentBuilder.Transformer {
-    private final MethodSpec spec;
-
-    MethodCheck(MethodSpec spec) {
-      this.spec = spec;
+  private static DynamicType.Builder<?> checkMethod(
+      DynamicType.Builder<?> b, MethodSpec spec, TypeDescription type) {
+    boolean declared =
+        !type.getDeclaredMethods()
+            .filter(isMethod().and(named(spec.methodName())).and(not(isAbstract())))
+            .isEmpty();
+    if (!declared) {
+      LeaseAgent.stop(
+          LeaseAgent.EXIT_CONFIGURATION,
+          "bad method spec '"
+              + spec.key()
+              + "="
+              + spec.leaseName()
+              + "': class "
+              + type.getName()
+              + " declares no concrete method "
+              + spec.methodName()
+              + "; fix methods= (the method must be declared by that class, not"
+              + " inherited)");
+    } else {
+      log.info("methods mode: {} runs under lease {}", spec.key(), spec.leaseName());
     }
-
-    @Override
-    public DynamicType.Builder<?> transform(
-        DynamicType.Builder<?> b,
-        TypeDescription type,
-        ClassLoader loader,
-        JavaModule module,
-        java.security.ProtectionDomain domain) {
-      boolean declared =
-          !type.getDeclaredMethods()
-              .filter(isMethod().and(named(spec.methodName())).and(not(isAbstract())))
-              .isEmpty();
-      if (!declared) {
-        LeaseAgent.stop(
-            LeaseAgent.EXIT_CONFIGURATION,
-            "bad method spec '"
-                + spec.key()
-                + "="
-                + spec.leaseName()
-                + "': class "
-                + type.getName()
-                + " declares no concrete method "
-                + spec.methodName()
-                + "; fix methods= (the method must be declared by that class, not"
-                + " inherited)");
-      } else {
-        log.info("methods mode: {} runs under lease {}", spec.key(), spec.leaseName());
-      }
-      return b;
-    }
+    return b;
   }
 
   /**
    * A JDBC class whose weaving failed would run unfenced: that stops the JVM (fail closed). Errors
    * for other classes (a type the pool cannot describe while matching) are logged.
    */
-  private final class Errors extends AgentBuilder.Listener.Adapter {
+  private final class Errors implements ClassWeaver.Listener {
     @Override
-    public void onTransformation(
-        TypeDescription type,
-        ClassLoader loader,
-        JavaModule module,
-        boolean loaded,
-        DynamicType dynamicType) {
+    public void woven(TypeDescription type, boolean retransformed) {
       weaving.remove(type.getName());
-      log.debug("instrumented {}{}", type.getName(), loaded ? " (retransformed)" : "");
+      log.debug("instrumented {}{}", type.getName(), retransformed ? " (retransformed)" : "");
     }
 
     @Override
-    public void onError(
-        String typeName,
-        ClassLoader loader,
-        JavaModule module,
-        boolean loaded,
-        Throwable throwable) {
-      if (weaving.remove(typeName)) {
+    public void failed(String type, ClassLoader loader, Throwable error) {
+      if (weaving.remove(type)) {
         unfenced(
-            "could not instrument JDBC class "
-                + typeName
-                + " (class loader "
-                + loader
-                + "): "
-                + throwable);
+            "could not instrument JDBC class " + type + " (class loader " + loader + "): " + error);
       } else {
-        log.warn("could not examine {} for instrumentation: {}", typeName, throwable.toString());
+        log.warn("could not examine {} for instrumentation: {}", type, error.toString());
       }
+    }
+
+    @Override
+    public void refused(Class<?> type, Throwable error) {
+      unfenced(
+          "the JVM refused the instrumented JDBC class "
+              + type.getName()
+              + " (loaded before the agent, class loader "
+              + type.getClassLoader()
+              + "): "
+              + error);
     }
   }
 }

@@ -1,84 +1,47 @@
 package dev.lease.agent;
 
-import java.lang.instrument.IllegalClassFormatException;
 import java.lang.instrument.Instrumentation;
 import java.nio.charset.StandardCharsets;
-import java.security.ProtectionDomain;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.function.Predicate;
-import net.bytebuddy.agent.builder.AgentBuilder;
-import net.bytebuddy.agent.builder.ResettableClassFileTransformer;
 
 /**
- * Hands ByteBuddy only the class files a rule could weave (issue 37). ByteBuddy describes every
- * class it is given from its class file (a parse) before its matchers decide; most classes of an
- * application never mention JDBC. Every type the agent weaves is a JDBC implementation, whose class
- * file names {@code java/sql/}, {@code javax/sql/} or {@code javax/transaction/xa/} (an interface
- * it implements, a method returning a connection), or a class the rules or the configuration name;
- * anything else is passed over here, by a search of its bytes, before ByteBuddy sees it. The ignore
- * rule's prefixes are passed over by name. A redefinition (retransformation) always goes through.
+ * Which classes the agent looks at (issue 37). Describing a class means parsing its class file;
+ * most classes of an application never mention JDBC. Every type the agent weaves is a JDBC
+ * implementation, whose class file names {@code java/sql/}, {@code javax/sql/} or {@code
+ * javax/transaction/xa/} (an interface it implements, a method returning a connection), or a class
+ * the rules or the configuration name; anything else is passed over by a search of its bytes,
+ * before {@link ClassWeaver} describes it. The ignored loaders and prefixes are passed over by
+ * name. Of the classes loaded before the agent, {@link #loadedCandidates} chooses from the loaded
+ * classes themselves.
  */
-final class JdbcPrefilter extends ResettableClassFileTransformer.WithDelegation {
+final class JdbcPrefilter {
 
-  /** The ignore rule's prefixes ({@code Instrumenter.IGNORED}), as internal names. */
-  private static final String[] IGNORED = {
-    "java/",
-    "javax/",
-    "jdk/",
-    "sun/",
-    "com/sun/",
-    "net/bytebuddy/",
-    "dev/lease/agent/",
-    "dev/lease/core/"
-  };
-
-  private final Decision decision;
-
-  private JdbcPrefilter(ResettableClassFileTransformer transformer, Predicate<String> named) {
-    super(transformer);
-    this.decision = new Decision(named);
-  }
-
-  static AgentBuilder.TransformerDecorator decorator(Predicate<String> named) {
-    return transformer -> new JdbcPrefilter(transformer, named);
-  }
-
-  @Override
-  public byte[] transform(
-      ClassLoader loader,
-      String internalName,
-      Class<?> redefined,
-      ProtectionDomain domain,
-      byte[] bytes)
-      throws IllegalClassFormatException {
-    if (redefined == null && decision.passOver(loader, internalName, bytes)) {
-      return null;
-    }
-    return classFileTransformer.transform(loader, internalName, redefined, domain, bytes);
-  }
-
-  @Override
-  public byte[] transform(
-      Module module,
-      ClassLoader loader,
-      String internalName,
-      Class<?> redefined,
-      ProtectionDomain domain,
-      byte[] bytes)
-      throws IllegalClassFormatException {
-    if (redefined == null && decision.passOver(loader, internalName, bytes)) {
-      return null;
-    }
-    return classFileTransformer.transform(module, loader, internalName, redefined, domain, bytes);
-  }
+  private JdbcPrefilter() {}
 
   /**
-   * Which class files ByteBuddy need not see: those of the ignored loaders and prefixes, and those
+   * Which class files need not be described: those of the ignored loaders and prefixes, and those
    * that neither mention JDBC nor are named by the rules.
    */
   static final class Decision {
+    /**
+     * Prefixes never woven (the JDK, ByteBuddy, the agent and lease-core), as internal names. Kept
+     * here, not in the outer class: the transformer asks this class about every class that loads,
+     * the outer class's own load included, so nothing it asks may need a class not loaded yet.
+     */
+    private static final String[] IGNORED = {
+      "java/",
+      "javax/",
+      "jdk/",
+      "sun/",
+      "com/sun/",
+      "net/bytebuddy/",
+      "dev/lease/agent/",
+      "dev/lease/core/"
+    };
+
     private final Predicate<String> named;
 
     /**
@@ -89,23 +52,31 @@ final class JdbcPrefilter extends ResettableClassFileTransformer.WithDelegation 
       this.named = named;
     }
 
-    /** True when no rule can weave this class: ByteBuddy need not describe it. */
+    /** True when no rule can weave this class: it need not be described. */
     boolean passOver(ClassLoader loader, String internalName, byte[] bytes) {
       if (internalName == null || bytes == null) {
-        return false; // a hidden or unnamed class: ByteBuddy's own rules decide
+        return false; // a hidden or unnamed class: ClassWeaver decides
       }
+      if (ignored(loader, internalName)) {
+        return true;
+      }
+      if (named.test(internalName.replace('/', '.'))) {
+        return false;
+      }
+      return !mentionsJdbc(bytes);
+    }
+
+    /** The boot and platform loaders' classes, and the ignored prefixes: never woven. */
+    boolean ignored(ClassLoader loader, String internalName) {
       if (loader == null || loader == ClassLoader.getPlatformClassLoader()) {
-        return true; // the ignore rule's first cases
+        return true;
       }
       for (String prefix : IGNORED) {
         if (internalName.startsWith(prefix)) {
           return true;
         }
       }
-      if (named.test(internalName.replace('/', '.'))) {
-        return false;
-      }
-      return !mentionsJdbc(bytes);
+      return false;
     }
   }
 

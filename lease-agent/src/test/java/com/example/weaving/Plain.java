@@ -1,0 +1,4 @@
+package com.example.weaving;
+
+/** A class that never mentions JDBC, for {@code ClassWeaverTest}. */
+public final class Plain {}

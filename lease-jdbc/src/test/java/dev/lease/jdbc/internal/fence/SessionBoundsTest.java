@@ -118,8 +118,30 @@ class SessionBoundsTest {
   @OnMySqlFamily
   void aTriggerThatChangesTheBoundsIsSeenByTheNextVerify(TestDatabase db) throws Exception {
     long[] own = new long[2];
-    long[] next = boundsAfterATriggerChangedThem(db, own, new WeakenedFence[0]);
+    long[] next = boundsAfterATriggerChangedThem(db, own, false, new WeakenedFence[0]);
     assertArrayEquals(new long[] {7, own[1] < 0 ? -1 : 9}, next, "set again by the next verify");
+  }
+
+  /**
+   * The same with {@code allowMultiQueries=true}: the next transaction's verify rides with its
+   * first statement, where the fence's record says the bounds are set; the carried verify reads
+   * what the session has and sets them again before the transaction goes on.
+   */
+  @OnMySqlFamily
+  void aTriggerThatChangesTheBoundsIsSeenByTheNextCarriedVerify(TestDatabase db) throws Exception {
+    long[] own = new long[2];
+    long[] next = boundsAfterATriggerChangedThem(db, own, true, new WeakenedFence[0]);
+    assertArrayEquals(new long[] {7, own[1] < 0 ? -1 : 9}, next, "set again by the carried verify");
+  }
+
+  /** Negative control of the carried verify: the record trusted, the trigger's bounds stay. */
+  @OnMySqlFamily
+  void negativeControlBoundsReadOncePerSessionMissTheTriggersChangeWithACarriedVerify(
+      TestDatabase db) throws Exception {
+    long[] next =
+        boundsAfterATriggerChangedThem(
+            db, new long[2], true, new WeakenedFence[] {WeakenedFence.BOUNDS_READ_ONCE});
+    assertEquals(1000, next[0], "the trigger's lock wait stayed for the lease's transaction");
   }
 
   /**
@@ -130,18 +152,20 @@ class SessionBoundsTest {
       throws Exception {
     long[] next =
         boundsAfterATriggerChangedThem(
-            db, new long[2], new WeakenedFence[] {WeakenedFence.BOUNDS_READ_ONCE});
+            db, new long[2], false, new WeakenedFence[] {WeakenedFence.BOUNDS_READ_ONCE});
     assertEquals(1000, next[0], "the trigger's lock wait stayed for the lease's transaction");
   }
 
   /**
    * Two transactions under one lease on one physical connection; in the first, an INSERT fires a
    * trigger (for that row only) that sets the session's bounds to its own values. Returns the
-   * bounds inside the second ({@code own} receives the session's values before any lease).
+   * bounds inside the second ({@code own} receives the session's values before any lease). With
+   * {@code carried}, the connections allow multi-statement texts and the second transaction must
+   * carry its verify in its first statement (checked: a run where it did not proves nothing).
    */
   private static long[] boundsAfterATriggerChangedThem(
-      TestDatabase db, long[] own, WeakenedFence[] weakened) throws Exception {
-    try (Fixture f = new Fixture(db, 1)) {
+      TestDatabase db, long[] own, boolean carried, WeakenedFence[] weakened) throws Exception {
+    try (Fixture f = new Fixture(db, 1, carried)) {
       try (Connection c = f.pool.getConnection();
           Statement s = c.createStatement()) {
         System.arraycopy(bounds(db, c), 0, own, 0, 2);
@@ -168,6 +192,10 @@ class SessionBoundsTest {
         f.insert(c, 2, lease.term());
         long[] next = bounds(db, c);
         c.commit();
+        assertEquals(
+            carried ? 1 : 0,
+            c.unwrap(FencingConnection.class).fence.piggybacked(),
+            "transactions that carried their verify");
         return next;
       }
     }

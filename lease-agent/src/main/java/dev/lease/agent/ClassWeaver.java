@@ -2,6 +2,7 @@ package dev.lease.agent;
 
 import java.lang.instrument.ClassFileTransformer;
 import java.lang.instrument.Instrumentation;
+import java.lang.ref.SoftReference;
 import java.security.ProtectionDomain;
 import java.util.ArrayList;
 import java.util.List;
@@ -72,8 +73,12 @@ final class ClassWeaver implements ClassFileTransformer {
           .with(TypeValidation.DISABLED)
           .with(Implementation.Context.Disabled.Factory.INSTANCE);
 
-  /** Type descriptions per class loader, dropped with the loader. */
-  private final Map<ClassLoader, TypePool.CacheProvider> pools = new WeakHashMap<>();
+  /**
+   * Type descriptions per class loader. The descriptions reach their loader (through the pool that
+   * made them), so the cache is held softly: a discarded loader (an undeployed web application) is
+   * not kept by the agent once memory runs short; ByteBuddy's own cache held it for good.
+   */
+  private final Map<ClassLoader, SoftReference<TypePool.CacheProvider>> pools = new WeakHashMap<>();
 
   /**
    * Set while this thread weaves: a class loaded by the weaving itself (ByteBuddy's, the agent's,
@@ -183,7 +188,13 @@ final class ClassWeaver implements ClassFileTransformer {
 
   private TypePool.CacheProvider cacheOf(ClassLoader loader) {
     synchronized (pools) {
-      return pools.computeIfAbsent(loader, l -> new TypePool.CacheProvider.Simple());
+      SoftReference<TypePool.CacheProvider> kept = pools.get(loader);
+      TypePool.CacheProvider cache = kept == null ? null : kept.get();
+      if (cache == null) {
+        cache = new TypePool.CacheProvider.Simple();
+        pools.put(loader, new SoftReference<>(cache));
+      }
+      return cache;
     }
   }
 }

@@ -97,10 +97,12 @@ final class ClassWeaver implements ClassFileTransformer {
 
   /**
    * Registers this transformer, then retransforms the classes loaded before it that a rule may
-   * weave. The candidates are taken after the registration: a class loaded in between is seen by
-   * one or the other (a class defined while the list is taken may be seen by both: harmless, since
-   * a retransformation hands this transformer the class file as it was first defined, not as
-   * woven).
+   * weave. The candidates are taken after the registration, so a class whose load begins after it
+   * is seen by the transformer and may be seen again in the list (harmless: a retransformation
+   * hands this transformer the class file as it was first defined, not as woven). A load that began
+   * before the registration and ended after the list was taken would be missed by both: the agent
+   * calls this from {@code premain}, before the application's {@code main} and before any thread of
+   * its own.
    */
   void install(Instrumentation inst, Supplier<Set<Class<?>>> loadedCandidates) {
     inst.addTransformer(this, true);

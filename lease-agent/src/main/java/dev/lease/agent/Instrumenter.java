@@ -4,7 +4,6 @@ import static net.bytebuddy.matcher.ElementMatchers.hasSuperType;
 import static net.bytebuddy.matcher.ElementMatchers.isAbstract;
 import static net.bytebuddy.matcher.ElementMatchers.isMethod;
 import static net.bytebuddy.matcher.ElementMatchers.isStatic;
-import static net.bytebuddy.matcher.ElementMatchers.isSynthetic;
 import static net.bytebuddy.matcher.ElementMatchers.nameStartsWith;
 import static net.bytebuddy.matcher.ElementMatchers.named;
 import static net.bytebuddy.matcher.ElementMatchers.not;
@@ -56,10 +55,11 @@ import org.slf4j.LoggerFactory;
  * <p>Fail closed: a JDBC class that cannot be instrumented (its class loader cannot see the agent,
  * or weaving failed) stops the JVM with status 78, unless {@code on-unfenced=log} accepts the risk.
  *
- * <p>Costs stay in matching, not weaving (byte-buddy#959): a cached type pool per class loader, a
- * cached class-loader guard (can the loader see {@link ConnectionFencing}?), name prefixes of the
- * JDK and of the agent itself ignored outright. RETRANSFORMATION also weaves classes loaded before
- * the agent (the lease database's own driver, loaded during start).
+ * <p>This class holds the rules; {@link ClassWeaver} is the transformer that applies them. Costs
+ * stay in matching, not weaving (byte-buddy#959): the byte prefilter ({@link JdbcPrefilter}), a
+ * cached type pool per class loader, a cached class-loader guard (can the loader see {@link
+ * ConnectionFencing}?), name prefixes of the JDK and of the agent itself ignored outright. Classes
+ * loaded before the agent that a rule may weave are retransformed at installation.
  */
 final class Instrumenter {
 
@@ -107,17 +107,6 @@ final class Instrumenter {
   private static final String CONNECTION_POOL_DATA_SOURCE = "javax.sql.ConnectionPoolDataSource";
   private static final String XA_DATA_SOURCE = "javax.sql.XADataSource";
   private static final String XA_CONNECTION = "javax.sql.XAConnection";
-
-  private static final ElementMatcher.Junction<TypeDescription> IGNORED =
-      nameStartsWith("java.")
-          .or(nameStartsWith("javax."))
-          .or(nameStartsWith("jdk."))
-          .or(nameStartsWith("sun."))
-          .or(nameStartsWith("com.sun."))
-          .or(nameStartsWith("net.bytebuddy."))
-          .or(nameStartsWith("dev.lease.agent."))
-          .or(nameStartsWith("dev.lease.core."))
-          .or(isSynthetic());
 
   /** getConnection() and getConnection(user, password). */
   private static final ElementMatcher.Junction<MethodDescription> GET_CONNECTION =

@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * ByteBuddy's {@code Advice} does (the control that the log is read right: the weaving ran, with
  * the library the agent weaves with). A deterministic guard of the start-up measured in
  * docs/benchmarks.md, which wall-clock assertions could not be on a shared machine. Checked by hand
- * against the agent jar before issue 37's transformer ({@code -Dlease.agent.jar=OLD.jar}): 117
+ * against the agent jar before issue 37's transformer ({@code -Dlease.agent.jar=OLD.jar}): 113
  * {@code AgentBuilder} classes, both databases fail.
  */
 class StartupClassesIT {

@@ -131,7 +131,7 @@ final class ClassWeaver implements ClassFileTransformer {
     // a class loaded before the agent was chosen by JdbcPrefilter.loadedCandidates already
     if (redefined == null
         ? prefilter.passOver(loader, internalName, bytes)
-        : prefilter.ignored(loader, internalName)) {
+        : JdbcPrefilter.Decision.ignored(loader, internalName)) {
       return null;
     }
     weaving.set(Boolean.TRUE);
@@ -168,7 +168,9 @@ final class ClassWeaver implements ClassFileTransformer {
       }
       List<Rule> matched = new ArrayList<>(2);
       for (Rule r : rules) {
-        if (r.types().matches(type) && r.loaders().matches(loader)) {
+        // the loader first: its guard is cached per loader, the type's hierarchy check is not, and
+        // the agent's rules come in pairs that differ only in the loader
+        if (r.loaders().matches(loader) && r.types().matches(type)) {
           matched.add(r);
         }
       }

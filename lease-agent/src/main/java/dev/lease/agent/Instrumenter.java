@@ -224,8 +224,7 @@ final class Instrumenter {
                   .bind(MethodLeaseAdvice.LeaseName.class, m.leaseName())
                   .bind(MethodLeaseAdvice.MethodKey.class, m.key()),
               MethodLeaseAdvice.class);
-      ElementMatcher.Junction<MethodDescription> method =
-          isMethod().and(named(m.methodName())).and(not(isAbstract()));
+      ElementMatcher.Junction<MethodDescription> method = concreteMethod(m.methodName());
       weaves.add(
           new ClassWeaver.Rule(
               named(m.className()),
@@ -376,13 +375,7 @@ final class Instrumenter {
         if (configured) {
           checkConfiguredScope(type, m, dataSource || ancestor);
         }
-        b =
-            scope(
-                b,
-                type,
-                isMethod().and(named(m.methodName())).and(not(isAbstract())),
-                m.key(),
-                configured);
+        b = scope(b, type, concreteMethod(m.methodName()), m.key(), configured);
       }
     }
     return b;
@@ -464,17 +457,23 @@ final class Instrumenter {
     }
   }
 
+  /** A concrete method of that name: what {@code methods=} and {@code pool-internals} name. */
+  private static ElementMatcher.Junction<MethodDescription> concreteMethod(String name) {
+    return isMethod().and(named(name)).and(not(isAbstract()));
+  }
+
+  /** Whether {@code type} itself declares a concrete method {@code name} (not inherited). */
+  private static boolean declares(TypeDescription type, String name) {
+    return !type.getDeclaredMethods().filter(concreteMethod(name)).isEmpty();
+  }
+
   /**
    * A {@code pool-internals} entry that names the method the application gets its connections from
    * would hand them out unfenced: bad configuration, found when the class loads.
    */
   private void checkConfiguredScope(TypeDescription type, MethodSpec m, boolean handsOut) {
-    boolean declared =
-        !type.getDeclaredMethods()
-            .filter(isMethod().and(named(m.methodName())).and(not(isAbstract())))
-            .isEmpty();
     String problem = null;
-    if (!declared) {
+    if (!declares(type, m.methodName())) {
       problem =
           "class "
               + type.getName()
@@ -573,11 +572,7 @@ final class Instrumenter {
    */
   private static DynamicType.Builder<?> checkMethod(
       DynamicType.Builder<?> b, MethodSpec spec, TypeDescription type) {
-    boolean declared =
-        !type.getDeclaredMethods()
-            .filter(isMethod().and(named(spec.methodName())).and(not(isAbstract())))
-            .isEmpty();
-    if (!declared) {
+    if (!declares(type, spec.methodName())) {
       LeaseAgent.stop(
           LeaseAgent.EXIT_CONFIGURATION,
           "bad method spec '"

@@ -66,8 +66,11 @@ final class JdbcPrefilter {
       return !mentionsJdbc(bytes);
     }
 
-    /** The boot and platform loaders' classes, and the ignored prefixes: never woven. */
-    boolean ignored(ClassLoader loader, String internalName) {
+    /**
+     * The boot and platform loaders' classes, and the ignored prefixes: never woven. Asked of each
+     * class that loads, and of the classes loaded before the agent ({@link #loadedCandidates}).
+     */
+    static boolean ignored(ClassLoader loader, String internalName) {
       if (loader == null || loader == ClassLoader.getPlatformClassLoader()) {
         return true;
       }
@@ -170,20 +173,8 @@ final class JdbcPrefilter {
     return connections && java.sql.Connection.class.isAssignableFrom(c);
   }
 
-  /** Not a class {@code Instrumenter.IGNORED} or the ignore rule leaves out. */
+  /** Not a class the transformer ignores ({@link Decision#ignored}), nor a synthetic one. */
   private static boolean mayBeWoven(Class<?> c) {
-    ClassLoader loader = c.getClassLoader();
-    if (loader == null || loader == ClassLoader.getPlatformClassLoader() || c.isSynthetic()) {
-      return false;
-    }
-    String n = c.getName();
-    return !(n.startsWith("java.")
-        || n.startsWith("javax.")
-        || n.startsWith("jdk.")
-        || n.startsWith("sun.")
-        || n.startsWith("com.sun.")
-        || n.startsWith("net.bytebuddy.")
-        || n.startsWith("dev.lease.agent.")
-        || n.startsWith("dev.lease.core."));
+    return !c.isSynthetic() && !Decision.ignored(c.getClassLoader(), c.getName().replace('.', '/'));
   }
 }
